@@ -1,0 +1,48 @@
+"""synergy_opt: optimization toolkit for resource-sensitive scheduling of GPU clusters (Synergy, OSDI '22)."""
+
+from synergy_opt.builders.ideal import Reductions, build_ideal
+from synergy_opt.errors import (
+    InvalidInputError,
+    NoSolutionError,
+    SolverUnavailableError,
+    SynergyError,
+    UnknownNameError,
+)
+from synergy_opt.generate import generate_round
+from synergy_opt.ideal import IdealResult, JobConfig, solve_ideal
+from synergy_opt.instance import Allocation, Cluster, Job, Placement, Profile, RoundInstance
+from synergy_opt.io import load_instance, save_instance
+from synergy_opt.profiles import builtin_profile, model_names
+from synergy_opt.solvers import SolveResult, SolverParams, Status, available_solvers, solver_names
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Allocation",
+    "Cluster",
+    "IdealResult",
+    "InvalidInputError",
+    "Job",
+    "JobConfig",
+    "NoSolutionError",
+    "Placement",
+    "Profile",
+    "Reductions",
+    "RoundInstance",
+    "SolveResult",
+    "SolverParams",
+    "SolverUnavailableError",
+    "Status",
+    "SynergyError",
+    "UnknownNameError",
+    "__version__",
+    "available_solvers",
+    "build_ideal",
+    "builtin_profile",
+    "generate_round",
+    "load_instance",
+    "model_names",
+    "save_instance",
+    "solve_ideal",
+    "solver_names",
+]

@@ -1,0 +1,1 @@
+"""Model builders, one module per formulation; each makes a solver-neutral LinearModel once."""

@@ -1,0 +1,260 @@
+"""Ideal-allocation ILP (paper section 4.1.1, eqs. 1-7; SPEC 2.1), built once, vectorised.
+
+One super-machine with all ``C = s * C_i`` CPUs and ``M = s * M_i`` GB. Variable block ``y``: one column per
+(job class, per-GPU config ``k = (c_k, m_k)``), integer in ``[0, |class|]`` (binary when the class is one job).
+
+    (1) max   sum_j sum_k w_j W_j[k] y[j,k]            w_j = 1 (per job) or g_j (GPU-weighted)
+    (2)       sum_j sum_k g_j c_k y[j,k] <= C            block "cpu"        build_ideal / _coupling_rows
+    (3)       sum_j sum_k g_j m_k y[j,k] <= M            block "mem"        build_ideal / _coupling_rows
+    (4)       sum_k y[j,k] = |class j|                   block "assign"     build_ideal
+    (5)       sum_k W_j[k] y[j,k] >= floor_j             block "floor", or configs below the floor removed
+    (6,7)     c*_j = g_j c_k, m*_j = g_j m_k             decoded by IdealModel.decode
+
+Exact reductions (each switchable, see :class:`Reductions`): configs below the floor are removed (replacing
+(5)); dominated configs (another with <= CPU, <= memory and >= W) are removed; jobs with identical
+``(g_j, W_j)`` become one class with an integer count.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.instance import RoundInstance
+from synergy_opt.model import LinearModel, ModelBuilder
+
+Objective = Literal["job", "gpu"]
+OBJECTIVES: tuple[Objective, ...] = ("job", "gpu")
+
+
+@dataclass(frozen=True)
+class Reductions:
+    """Exact reductions of the ideal ILP; each is tested against the unreduced model."""
+
+    fix_below_floor: bool = True
+    drop_dominated: bool = True
+    merge_identical: bool = True
+
+    def __post_init__(self) -> None:
+        # A merged class has one assignment row, so a per-job floor row cannot be stated for it.
+        if self.merge_identical and not self.fix_below_floor:
+            raise InvalidInputError(
+                "reductions.merge_identical", True, "merging identical jobs needs fix_below_floor=True"
+            )
+
+    @classmethod
+    def none(cls) -> Reductions:
+        return cls(fix_below_floor=False, drop_dominated=False, merge_identical=False)
+
+
+@dataclass(frozen=True, eq=False)
+class IdealModel:
+    """The built ILP plus what is needed to read a solution back as per-job configs."""
+
+    model: LinearModel
+    instance: RoundInstance
+    objective_kind: Objective
+    reductions: Reductions
+    col_class: np.ndarray  # class of each y column
+    col_cpu: np.ndarray  # per-GPU CPUs of each column's config
+    col_mem: np.ndarray  # per-GPU GB of each column's config
+    col_tput: np.ndarray  # W of each column's config
+    class_count: np.ndarray  # jobs per class
+    class_jobs: np.ndarray  # job indices, grouped by class in class order
+    build_seconds: float
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.class_count.size)
+
+    def decode(self, y: np.ndarray) -> np.ndarray:
+        """Column chosen for each job (job order) from an integral ``y``; jobs of a class share its counts."""
+        counts = np.rint(y).astype(np.int64)
+        slots = np.repeat(np.arange(counts.size), np.maximum(counts, 0))
+        if slots.size != self.class_jobs.size:
+            raise InvalidInputError("y", int(slots.size), f"integral y must assign {self.class_jobs.size} jobs")
+        chosen = np.empty(self.class_jobs.size, dtype=np.int64)
+        chosen[self.class_jobs] = slots
+        return chosen
+
+    def fractional_classes(self, y: np.ndarray, tolerance: float = 1e-6) -> np.ndarray:
+        """Classes with a non-integral value in any of their columns (for LP relaxations)."""
+        fractional = np.abs(y - np.rint(y)) > tolerance
+        return np.unique(self.col_class[fractional])
+
+    @cached_property
+    def class_offsets(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(self.class_count)])
+
+
+def build_ideal(
+    instance: RoundInstance,
+    *,
+    objective: Objective = "job",
+    reductions: Reductions | None = None,
+) -> IdealModel:
+    """Build the ideal-allocation ILP of ``instance`` (see the module docstring for the equations)."""
+    start = time.perf_counter()
+    if objective not in OBJECTIVES:
+        raise InvalidInputError("objective", objective, f"choose one of {', '.join(OBJECTIVES)}")
+    reductions = reductions or Reductions()
+    cluster = instance.cluster
+    pieces = [_group_columns(instance, jobs, cpu, mem, reductions) for cpu, mem, jobs in _axis_groups(instance)]
+    # Classes are numbered across groups in the order the groups come.
+    class_base = np.cumsum([0] + [p.class_count.size for p in pieces])
+    col_class = np.concatenate([p.col_class + base for p, base in zip(pieces, class_base, strict=False)])
+    col_cpu = np.concatenate([p.col_cpu for p in pieces])
+    col_mem = np.concatenate([p.col_mem for p in pieces])
+    col_tput = np.concatenate([p.col_tput for p in pieces])
+    class_count = np.concatenate([p.class_count for p in pieces])
+    class_gpus = np.concatenate([p.class_gpus for p in pieces])
+    class_jobs = np.concatenate([p.class_jobs for p in pieces])
+    col_gpus = class_gpus[col_class]
+
+    builder = ModelBuilder("ideal_allocation", "max")
+    weight = col_tput * (col_gpus if objective == "gpu" else 1.0)
+    y = builder.add_vars(
+        "y", col_class.size, lower=0.0, upper=class_count[col_class].astype(float), integer=True, objective=weight
+    )
+    columns = np.arange(y.start, y.stop)
+    builder.add_rows("assign", col_class, columns, np.ones(col_class.size), lower=class_count, upper=class_count,
+                     count=class_count.size)
+    zeros = np.zeros(col_class.size, dtype=np.int64)
+    builder.add_rows("cpu", zeros, columns, col_gpus * col_cpu, upper=cluster.total_cpus, count=1)
+    builder.add_rows("mem", zeros, columns, col_gpus * col_mem, upper=cluster.total_mem_gb, count=1)
+    if not reductions.fix_below_floor:
+        floors = np.concatenate([p.class_floor for p in pieces])
+        builder.add_rows("floor", col_class, columns, col_tput, lower=floors, count=class_count.size)
+    model = builder.build()
+    return IdealModel(
+        model=model,
+        instance=instance,
+        objective_kind=objective,
+        reductions=reductions,
+        col_class=col_class,
+        col_cpu=col_cpu,
+        col_mem=col_mem,
+        col_tput=col_tput,
+        class_count=class_count,
+        class_jobs=class_jobs,
+        build_seconds=time.perf_counter() - start,
+    )
+
+
+@dataclass(frozen=True)
+class _Columns:
+    col_class: np.ndarray
+    col_cpu: np.ndarray
+    col_mem: np.ndarray
+    col_tput: np.ndarray
+    class_count: np.ndarray
+    class_gpus: np.ndarray
+    class_floor: np.ndarray
+    class_jobs: np.ndarray
+
+
+def _axis_groups(instance: RoundInstance) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Jobs grouped by the axes of their profiles: (CPU axis, memory axis, job indices) per group.
+
+    Built-in and generated profiles all share one pair of axes, so there is one group in the usual case.
+    """
+    groups: dict[tuple[bytes, bytes], list[int]] = {}
+    axes: dict[tuple[bytes, bytes], tuple[np.ndarray, np.ndarray]] = {}
+    for index, job in enumerate(instance.jobs):
+        profile = job.profile
+        key = (profile.cpu_per_gpu.tobytes(), profile.mem_gb_per_gpu.tobytes())
+        groups.setdefault(key, []).append(index)
+        axes.setdefault(key, (profile.cpu_per_gpu, profile.mem_gb_per_gpu))
+    return [(*axes[key], np.array(members)) for key, members in groups.items()]
+
+
+def _group_columns(
+    instance: RoundInstance,
+    jobs: np.ndarray,
+    cpu: np.ndarray,
+    mem: np.ndarray,
+    reductions: Reductions,
+) -> _Columns:
+    cluster = instance.cluster
+    gpus = instance.gpus
+    # Jobs usually share profile objects (one per built-in model): work on the distinct matrices only.
+    slot: dict[int, int] = {}
+    matrices = []
+    job_matrix = np.empty(len(jobs), dtype=np.int64)
+    for position, j in enumerate(jobs):
+        profile = instance.jobs[j].profile
+        index = slot.get(id(profile))
+        if index is None:
+            index = slot[id(profile)] = len(matrices)
+            matrices.append(profile.tput)
+        job_matrix[position] = index
+    tput = np.stack(matrices)  # (distinct, A, B)
+    # Put the proportional point on the grid; new rows/columns read the grid below them (never over-claim).
+    cpu, tput = _with_axis_value(cpu, tput, cluster.cpu_per_gpu, axis=1)
+    mem, tput = _with_axis_value(mem, tput, cluster.mem_gb_per_gpu, axis=2)
+    a_p = int(np.searchsorted(cpu, cluster.cpu_per_gpu))
+    b_p = int(np.searchsorted(mem, cluster.mem_gb_per_gpu))
+    floor = tput[:, a_p, b_p]
+    keep = np.ones(tput.shape, dtype=bool)
+    if reductions.fix_below_floor:
+        keep &= tput >= floor[:, None, None]
+    if reductions.drop_dominated:
+        keep &= ~_dominated(tput)
+
+    if reductions.merge_identical:
+        # Equal matrices held by different objects are merged too.
+        _, same_matrix = np.unique(tput.reshape(len(tput), -1), axis=0, return_inverse=True)
+        key = np.stack([gpus[jobs], same_matrix.ravel()[job_matrix]], axis=1)
+        _, first, inverse, count = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
+        class_jobs = jobs[np.argsort(inverse.ravel(), kind="stable")]
+        representatives = first
+    else:
+        count = np.ones(len(jobs), dtype=np.int64)
+        class_jobs = jobs
+        representatives = np.arange(len(jobs))
+    class_matrix = job_matrix[representatives]
+
+    klass, a, b = np.nonzero(keep[class_matrix])
+    return _Columns(
+        col_class=klass,
+        col_cpu=cpu[a],
+        col_mem=mem[b],
+        col_tput=tput[class_matrix[klass], a, b],
+        class_count=count.astype(np.int64),
+        class_gpus=gpus[jobs[representatives]],
+        class_floor=floor[class_matrix],
+        class_jobs=class_jobs,
+    )
+
+
+def _with_axis_value(
+    axis_values: np.ndarray, tput: np.ndarray, value: float, axis: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Insert ``value`` into one axis of a stack of matrices; the new slice copies the slice below it,
+    or is 0 when ``value`` lies below the grid."""
+    if np.any(np.isclose(axis_values, value, rtol=1e-12, atol=0)):
+        return axis_values, tput
+    at = int(np.searchsorted(axis_values, value))
+    below = np.take(tput, [at - 1], axis=axis) if at > 0 else np.zeros_like(np.take(tput, [0], axis=axis))
+    return np.insert(axis_values, at, value), np.concatenate(
+        [np.take(tput, range(at), axis=axis), below, np.take(tput, range(at, tput.shape[axis]), axis=axis)],
+        axis=axis,
+    )
+
+
+def _dominated(tput: np.ndarray) -> np.ndarray:
+    """``dominated[j, a, b]``: some other config with <= CPU and <= memory has W >= ``tput[j, a, b]``.
+
+    The best W over the lower-left quadrant excluding the point itself is the larger of the inclusive
+    running maxima one step left and one step down; ties keep the cheaper config.
+    """
+    running = np.maximum.accumulate(np.maximum.accumulate(tput, axis=1), axis=2)
+    best_other = np.full(tput.shape, -np.inf)
+    best_other[:, 1:, :] = running[:, :-1, :]
+    best_other[:, :, 1:] = np.maximum(best_other[:, :, 1:], running[:, :, :-1])
+    return tput <= best_other

@@ -1,0 +1,118 @@
+"""Production-derived round instances (SPEC section 5, paper section 5.1), deterministic per seed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
+from synergy_opt.profiles import TASKS, model_info, models_by_task
+
+GPUS_PER_SERVER = 8
+MEM_GB_PER_SERVER = 500.0
+# Multi-GPU trace: the artifact's synthetic 1/2/4/8-GPU split with a Philly-like 16-GPU tail.
+MULTI_GPU_DEMANDS = np.array([1, 2, 4, 8, 16])
+MULTI_GPU_WEIGHTS = np.array([0.70, 0.10, 0.12, 0.05, 0.03])
+
+
+def generate_round(
+    gpus: int = 128,
+    split: tuple[float, float, float] = (20, 70, 10),
+    multi_gpu: bool = False,
+    seed: int = 0,
+    profile_noise: float = 0.0,
+    cpu_per_gpu: int = 3,
+) -> RoundInstance:
+    """A full-load round: jobs drawn until their GPU demand fills a cluster of ``gpus`` GPUs.
+
+    Parameters
+    ----------
+    gpus
+        Cluster size; a multiple of 8 (8-GPU servers with 500 GB and ``8 * cpu_per_gpu`` CPUs each).
+    split
+        Percentages of (image, language, speech) models; the model is uniform within its task.
+    multi_gpu
+        False: every job asks for 1 GPU. True: Philly-like demands of 1-16 GPUs.
+    profile_noise
+        Standard deviation of a per-entry log-normal factor on each job's matrix (kept monotone), so that
+        no two jobs are alike.
+    cpu_per_gpu
+        CPU:GPU ratio of the servers; 3 (default) or one of the artifact's profiled variants 4, 5, 6.
+    """
+    _check(gpus, split, profile_noise)
+    rng = np.random.default_rng(seed)
+    cluster = Cluster(gpus // GPUS_PER_SERVER, GPUS_PER_SERVER, GPUS_PER_SERVER * cpu_per_gpu, MEM_GB_PER_SERVER)
+    demands = _gpu_demands(rng, gpus, multi_gpu)
+    names = _models(rng, len(demands), split)
+    infos = {name: model_info(name, cpu_per_gpu) for name in set(names)}
+    durations = _durations_min(rng, len(demands))
+    noise = rng.standard_normal((len(demands), *next(iter(infos.values())).profile.tput.shape))
+    jobs = []
+    for index, (demand, name) in enumerate(zip(demands, names, strict=True)):
+        profile = infos[name].profile
+        if profile_noise > 0:
+            profile = _noisy(profile, noise[index], profile_noise)
+        floor = profile.throughput(cluster.cpu_per_gpu, cluster.mem_gb_per_gpu)
+        jobs.append(Job(f"j{index}", int(demand), profile, model=name, work=float(durations[index] * max(floor, 1e-9))))
+    metadata: dict[str, Any] = {
+        "generator": "synergy_opt.generate_round",
+        "gpus": gpus,
+        "split": list(split),
+        "multi_gpu": multi_gpu,
+        "seed": seed,
+        "profile_noise": profile_noise,
+        "cpu_per_gpu": cpu_per_gpu,
+    }
+    return RoundInstance(cluster, tuple(jobs), metadata)
+
+
+def _check(gpus: int, split: tuple[float, float, float], profile_noise: float) -> None:
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < GPUS_PER_SERVER or gpus % GPUS_PER_SERVER:
+        raise InvalidInputError("gpus", gpus, f"must be a positive multiple of {GPUS_PER_SERVER}")
+    weights = np.asarray(split, dtype=float)
+    if weights.shape != (len(TASKS),) or not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
+        raise InvalidInputError("split", split, "must be three non-negative percentages (image, language, speech)")
+    if not np.isfinite(profile_noise) or profile_noise < 0:
+        raise InvalidInputError("profile_noise", profile_noise, "must be finite and >= 0")
+
+
+def _gpu_demands(rng: np.random.Generator, gpus: int, multi_gpu: bool) -> np.ndarray:
+    if not multi_gpu:
+        return np.ones(gpus, dtype=np.int64)
+    demands = []
+    free = gpus
+    while free > 0:
+        demand = int(rng.choice(MULTI_GPU_DEMANDS, p=MULTI_GPU_WEIGHTS))
+        # The last draws shrink to what is left, so the round is exactly at full load.
+        demand = min(demand, int(MULTI_GPU_DEMANDS[free >= MULTI_GPU_DEMANDS].max()))
+        demands.append(demand)
+        free -= demand
+    return np.array(demands, dtype=np.int64)
+
+
+def _models(rng: np.random.Generator, count: int, split: tuple[float, float, float]) -> list[str]:
+    weights = np.asarray(split, dtype=float)
+    by_task = models_by_task()
+    tasks = rng.choice(len(TASKS), size=count, p=weights / weights.sum())
+    picks = rng.random(count)
+    names = []
+    for task, pick in zip(tasks, picks, strict=True):
+        choices = by_task[TASKS[task]]
+        names.append(choices[int(pick * len(choices))])
+    return names
+
+
+def _durations_min(rng: np.random.Generator, count: int) -> np.ndarray:
+    """Duration at proportional share: ``10^x`` minutes, ``x ~ U[1.5, 3]`` w.p. 0.8, else ``U[3, 4]``."""
+    short = rng.random(count) < 0.8
+    exponent = np.where(short, rng.uniform(1.5, 3.0, count), rng.uniform(3.0, 4.0, count))
+    return np.power(10.0, exponent)
+
+
+def _noisy(profile: Profile, normal: np.ndarray, sigma: float) -> Profile:
+    """Log-normal noise per entry, then made monotone again: more CPU or memory never slows a job."""
+    tput = profile.tput * np.exp(sigma * normal)
+    tput = np.maximum.accumulate(np.maximum.accumulate(tput, axis=0), axis=1)
+    return Profile(profile.cpu_per_gpu, profile.mem_gb_per_gpu, tput, name=profile.name)

@@ -1,0 +1,173 @@
+"""``solve_ideal``: the ideal-allocation ILP (or its LP relaxation) solved by any registered backend."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from synergy_opt.builders.ideal import IdealModel, Objective, Reductions, build_ideal
+from synergy_opt.instance import RoundInstance
+from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """The per-GPU config chosen for one job, and the totals ``c*_j = g_j c_k``, ``m*_j = g_j m_k``."""
+
+    job_id: str
+    gpus: int
+    cpu_per_gpu: float
+    mem_gb_per_gpu: float
+    throughput: float
+    floor: float
+
+    @property
+    def cpus(self) -> float:
+        return self.gpus * self.cpu_per_gpu
+
+    @property
+    def mem_gb(self) -> float:
+        return self.gpus * self.mem_gb_per_gpu
+
+
+@dataclass(frozen=True, eq=False)
+class IdealResult:
+    """Outcome of :func:`solve_ideal`. Per-job arrays are in the instance's job order."""
+
+    status: Status
+    objective: float | None
+    bound: float | None
+    relaxed: bool
+    ideal: IdealModel
+    solve: SolveResult
+
+    @property
+    def solver(self) -> str:
+        return self.solve.solver
+
+    @property
+    def gap(self) -> float | None:
+        return self.solve.gap
+
+    @property
+    def build_seconds(self) -> float:
+        """Building the neutral model plus translating it for the backend."""
+        return self.ideal.build_seconds + self.solve.build_seconds
+
+    @property
+    def solve_seconds(self) -> float:
+        return self.solve.solve_seconds
+
+    @property
+    def has_solution(self) -> bool:
+        return self.solve.has_solution
+
+    @cached_property
+    def y(self) -> np.ndarray:
+        return self.solve.values(self.ideal.model, "y")
+
+    @cached_property
+    def chosen_columns(self) -> np.ndarray:
+        """Column of each job's config; for a relaxation, the column holding most of its weight."""
+        if not self.relaxed:
+            return self.ideal.decode(self.y)
+        ideal = self.ideal
+        chosen = np.empty(ideal.class_jobs.size, dtype=np.int64)
+        order = np.lexsort((-self.y, ideal.col_class))
+        first = order[np.searchsorted(ideal.col_class[order], np.arange(ideal.num_classes))]
+        chosen[ideal.class_jobs] = np.repeat(first, ideal.class_count)
+        return chosen
+
+    @property
+    def cpu_per_gpu(self) -> np.ndarray:
+        return self.ideal.col_cpu[self.chosen_columns]
+
+    @property
+    def mem_gb_per_gpu(self) -> np.ndarray:
+        return self.ideal.col_mem[self.chosen_columns]
+
+    @property
+    def throughput(self) -> np.ndarray:
+        return self.ideal.col_tput[self.chosen_columns]
+
+    @property
+    def cpu_demand(self) -> np.ndarray:
+        """``c*_j`` (eq. 6) per job."""
+        return self.ideal.instance.gpus * self.cpu_per_gpu
+
+    @property
+    def mem_demand(self) -> np.ndarray:
+        """``m*_j`` (eq. 7) per job."""
+        return self.ideal.instance.gpus * self.mem_gb_per_gpu
+
+    @cached_property
+    def configs(self) -> dict[str, JobConfig]:
+        """Per job id, its chosen config (empty when the solve found no solution)."""
+        if not self.has_solution:
+            return {}
+        instance = self.ideal.instance
+        floors = instance.floors
+        return {
+            job.id: JobConfig(job.id, job.gpus, float(c), float(m), float(w), float(f))
+            for job, c, m, w, f in zip(
+                instance.jobs, self.cpu_per_gpu, self.mem_gb_per_gpu, self.throughput, floors, strict=True
+            )
+        }
+
+    @cached_property
+    def fractional_jobs(self) -> tuple[str, ...]:
+        """Jobs whose relaxed ``y`` is not integral (none for an ILP solve)."""
+        if not self.relaxed or not self.has_solution:
+            return ()
+        ideal = self.ideal
+        classes = ideal.fractional_classes(self.y)
+        offsets = ideal.class_offsets
+        members = [ideal.class_jobs[offsets[c]:offsets[c + 1]] for c in classes]
+        jobs = ideal.instance.jobs
+        return tuple(jobs[j].id for j in np.concatenate(members or [np.zeros(0, np.int64)]))
+
+
+def solve_ideal(
+    instance: RoundInstance,
+    solver: str = DEFAULT_SOLVER,
+    relax: bool = False,
+    *,
+    objective: Objective = "job",
+    reductions: Reductions | None = None,
+    time_limit: float | None = None,
+    mip_gap: float = 1e-6,
+    threads: int | None = 1,
+    seed: int = 0,
+    verbose: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> IdealResult:
+    """Solve the ideal-allocation ILP (paper eqs. 1-7) of ``instance``, or its LP relaxation.
+
+    Parameters
+    ----------
+    solver
+        A registered backend name (see :func:`synergy_opt.solvers.available_solvers`).
+    relax
+        Solve the LP relaxation (an upper bound, Theorem 4.1) instead of the ILP.
+    objective
+        ``"job"``: sum of per-job throughput (eq. 1); ``"gpu"``: GPU-weighted.
+    reductions
+        Which exact reductions to apply (all by default); ``Reductions.none()`` gives the plain model.
+    """
+    ideal = build_ideal(instance, objective=objective, reductions=reductions)
+    model = ideal.model.relaxed() if relax else ideal.model
+    params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
+                          options=dict(options or {}))
+    result = solve_model(model, solver, params)
+    return IdealResult(
+        status=result.status,
+        objective=result.objective,
+        bound=result.bound,
+        relaxed=relax,
+        ideal=ideal,
+        solve=result,
+    )

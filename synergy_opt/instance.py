@@ -1,0 +1,321 @@
+"""The data model: Cluster, Profile, Job, RoundInstance, Allocation (frozen dataclasses).
+
+Every constructor validates its own fields and raises :class:`InvalidInputError` naming the field and the
+value; the JSON layer (:mod:`synergy_opt.io`) prefixes the path of the field inside the file.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError
+
+# Relative slack when reading a grid: 20.83 GB * 3 GPUs / 3 GPUs must still read the 20.83 column.
+_GRID_TOLERANCE = 1e-9
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidInputError(name, value, "must be an integer >= 1")
+    return int(value)
+
+
+def _positive_real(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise InvalidInputError(name, value, "must be a number")
+    if not math.isfinite(value) or value <= 0:
+        raise InvalidInputError(name, value, "must be a finite number > 0")
+    return float(value)
+
+
+def _axis(name: str, values: Any) -> np.ndarray:
+    try:
+        axis = np.array(values, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidInputError(name, values, "must be a list of numbers") from None
+    if axis.ndim != 1 or axis.size == 0:
+        raise InvalidInputError(name, values, "must be a non-empty list of numbers")
+    if not np.all(np.isfinite(axis)) or np.any(axis <= 0):
+        raise InvalidInputError(name, values, "every value must be finite and > 0")
+    if np.any(np.diff(axis) <= 0):
+        raise InvalidInputError(name, values, "must be strictly increasing")
+    axis.flags.writeable = False
+    return axis
+
+
+@dataclass(frozen=True, eq=False)
+class Profile:
+    """Resource-sensitivity matrix ``W`` of one job (paper section 3.1).
+
+    ``tput[a, b]`` is the normalised throughput with ``cpu_per_gpu[a]`` CPUs and ``mem_gb_per_gpu[b]`` GB
+    per GPU. Axes are per GPU and strictly increasing.
+    """
+
+    cpu_per_gpu: np.ndarray
+    mem_gb_per_gpu: np.ndarray
+    tput: np.ndarray
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        cpu = _axis("cpu_per_gpu", self.cpu_per_gpu)
+        mem = _axis("mem_gb_per_gpu", self.mem_gb_per_gpu)
+        try:
+            tput = np.array(self.tput, dtype=float)
+        except (TypeError, ValueError):
+            raise InvalidInputError("tput", self.tput, "must be a matrix of numbers") from None
+        if tput.shape != (cpu.size, mem.size):
+            raise InvalidInputError(
+                "tput", self.tput,
+                f"shape {tput.shape} does not match the axes ({cpu.size} CPU x {mem.size} memory values)",
+            )
+        bad = np.argwhere(~np.isfinite(tput) | (tput < 0))
+        if bad.size:
+            a, b = (int(i) for i in bad[0])
+            raise InvalidInputError(f"tput[{a}][{b}]", float(tput[a, b]), "throughput must be finite and >= 0")
+        tput.flags.writeable = False
+        object.__setattr__(self, "cpu_per_gpu", cpu)
+        object.__setattr__(self, "mem_gb_per_gpu", mem)
+        object.__setattr__(self, "tput", tput)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Profile):
+            return NotImplemented
+        return self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    @cached_property
+    def _key(self) -> tuple[bytes, bytes, bytes]:
+        return (self.cpu_per_gpu.tobytes(), self.mem_gb_per_gpu.tobytes(), self.tput.tobytes())
+
+    def throughput(self, cpu_per_gpu: Any, mem_gb_per_gpu: Any) -> Any:
+        """Throughput at any per-GPU point: the largest grid point ``<=`` in each axis, 0 below the grid."""
+        a = np.searchsorted(self.cpu_per_gpu, np.asarray(cpu_per_gpu) * (1 + _GRID_TOLERANCE), "right") - 1
+        b = np.searchsorted(self.mem_gb_per_gpu, np.asarray(mem_gb_per_gpu) * (1 + _GRID_TOLERANCE), "right") - 1
+        inside = (a >= 0) & (b >= 0)
+        value = np.where(inside, self.tput[np.maximum(a, 0), np.maximum(b, 0)], 0.0)
+        return float(value) if np.ndim(value) == 0 else value
+
+    def with_point(self, cpu_per_gpu: float, mem_gb_per_gpu: float) -> Profile:
+        """The same profile with ``(cpu, mem)`` on the grid (rows/columns inserted by grid lookup)."""
+        cpu = np.union1d(self.cpu_per_gpu, [cpu_per_gpu])
+        mem = np.union1d(self.mem_gb_per_gpu, [mem_gb_per_gpu])
+        if cpu.size == self.cpu_per_gpu.size and mem.size == self.mem_gb_per_gpu.size:
+            return self
+        tput = self.throughput(cpu[:, None], mem[None, :])
+        return Profile(cpu, mem, tput, self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cpu_per_gpu": self.cpu_per_gpu.tolist(),
+            "mem_gb_per_gpu": self.mem_gb_per_gpu.tolist(),
+            "tput": self.tput.tolist(),
+        }
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """``servers`` homogeneous servers, each with the given GPUs, CPUs and memory."""
+
+    servers: int
+    gpus_per_server: int = 8
+    cpus_per_server: float = 24
+    mem_gb_per_server: float = 500
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "servers", _positive_int("servers", self.servers))
+        object.__setattr__(self, "gpus_per_server", _positive_int("gpus_per_server", self.gpus_per_server))
+        object.__setattr__(self, "cpus_per_server", _positive_real("cpus_per_server", self.cpus_per_server))
+        object.__setattr__(
+            self, "mem_gb_per_server", _positive_real("mem_gb_per_server", self.mem_gb_per_server)
+        )
+
+    @property
+    def total_gpus(self) -> int:
+        return self.servers * self.gpus_per_server
+
+    @property
+    def total_cpus(self) -> float:
+        return self.servers * self.cpus_per_server
+
+    @property
+    def total_mem_gb(self) -> float:
+        return self.servers * self.mem_gb_per_server
+
+    @property
+    def cpu_per_gpu(self) -> float:
+        """GPU-proportional CPU share per GPU, ``c_p = C_i / G_i``."""
+        return self.cpus_per_server / self.gpus_per_server
+
+    @property
+    def mem_gb_per_gpu(self) -> float:
+        """GPU-proportional memory share per GPU, ``m_p = M_i / G_i``."""
+        return self.mem_gb_per_server / self.gpus_per_server
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "servers": self.servers,
+            "gpus_per_server": self.gpus_per_server,
+            "cpus_per_server": _plain(self.cpus_per_server),
+            "mem_gb_per_server": _plain(self.mem_gb_per_server),
+        }
+
+
+@dataclass(frozen=True)
+class Job:
+    """A training job of one round: fixed GPU demand and its sensitivity profile."""
+
+    id: str
+    gpus: int
+    profile: Profile
+    model: str | None = None
+    arrival: float = 0.0
+    work: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise InvalidInputError("id", self.id, "must be a non-empty string")
+        object.__setattr__(self, "gpus", _positive_int("gpus", self.gpus))
+        if not isinstance(self.profile, Profile):
+            raise InvalidInputError("profile", self.profile, "must be a Profile")
+        if not math.isfinite(self.arrival) or self.arrival < 0:
+            raise InvalidInputError("arrival", self.arrival, "must be finite and >= 0")
+        if self.work is not None and (not math.isfinite(self.work) or self.work <= 0):
+            raise InvalidInputError("work", self.work, "must be finite and > 0")
+
+
+@dataclass(frozen=True)
+class RoundInstance:
+    """A cluster plus the runnable jobs of one round (``sum g_j <= s * G``)."""
+
+    cluster: Cluster
+    jobs: tuple[Job, ...]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        jobs = tuple(self.jobs)
+        object.__setattr__(self, "jobs", jobs)
+        seen: set[str] = set()
+        for index, job in enumerate(jobs):
+            if job.id in seen:
+                raise InvalidInputError(f"jobs[{index}].id", job.id, "duplicate job id")
+            seen.add(job.id)
+        demand = sum(job.gpus for job in jobs)
+        if demand > self.cluster.total_gpus:
+            raise InvalidInputError(
+                "jobs[*].gpus", demand,
+                f"total GPU demand exceeds the cluster's {self.cluster.total_gpus} GPUs",
+            )
+
+    @cached_property
+    def job_index(self) -> dict[str, int]:
+        return {job.id: index for index, job in enumerate(self.jobs)}
+
+    @cached_property
+    def gpus(self) -> np.ndarray:
+        """GPU demand per job, in job order."""
+        return np.array([job.gpus for job in self.jobs], dtype=np.int64)
+
+    @cached_property
+    def floors(self) -> np.ndarray:
+        """Each job's throughput at the GPU-proportional point (what GPU-proportional gives it)."""
+        c_p, m_p = self.cluster.cpu_per_gpu, self.cluster.mem_gb_per_gpu
+        return np.array([job.profile.throughput(c_p, m_p) for job in self.jobs], dtype=float)
+
+    def floor(self, job_id: str) -> float:
+        return float(self.floors[self.job_index[job_id]])
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The share of one job on one server: integral GPUs, and the CPUs and memory there."""
+
+    server: int
+    gpus: int
+    cpus: float
+    mem_gb: float
+
+    def __post_init__(self) -> None:
+        if isinstance(self.server, bool) or not isinstance(self.server, (int, np.integer)) or self.server < 0:
+            raise InvalidInputError("server", self.server, "must be an integer >= 0")
+        object.__setattr__(self, "server", int(self.server))
+        object.__setattr__(self, "gpus", _positive_int("gpus", self.gpus))
+        for name in ("cpus", "mem_gb"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise InvalidInputError(name, value, "must be a number")
+            if not math.isfinite(value) or value < 0:
+                raise InvalidInputError(name, value, "must be finite and >= 0")
+            object.__setattr__(self, name, float(value))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"server": self.server, "gpus": self.gpus, "cpus": _plain(self.cpus), "mem_gb": _plain(self.mem_gb)}
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Where each placed job runs: job id -> its placements (one per server). Absent jobs are unplaced."""
+
+    jobs: Mapping[str, tuple[Placement, ...]]
+
+    def __post_init__(self) -> None:
+        jobs: dict[str, tuple[Placement, ...]] = {}
+        for job_id, placements in self.jobs.items():
+            parts = tuple(placements)
+            servers = [p.server for p in parts]
+            if len(set(servers)) != len(servers):
+                raise InvalidInputError(f"jobs[{job_id!r}]", servers, "a job may appear once per server")
+            if parts:
+                jobs[job_id] = tuple(sorted(parts, key=lambda p: p.server))
+        object.__setattr__(self, "jobs", jobs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"jobs": {job_id: [p.to_dict() for p in parts] for job_id, parts in self.jobs.items()}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Allocation:
+        if not isinstance(data, Mapping) or not isinstance(data.get("jobs"), Mapping):
+            raise InvalidInputError("jobs", data, "an allocation is {'jobs': {job id: [placements]}}")
+        jobs: dict[str, tuple[Placement, ...]] = {}
+        for job_id, parts in data["jobs"].items():
+            if not isinstance(parts, list):
+                raise InvalidInputError(f"jobs[{job_id!r}]", parts, "must be a list of placements")
+            placed = []
+            for index, part in enumerate(parts):
+                where = f"jobs[{job_id!r}][{index}]"
+                if not isinstance(part, Mapping):
+                    raise InvalidInputError(where, part, "must be an object")
+                missing = [key for key in ("server", "gpus", "cpus", "mem_gb") if key not in part]
+                if missing:
+                    raise InvalidInputError(f"{where}.{missing[0]}", None, "missing field")
+                try:
+                    placed.append(Placement(part["server"], part["gpus"], part["cpus"], part["mem_gb"]))
+                except InvalidInputError as error:
+                    raise prefixed(error, where) from None
+            jobs[str(job_id)] = tuple(placed)
+        return cls(jobs)
+
+    def gpus_of(self, job_id: str) -> int:
+        return sum(p.gpus for p in self.jobs.get(job_id, ()))
+
+    def servers_of(self, job_id: str) -> tuple[int, ...]:
+        return tuple(p.server for p in self.jobs.get(job_id, ()))
+
+
+def prefixed(error: InvalidInputError, prefix: str) -> InvalidInputError:
+    """The same error with the field's path inside its container prepended."""
+    inner = error.field
+    path = f"{prefix}{inner}" if inner.startswith("[") else f"{prefix}.{inner}"
+    return InvalidInputError(path, error.value, error.reason)
+
+
+def _plain(value: float) -> float | int:
+    """Integral floats as ints, so saved JSON reads as written (24, not 24.0)."""
+    return int(value) if float(value).is_integer() else float(value)

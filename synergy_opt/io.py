@@ -1,0 +1,142 @@
+"""Round instances as versioned JSON files (format ``synergy-round/1``), loaded and saved in one call."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.instance import Cluster, Job, Profile, RoundInstance, prefixed
+from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, builtin_profile, cpu_gpu_ratios
+
+FORMAT = "synergy-round/1"
+_CLUSTER_FIELDS = ("servers", "gpus_per_server", "cpus_per_server", "mem_gb_per_server")
+
+
+def load_instance(source: str | os.PathLike[str] | Mapping[str, Any]) -> RoundInstance:
+    """Read a round instance from a JSON file path or from the already-parsed dictionary."""
+    if isinstance(source, Mapping):
+        return instance_from_dict(source)
+    path = Path(source)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise InvalidInputError("path", str(path), f"cannot read: {error.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidInputError(
+            "path", str(path), f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}"
+        ) from None
+    return instance_from_dict(data)
+
+
+def save_instance(instance: RoundInstance, path: str | os.PathLike[str]) -> Path:
+    """Write ``instance`` as JSON; jobs whose profile is their model's built-in one are saved by name."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(instance_to_dict(instance), indent=1) + "\n")
+    return target
+
+
+def instance_to_dict(instance: RoundInstance) -> dict[str, Any]:
+    ratio = _profile_ratio(instance.cluster)
+    jobs = []
+    for job in instance.jobs:
+        entry: dict[str, Any] = {"id": job.id, "gpus": job.gpus}
+        if job.model is not None:
+            entry["model"] = job.model
+        if job.model is None or not _is_builtin(job.model, ratio, job.profile):
+            entry["profile"] = job.profile.to_dict()
+        if job.arrival:
+            entry["arrival"] = job.arrival
+        if job.work is not None:
+            entry["work"] = job.work
+        jobs.append(entry)
+    data: dict[str, Any] = {"format": FORMAT, "cluster": instance.cluster.to_dict(), "jobs": jobs}
+    if instance.metadata:
+        data["metadata"] = dict(instance.metadata)
+    return data
+
+
+def instance_from_dict(data: Any) -> RoundInstance:
+    if not isinstance(data, Mapping):
+        raise InvalidInputError("instance", data, "must be a JSON object")
+    if data.get("format") != FORMAT:
+        raise InvalidInputError("format", data.get("format"), f"expected {FORMAT!r}")
+    cluster = _cluster(data.get("cluster"))
+    raw_jobs = data.get("jobs")
+    if not isinstance(raw_jobs, list):
+        raise InvalidInputError("jobs", raw_jobs, "must be a list of jobs")
+    ratio = _profile_ratio(cluster)
+    jobs = tuple(_job(f"jobs[{index}]", raw, ratio) for index, raw in enumerate(raw_jobs))
+    metadata = data.get("metadata", {})
+    if not isinstance(metadata, Mapping):
+        raise InvalidInputError("metadata", metadata, "must be an object")
+    return RoundInstance(cluster, jobs, dict(metadata))
+
+
+def _cluster(raw: Any) -> Cluster:
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError("cluster", raw, "must be an object")
+    for name in _CLUSTER_FIELDS:
+        if name not in raw:
+            raise InvalidInputError(f"cluster.{name}", None, "missing field")
+    try:
+        return Cluster(*(raw[name] for name in _CLUSTER_FIELDS))
+    except InvalidInputError as error:
+        raise prefixed(error, "cluster") from None
+
+
+def _job(where: str, raw: Any, ratio: int) -> Job:
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError(where, raw, "must be an object")
+    for name in ("id", "gpus"):
+        if name not in raw:
+            raise InvalidInputError(f"{where}.{name}", None, "missing field")
+    model = raw.get("model")
+    try:
+        if "profile" in raw:
+            profile = _profile(raw["profile"], model)
+        elif model is not None:
+            profile = builtin_profile(model, ratio)
+        else:
+            raise InvalidInputError("model", None, "a job needs a built-in 'model' name or an inline 'profile'")
+        return Job(
+            id=raw["id"] if not isinstance(raw["id"], int) else str(raw["id"]),
+            gpus=raw["gpus"],
+            profile=profile,
+            model=model,
+            arrival=float(raw.get("arrival", 0.0)),
+            work=None if raw.get("work") is None else float(raw["work"]),
+        )
+    except InvalidInputError as error:
+        raise prefixed(error, where) from None
+
+
+def _profile(raw: Any, name: str | None) -> Profile:
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError("profile", raw, "must be an object")
+    for key in ("cpu_per_gpu", "mem_gb_per_gpu", "tput"):
+        if key not in raw:
+            raise InvalidInputError(f"profile.{key}", None, "missing field")
+    try:
+        return Profile(raw["cpu_per_gpu"], raw["mem_gb_per_gpu"], raw["tput"], name=name)
+    except InvalidInputError as error:
+        raise prefixed(error, "profile") from None
+
+
+def _profile_ratio(cluster: Cluster) -> int:
+    """Which profiled CPU:GPU variant of the built-in models matches this cluster's servers."""
+    ratio = cluster.cpu_per_gpu
+    return int(ratio) if ratio.is_integer() and int(ratio) in cpu_gpu_ratios() else DEFAULT_CPU_GPU_RATIO
+
+
+def _is_builtin(model: str, ratio: int, profile: Profile) -> bool:
+    try:
+        return builtin_profile(model, ratio) == profile
+    except InvalidInputError:
+        return False

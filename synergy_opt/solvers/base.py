@@ -1,0 +1,113 @@
+"""The solver boundary: one parameters type and one result type for every backend."""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError, NoSolutionError
+from synergy_opt.model import LinearModel
+
+
+class Status(enum.Enum):
+    """How a solve ended. After a limit, FEASIBLE or NO_SOLUTION depending on whether an incumbent exists."""
+
+    OPTIMAL = "optimal"
+    FEASIBLE = "feasible"
+    NO_SOLUTION = "no_solution"
+    INFEASIBLE = "infeasible"
+    UNBOUNDED = "unbounded"
+    ERROR = "error"
+
+    @property
+    def has_solution(self) -> bool:
+        return self in (Status.OPTIMAL, Status.FEASIBLE)
+
+
+@dataclass(frozen=True)
+class SolverParams:
+    """Common parameters; each backend translates them. ``options`` passes backend-specific settings."""
+
+    time_limit: float | None = None
+    mip_gap: float = 1e-6
+    threads: int | None = 1
+    seed: int = 0
+    verbose: bool = False
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.time_limit is not None and not (math.isfinite(self.time_limit) and self.time_limit > 0):
+            raise InvalidInputError("time_limit", self.time_limit, "must be a finite number of seconds > 0")
+        if not (math.isfinite(self.mip_gap) and self.mip_gap >= 0):
+            raise InvalidInputError("mip_gap", self.mip_gap, "must be finite and >= 0")
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise InvalidInputError("threads", self.threads, "must be an integer >= 1 or None")
+
+
+@dataclass(frozen=True, eq=False)
+class SolveResult:
+    """What every backend returns. ``x`` is the full solution vector in the model's column order."""
+
+    status: Status
+    solver: str
+    objective: float | None = None
+    bound: float | None = None
+    x: np.ndarray | None = None
+    build_seconds: float = 0.0
+    solve_seconds: float = 0.0
+    message: str = ""
+    # True: x is a basic (vertex) solution; False: it may be interior; None: not an LP or not known.
+    is_vertex: bool | None = None
+    native_status: str = ""
+
+    @property
+    def has_solution(self) -> bool:
+        return self.status.has_solution and self.x is not None
+
+    @property
+    def gap(self) -> float | None:
+        """Relative gap between objective and bound (0 when proven optimal)."""
+        if self.objective is None or self.bound is None:
+            return None
+        if self.status is Status.OPTIMAL:
+            return 0.0
+        return abs(self.bound - self.objective) / max(abs(self.objective), 1e-10)
+
+    def solution(self) -> np.ndarray:
+        if not self.has_solution or self.x is None:
+            raise NoSolutionError(f"{self.solver} ended {self.status.value} with no solution: {self.message}")
+        return self.x
+
+    def values(self, model: LinearModel, block: str) -> np.ndarray:
+        return model.block(self.solution(), block)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend can do, declared as data; used for dispatch and to choose which tests run."""
+
+    integer: bool = True
+    continuous: bool = True
+    time_limit: bool = True
+    mip_gap: bool = True
+    vertex_lp: bool = True
+
+
+class Backend(Protocol):
+    def solve(self, model: LinearModel, params: SolverParams) -> SolveResult: ...
+
+
+def check_solution(model: LinearModel, x: np.ndarray) -> float:
+    """Largest violation of rows, bounds and integrality by ``x`` (for tests and sanity checks)."""
+    activity = model.matrix @ x
+    scale = 1.0 + np.abs(activity)
+    rows = np.maximum(model.row_lower - activity, activity - model.row_upper) / scale
+    cols = np.maximum(model.col_lower - x, x - model.col_upper)
+    frac = np.abs(x - np.round(x))[model.integer]
+    parts = [np.zeros(1), rows, cols, frac]
+    return float(max(part.max(initial=0.0) for part in parts))

@@ -1,0 +1,111 @@
+"""HiGHS through highspy, passing the neutral model's arrays directly (no per-variable Python objects)."""
+
+from __future__ import annotations
+
+import time
+
+import highspy
+import numpy as np
+
+from synergy_opt.model import LinearModel
+from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, Status
+
+CAPABILITIES = Capabilities(integer=True, continuous=True, time_limit=True, mip_gap=True, vertex_lp=True)
+
+_M = highspy.HighsModelStatus
+# Every native model status, mapped once. Limit statuses resolve by whether an incumbent exists.
+_STATUS: dict[highspy.HighsModelStatus, Status | None] = {
+    _M.kOptimal: Status.OPTIMAL,
+    _M.kInfeasible: Status.INFEASIBLE,
+    _M.kUnbounded: Status.UNBOUNDED,
+    _M.kUnboundedOrInfeasible: Status.INFEASIBLE,
+    _M.kTimeLimit: None,
+    _M.kIterationLimit: None,
+    _M.kSolutionLimit: None,
+    _M.kObjectiveBound: None,
+    _M.kObjectiveTarget: None,
+    _M.kInterrupt: None,
+    _M.kHighsInterrupt: None,
+    _M.kMemoryLimit: None,
+    _M.kModelEmpty: Status.OPTIMAL,
+    _M.kNotset: Status.ERROR,
+    _M.kLoadError: Status.ERROR,
+    _M.kModelError: Status.ERROR,
+    _M.kPresolveError: Status.ERROR,
+    _M.kSolveError: Status.ERROR,
+    _M.kPostsolveError: Status.ERROR,
+    _M.kUnknown: Status.ERROR,
+}
+
+
+def to_highs(model: LinearModel) -> highspy.Highs:
+    """A Highs object holding ``model`` (used for solving and for MPS/LP export)."""
+    lp = highspy.HighsLp()
+    lp.num_col_ = model.num_vars
+    lp.num_row_ = model.num_cons
+    lp.col_cost_ = model.objective
+    lp.col_lower_ = model.col_lower
+    lp.col_upper_ = model.col_upper
+    lp.row_lower_ = model.row_lower
+    lp.row_upper_ = model.row_upper
+    lp.offset_ = model.objective_offset
+    lp.sense_ = highspy.ObjSense.kMaximize if model.sense == "max" else highspy.ObjSense.kMinimize
+    csc = model.matrix.tocsc()
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.num_col_ = model.num_vars
+    lp.a_matrix_.num_row_ = model.num_cons
+    lp.a_matrix_.start_ = csc.indptr.astype(np.int32)
+    lp.a_matrix_.index_ = csc.indices.astype(np.int32)
+    lp.a_matrix_.value_ = csc.data
+    if model.is_mip:
+        lp.integrality_ = [
+            highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous for flag in model.integer
+        ]
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.passModel(lp)
+    return h
+
+
+def solve(model: LinearModel, params: SolverParams) -> SolveResult:
+    start = time.perf_counter()
+    h = to_highs(model)
+    h.setOptionValue("output_flag", bool(params.verbose))
+    if params.time_limit is not None:
+        h.setOptionValue("time_limit", float(params.time_limit))
+    h.setOptionValue("mip_rel_gap", float(params.mip_gap))
+    if params.threads is not None:
+        h.setOptionValue("threads", int(params.threads))
+    h.setOptionValue("random_seed", int(params.seed))
+    for key, value in params.options.items():
+        h.setOptionValue(key, value)
+    built = time.perf_counter()
+    h.run()
+    solved = time.perf_counter()
+
+    native = h.getModelStatus()
+    info = h.getInfo()
+    has_incumbent = info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
+    status = _STATUS.get(native, Status.ERROR)
+    if status is None:
+        status = Status.FEASIBLE if has_incumbent else Status.NO_SOLUTION
+    x = np.array(h.getSolution().col_value, dtype=float) if status.has_solution else None
+    objective = float(info.objective_function_value) if status.has_solution else None
+    if model.is_mip:
+        bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else None
+        is_vertex = None
+    else:
+        bound = objective if status is Status.OPTIMAL else None
+        is_vertex = bool(h.getBasis().valid) if status.has_solution else None
+    return SolveResult(
+        status=status,
+        solver="highs",
+        objective=objective,
+        bound=bound,
+        x=x,
+        build_seconds=built - start,
+        solve_seconds=solved - built,
+        message=h.modelStatusToString(native),
+        is_vertex=is_vertex,
+        native_status=str(native),
+    )

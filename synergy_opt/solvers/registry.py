@@ -1,0 +1,95 @@
+"""Every backend, registered by name, with lazily probed availability and declared capabilities.
+
+Importing this module imports no solver library: a missing optional solver never breaks ``import``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from synergy_opt.errors import SolverUnavailableError, UnknownNameError
+from synergy_opt.model import LinearModel
+from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams
+
+DEFAULT_SOLVER = "highs"
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """How to reach one backend: its module and function, and what must be installed for it."""
+
+    name: str
+    module: str
+    function: str
+    capabilities: Capabilities
+    python_modules: tuple[str, ...] = ()
+    binaries: tuple[str, ...] = ()
+    description: str = ""
+
+    def missing(self) -> list[str]:
+        """What is not installed here (empty when the backend is available)."""
+        lacking = [f"python module {m!r}" for m in self.python_modules if importlib.util.find_spec(m) is None]
+        lacking += [f"binary {b!r} on PATH" for b in self.binaries if shutil.which(b) is None]
+        return lacking
+
+    def available(self) -> bool:
+        return not self.missing()
+
+    def load(self) -> Callable[[LinearModel, SolverParams], SolveResult]:
+        lacking = self.missing()
+        if lacking:
+            raise SolverUnavailableError(
+                f"solver {self.name!r} is not installed here (missing {', '.join(lacking)}); "
+                f"available: {', '.join(available_solvers())}"
+            )
+        solve: Callable[[LinearModel, SolverParams], SolveResult] = getattr(
+            importlib.import_module(self.module), self.function
+        )
+        return solve
+
+
+_ALL = Capabilities()
+_NO_VERTEX = Capabilities(vertex_lp=False)
+_REGISTRY: dict[str, BackendSpec] = {
+    spec.name: spec
+    for spec in (
+        BackendSpec("highs", "synergy_opt.solvers.highs", "solve", _ALL, ("highspy",),
+                    description="HiGHS via highspy, arrays passed directly"),
+    )
+}
+
+
+def register(spec: BackendSpec) -> None:
+    """Add a backend (used by the modules below and by users with solvers of their own)."""
+    _REGISTRY[spec.name] = spec
+
+
+def solver_names() -> tuple[str, ...]:
+    """Every registered backend, installed or not."""
+    return tuple(_REGISTRY)
+
+
+def available_solvers() -> tuple[str, ...]:
+    """The registered backends whose libraries and binaries are installed here."""
+    return tuple(name for name, spec in _REGISTRY.items() if spec.available())
+
+
+def backend(name: str) -> BackendSpec:
+    if name not in _REGISTRY:
+        raise UnknownNameError("solver", name, solver_names())
+    return _REGISTRY[name]
+
+
+def solve_model(model: LinearModel, solver: str = DEFAULT_SOLVER, params: SolverParams | None = None) -> SolveResult:
+    """Solve a neutral model with the named backend."""
+    spec = backend(solver)
+    solve = spec.load()
+    if model.is_mip and not spec.capabilities.integer:
+        raise SolverUnavailableError(f"solver {solver!r} cannot solve integer models")
+    if not spec.capabilities.continuous and not bool(model.integer.all()):
+        raise SolverUnavailableError(f"solver {solver!r} needs every variable integer; {model.name} has continuous ones")
+    return solve(model, params or SolverParams())
