@@ -1,0 +1,1 @@
+"""Scheduling mechanisms: each packs one round into a :class:`~synergy_opt.mechanisms.state.ServerState`."""
