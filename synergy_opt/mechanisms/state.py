@@ -15,22 +15,39 @@ Public API
     Per server, whether the whole job fits on that one server.
 ``state.place(job, servers, gpus, cpu_per_gpu, mem_per_gpu) -> JobPlacement``
     Take the resources (no check: callers choose servers with ``fits`` / ``capacity_for``).
+``state.place_many(jobs, servers, gpus, cpu_per_gpu, mem_per_gpu)``
+    The same for identical single-server jobs, ``jobs[k]`` on ``servers[k]``, booked in one numpy pass.
 ``state.release(job) -> JobPlacement``
     Give a placed job's resources back.
+``state.changed_since(clock) -> ndarray``
+    Servers changed after a past ``state.clock`` (to re-check only those after a search failed everywhere).
 ``state.set_demand(job, cpu_per_gpu, mem_per_gpu)``
     Change a placed job's per-GPU demand where it is (used by demotion); may overcommit, see ``overcommitted``.
+``state.floors``
+    Each job's floor, ``W`` at ``(c_p, m_p)`` (computed once, vectorised).
 ``state.to_allocation() -> Allocation``
     The placements made so far (unplaced jobs are absent).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Allocation, Placement, RoundInstance
+from synergy_opt.mechanisms.demand import job_floors
+
+# Building 16k validated Placements and an Allocation costs more than TUNE itself (0.3 s at 16384 GPUs), and
+# ServerState only ever holds valid ones (distinct servers, positive GPUs, finite non-negative CPU and memory),
+# so to_allocation fills the frozen dataclasses directly, as long as their fields are the ones known here.
+_TRUSTED_LAYOUT = (
+    tuple(f.name for f in fields(Placement)) == ("server", "gpus", "cpus", "mem_gb")
+    and tuple(f.name for f in fields(Allocation)) == ("jobs",)
+)
 
 # Absolute slack per server, as a fraction of its capacity: float sums such as 8 x 3.0000000001 CPUs must still
 # fit, and stay well inside the evaluator's 1e-7 relative tolerance.
@@ -75,14 +92,27 @@ class ServerState:
         self.placements: list[JobPlacement | None] = [None] * len(instance.jobs)
         # Per server: job index -> its GPUs there; demotion needs the jobs sharing a server.
         self.jobs_on: list[dict[int, int]] = [{} for _ in range(servers)]
+        # Per-profile lookup tables built by the demotion on first use, keyed by id(profile).
+        self.tables: dict[int, Any] = {}
+        # Logical time of each server's last change: lets a caller re-check only servers changed since a
+        # search that failed everywhere (see packing.place_run_with_fallback).
+        self.clock = 0
+        self.changed_at = np.zeros(servers, dtype=np.int64)
         self.cpu_tol = FIT_TOLERANCE * cluster.cpus_per_server
         self.mem_tol = FIT_TOLERANCE * cluster.mem_gb_per_server
+        #: The GPU-proportional per-GPU point ``(c_p, m_p)``.
+        self.proportional: tuple[float, float] = (cluster.cpu_per_gpu, cluster.mem_gb_per_gpu)
+        self._job_gpus = instance.gpus.tolist()
 
     # -- queries -------------------------------------------------------------------------------------------
-    @property
-    def proportional(self) -> tuple[float, float]:
-        """The GPU-proportional per-GPU point ``(c_p, m_p)``."""
-        return self.cluster.cpu_per_gpu, self.cluster.mem_gb_per_gpu
+    def changed_since(self, clock: int) -> np.ndarray:
+        """Servers whose resources changed after logical time ``clock`` (a past value of ``state.clock``)."""
+        return np.flatnonzero(self.changed_at > clock)
+
+    @cached_property
+    def floors(self) -> np.ndarray:
+        """Each job's throughput at ``(c_p, m_p)``, in job order (what demotion must never go below)."""
+        return job_floors(self.instance)
 
     def is_placed(self, job: int) -> bool:
         return self.placements[job] is not None
@@ -116,13 +146,20 @@ class ServerState:
         over = (self.free_cpus[index] < -self.cpu_tol) | (self.free_mem[index] < -self.mem_tol)
         return index[over]
 
-    def free_score(self) -> np.ndarray:
-        """Free resources per server as one number, each resource as a fraction of a server: best fit's key."""
+    def free_score(self, servers: np.ndarray | None = None) -> np.ndarray:
+        """Free resources per server (of ``servers``, default all) as one number, each resource as a fraction
+        of a server: best fit's key."""
         cluster = self.cluster
+        if servers is None:
+            return (
+                self.free_gpus / cluster.gpus_per_server
+                + self.free_cpus / cluster.cpus_per_server
+                + self.free_mem / cluster.mem_gb_per_server
+            )
         return (
-            self.free_gpus / cluster.gpus_per_server
-            + self.free_cpus / cluster.cpus_per_server
-            + self.free_mem / cluster.mem_gb_per_server
+            self.free_gpus[servers] / cluster.gpus_per_server
+            + self.free_cpus[servers] / cluster.cpus_per_server
+            + self.free_mem[servers] / cluster.mem_gb_per_server
         )
 
     # -- updates -------------------------------------------------------------------------------------------
@@ -141,15 +178,43 @@ class ServerState:
         """
         if self.placements[job] is not None:
             raise InvalidInputError("job", job, "is already placed; release it first")
-        parts = tuple(int(s) for s in servers)
-        counts = tuple(int(g) for g in gpus)
-        need = self.instance.jobs[job].gpus
+        parts = tuple(map(int, servers))
+        counts = tuple(map(int, gpus))
+        need = self._job_gpus[job]
         if sum(counts) != need or len(parts) != len(counts) or min(counts, default=0) < 1:
             raise InvalidInputError("gpus", counts, f"job {job} needs {need} GPUs as positive counts per server")
         placed = JobPlacement(parts, counts, float(cpu_per_gpu), float(mem_per_gpu))
         self._book(placed, job, -1)
         self.placements[job] = placed
         return placed
+
+    def place_many(
+        self, jobs: list[int] | np.ndarray, servers: list[int] | np.ndarray, gpus: int, cpu_per_gpu: float,
+        mem_per_gpu: float,
+    ) -> None:
+        """Place identical single-server jobs at once: ``jobs[k]`` gets ``gpus`` GPUs on ``servers[k]``.
+
+        The same bookkeeping as :meth:`place` per job, with the per-server sums done in one numpy pass.
+        """
+        jobs = [int(job) for job in jobs]
+        servers = [int(server) for server in servers]
+        if len(jobs) != len(servers):
+            raise InvalidInputError("servers", len(servers), f"one server per job ({len(jobs)} jobs)")
+        for job in jobs:
+            if self.placements[job] is not None:
+                raise InvalidInputError("job", job, "is already placed; release it first")
+            if self._job_gpus[job] != gpus:
+                raise InvalidInputError("gpus", gpus, f"job {job} needs {self._job_gpus[job]} GPUs")
+        cpu, mem = float(cpu_per_gpu), float(mem_per_gpu)
+        for job, server in zip(jobs, servers, strict=True):
+            self.placements[job] = JobPlacement((server,), (gpus,), cpu, mem)
+            self.jobs_on[server][job] = gpus
+        used, count = np.unique(np.asarray(servers, dtype=np.int64), return_counts=True)
+        self.clock += 1
+        self.free_gpus[used] -= count * gpus
+        self.free_cpus[used] -= count * (gpus * cpu)
+        self.free_mem[used] -= count * (gpus * mem)
+        self.changed_at[used] = self.clock
 
     def release(self, job: int) -> JobPlacement:
         """Return ``job``'s resources to its servers; the job becomes unplaced."""
@@ -164,10 +229,12 @@ class ServerState:
         return self.place(job, placed.servers, placed.gpus, cpu_per_gpu, mem_per_gpu)
 
     def _book(self, placed: JobPlacement, job: int, sign: int) -> None:
+        self.clock += 1
         for server, gpus in zip(placed.servers, placed.gpus, strict=True):
             self.free_gpus[server] += sign * gpus
             self.free_cpus[server] += sign * gpus * placed.cpu_per_gpu
             self.free_mem[server] += sign * gpus * placed.mem_per_gpu
+            self.changed_at[server] = self.clock
             if sign < 0:
                 self.jobs_on[server][job] = gpus
             else:
@@ -177,14 +244,19 @@ class ServerState:
     def to_allocation(self) -> Allocation:
         """The placements made so far as an :class:`~synergy_opt.instance.Allocation` (job ids as keys)."""
         jobs = self.instance.jobs
-        return Allocation({
-            jobs[job].id: tuple(
-                Placement(server, gpus, gpus * placed.cpu_per_gpu, gpus * placed.mem_per_gpu)
-                for server, gpus in zip(placed.servers, placed.gpus, strict=True)
-            )
-            for job, placed in enumerate(self.placements)
-            if placed is not None
-        })
+        build = _trusted_placement if _TRUSTED_LAYOUT else Placement
+        parts: dict[str, tuple[Placement, ...]] = {}
+        for job, placed in enumerate(self.placements):
+            if placed is None:
+                continue
+            c, m = placed.cpu_per_gpu, placed.mem_per_gpu
+            pairs = zip(placed.servers, placed.gpus, strict=True)
+            parts[jobs[job].id] = tuple(build(server, gpus, gpus * c, gpus * m) for server, gpus in sorted(pairs))
+        if not _TRUSTED_LAYOUT:
+            return Allocation(parts)
+        allocation = object.__new__(Allocation)
+        allocation.__dict__["jobs"] = parts
+        return allocation
 
     def copy(self) -> ServerState:
         """An independent copy (placements are immutable and shared)."""
@@ -193,6 +265,15 @@ class ServerState:
         other.free_gpus = self.free_gpus.copy()
         other.free_cpus = self.free_cpus.copy()
         other.free_mem = self.free_mem.copy()
+        other.changed_at = self.changed_at.copy()
         other.placements = list(self.placements)
         other.jobs_on = [dict(jobs) for jobs in self.jobs_on]
+        other.tables = self.tables  # read-only once built
         return other
+
+
+def _trusted_placement(server: int, gpus: int, cpus: float, mem_gb: float) -> Placement:
+    """A Placement without re-validation (see ``_TRUSTED_LAYOUT``)."""
+    placement = object.__new__(Placement)
+    placement.__dict__.update(server=server, gpus=gpus, cpus=float(cpus), mem_gb=float(mem_gb))
+    return placement

@@ -1,0 +1,180 @@
+"""Best-case demand vectors from the profiles (paper section 3.2, SPEC 3), and the jobs' floors, vectorised.
+
+A job's best-case demand is the smallest per-GPU config ``(c, m)`` of its grid that reaches its maximum
+throughput. "Smallest" is the footprint in GPU-proportional shares, ``c / c_p + m / m_p``; ties go to fewer
+CPUs, then less memory. Two options:
+
+- ``threshold`` (diminishing returns): reaching ``(1 - threshold) * max W`` is enough (never less than the
+  job's floor), so a config that buys the last few percent with many more CPUs is not demanded.
+- ``server_cap`` (paper section 6: a job is never given more than a server's worth of CPU or memory): only
+  configs with ``min(g, G) * c <= C`` and ``min(g, G) * m <= M`` are considered, so a 4-GPU ResNet18 asks for
+  6 CPUs per GPU (a whole 24-CPU server), not an unplaceable 9.
+
+If no grid config passes the cap (a grid starting above it), the demand is the GPU-proportional point.
+
+Public API
+----------
+``best_case_demands(instance, threshold=0.0, server_cap=True) -> (cpu_per_gpu, mem_per_gpu)``
+``job_floors(instance) -> ndarray``: ``W`` at ``(c_p, m_p)`` per job, equal to ``instance.floors``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.instance import Profile, RoundInstance
+
+# Relative slack when comparing configs with caps and targets (grid values such as 20.83 are not exact).
+_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class _AxisGroup:
+    """Distinct profiles sharing both axes: ``tput[r]`` is profile ``r``; job ``jobs[k]`` uses ``row[k]``."""
+
+    cpu_axis: np.ndarray
+    mem_axis: np.ndarray
+    tput: np.ndarray  # (profiles, cpu, mem)
+    jobs: np.ndarray
+    row: np.ndarray
+
+
+def _axis_groups(instance: RoundInstance) -> list[_AxisGroup]:
+    """The jobs grouped by profile axes; a profile object shared by many jobs is stacked once."""
+    jobs = instance.jobs
+    keys = np.fromiter((id(job.profile) for job in jobs), dtype=np.int64, count=len(jobs))
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    profiles = [jobs[int(j)].profile for j in first]
+    # Exact grouping by axes, vectorised: per pair of axis lengths, peel off the rows equal to the first one
+    # (rounds hold one or a few distinct axis pairs, however many profiles).
+    cpu_len = np.fromiter((p.cpu_per_gpu.size for p in profiles), dtype=np.int64, count=len(profiles))
+    mem_len = np.fromiter((p.mem_gb_per_gpu.size for p in profiles), dtype=np.int64, count=len(profiles))
+    length_key = cpu_len * (mem_len.max() + 1) + mem_len
+    members_of: list[np.ndarray] = []
+    for key in np.unique(length_key):
+        left = np.flatnonzero(length_key == key)
+        axes = np.hstack([
+            np.array([profiles[u].cpu_per_gpu for u in left]), np.array([profiles[u].mem_gb_per_gpu for u in left])
+        ])
+        while left.size:
+            same = (axes == axes[0]).all(axis=1)
+            members_of.append(left[same])
+            left, axes = left[~same], axes[~same]
+    row_of = np.empty(len(profiles), dtype=np.int64)
+    group_of = np.empty(len(profiles), dtype=np.int64)
+    for g, members in enumerate(members_of):
+        row_of[members] = np.arange(members.size)
+        group_of[members] = g
+    job_group = group_of[inverse]
+    groups = []
+    for g, members in enumerate(members_of):
+        in_group = np.flatnonzero(job_group == g)
+        head = profiles[int(members[0])]
+        tput = np.stack([profiles[int(u)].tput for u in members])
+        groups.append(_AxisGroup(head.cpu_per_gpu, head.mem_gb_per_gpu, tput, in_group, row_of[inverse[in_group]]))
+    return groups
+
+
+def _grid_index(axis: np.ndarray, value: float) -> int:
+    """Index of the largest grid value ``<= value`` (-1 below the grid), read as the evaluator reads it."""
+    # The same lookup as Profile.throughput: a one-row probe profile whose entries are their own indices + 1.
+    probe = Profile(axis, np.array([1.0]), (np.arange(axis.size, dtype=float) + 1.0)[:, None])
+    return int(probe.throughput(value, 1.0)) - 1
+
+
+def job_floors(instance: RoundInstance) -> np.ndarray:
+    """Each job's throughput at the GPU-proportional point (the same values as ``instance.floors``)."""
+    return _floors(instance, _axis_groups(instance))
+
+
+def _floors(instance: RoundInstance, groups: list[_AxisGroup]) -> np.ndarray:
+    floors = np.zeros(len(instance.jobs))
+    c_p, m_p = instance.cluster.cpu_per_gpu, instance.cluster.mem_gb_per_gpu
+    for group in groups:
+        a, b = _grid_index(group.cpu_axis, c_p), _grid_index(group.mem_axis, m_p)
+        if a >= 0 and b >= 0:
+            floors[group.jobs] = group.tput[group.row, a, b]
+    return floors
+
+
+def best_case_demands(
+    instance: RoundInstance, threshold: float = 0.0, server_cap: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-GPU best-case CPU and memory of every job of ``instance``, in job order.
+
+    Parameters
+    ----------
+    instance
+        The round; its cluster gives ``(c_p, m_p)`` and the per-server caps.
+    threshold
+        Diminishing-returns threshold in ``[0, 1)``: the demand is the smallest config reaching
+        ``max((1 - threshold) * max W, floor)``.
+    server_cap
+        Only consider configs within one server's CPUs and memory for ``min(g, G)`` GPUs.
+
+    Returns
+    -------
+    cpu_per_gpu, mem_per_gpu
+        Two float arrays of length ``len(instance.jobs)``.
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold < 1.0:
+        raise InvalidInputError("threshold", threshold, "must be a number in [0, 1)")
+    cluster = instance.cluster
+    c_p, m_p = cluster.cpu_per_gpu, cluster.mem_gb_per_gpu
+    n = len(instance.jobs)
+    cpu = np.full(n, c_p)
+    mem = np.full(n, m_p)
+    groups = _axis_groups(instance)
+    floors = _floors(instance, groups)
+    for group in groups:
+        # One pass per distinct (profile, GPUs on a full server) pair: shared profiles cost one row.
+        spread = np.minimum(instance.gpus[group.jobs], cluster.gpus_per_server)
+        pairs, inverse = np.unique(group.row * (cluster.gpus_per_server + 1) + spread, return_inverse=True)
+        pair_row, pair_spread = np.divmod(pairs, cluster.gpus_per_server + 1)
+        # Every job of a pair has the same profile, hence the same floor.
+        pair_floor = np.empty(pairs.size)
+        pair_floor[inverse] = floors[group.jobs]
+        c, m = _pair_demands(group, group.tput[pair_row], pair_spread, pair_floor, instance, threshold, server_cap)
+        cpu[group.jobs] = c[inverse]
+        mem[group.jobs] = m[inverse]
+    return cpu, mem
+
+
+def _pair_demands(
+    group: _AxisGroup,
+    tput: np.ndarray,
+    spread: np.ndarray,
+    floor: np.ndarray,
+    instance: RoundInstance,
+    threshold: float,
+    server_cap: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Demands for profiles ``tput`` (k, cpu, mem), each on ``spread[k]`` GPUs of a server at most."""
+    cluster = instance.cluster
+    c_p, m_p = cluster.cpu_per_gpu, cluster.mem_gb_per_gpu
+    grid_cpu, grid_mem = np.meshgrid(group.cpu_axis, group.mem_axis, indexing="ij")
+    if server_cap:
+        cpu_ok = group.cpu_axis[None, :] <= (cluster.cpus_per_server / spread)[:, None] * (1 + _TOLERANCE)
+        mem_ok = group.mem_axis[None, :] <= (cluster.mem_gb_per_server / spread)[:, None] * (1 + _TOLERANCE)
+        usable = np.where(cpu_ok[:, :, None] & mem_ok[:, None, :], tput, -np.inf)
+    else:
+        usable = tput
+    best = usable.max(axis=(1, 2))
+    target = np.maximum((1.0 - threshold) * best, floor)
+    reach = (usable >= target[:, None, None] * (1 - _TOLERANCE)).reshape(len(tput), -1)
+
+    # Rank every grid point once by (footprint, CPUs, memory); each profile takes its lowest-ranked reaching point.
+    footprint = np.round(grid_cpu / c_p + grid_mem / m_p, 9).ravel()
+    rank = np.empty(footprint.size, dtype=np.int64)
+    rank[np.lexsort((grid_mem.ravel(), grid_cpu.ravel(), footprint))] = np.arange(footprint.size)
+    point = np.where(reach, rank[None, :], footprint.size).argmin(axis=1)
+    cpu = grid_cpu.ravel()[point]
+    mem = grid_mem.ravel()[point]
+    # No config within the cap (a grid starting above it): the proportional point, which always meets the floor.
+    empty = ~np.isfinite(best)
+    cpu[empty] = c_p
+    mem[empty] = m_p
+    return cpu, mem

@@ -1,0 +1,174 @@
+"""Demotion: free room on chosen servers by moving above-proportional jobs towards GPU-proportional (section 4.2).
+
+A job is *above proportional* when it holds more than ``(c_p, m_p)`` per GPU in CPU or in memory. On a server
+where every job is at or below proportional in both, the free CPUs and memory are at least proportional to
+the free GPUs, so any job at or below proportional that gets only free GPUs fits. Demotion therefore always
+succeeds: in the worst case every above-proportional job on the server is switched to proportional.
+
+To release *just what is needed*, one job is first lowered only as far as the shortfall requires: to the grid
+config, at most its current one in each resource, with the highest throughput that still meets its floor and
+frees the shortfall (the least throughput lost). Only when no single job can cover the shortfall so is the job
+that helps most switched to proportional, and the search repeats. Lowering a job never grows it anywhere; a
+switch to proportional can grow a job that was above in one resource and below in the other ("mixed"), so
+its other servers are checked and, if overcommitted, repaired the same way.
+
+Public API
+----------
+``is_above_proportional(state, cpu_per_gpu, mem_per_gpu) -> bool``
+``make_room(state, needs) -> tuple[int, ...]``
+    ``needs`` maps server -> (CPUs, GB) that must be free there; returns the jobs demoted (in order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from synergy_opt.errors import SynergyError
+from synergy_opt.mechanisms.state import ServerState
+
+# Relative slack when comparing per-GPU configs and throughputs.
+_TOLERANCE = 1e-9
+
+
+class DemotionError(SynergyError):
+    """Room could not be made: the server state broke the invariants demotion relies on (a bug)."""
+
+
+def is_above_proportional(state: ServerState, cpu_per_gpu: float, mem_per_gpu: float) -> bool:
+    """Whether a per-GPU demand exceeds the GPU-proportional share in CPU or in memory."""
+    c_p, m_p = state.proportional
+    return bool(cpu_per_gpu > c_p * (1 + _TOLERANCE) or mem_per_gpu > m_p * (1 + _TOLERANCE))
+
+
+def make_room(state: ServerState, needs: dict[int, tuple[float, float]]) -> tuple[int, ...]:
+    """Demote jobs until each server ``s`` of ``needs`` has ``needs[s]`` (CPUs, GB) free.
+
+    Every other server stays within capacity. Each demoted job keeps at least its floor.
+
+    Parameters
+    ----------
+    state
+        The cluster; changed in place.
+    needs
+        Server -> (CPUs, GB) to free there. The caller guarantees the needs are at most proportional to the
+        free GPUs of each server (what a job at or below proportional would use).
+
+    Returns
+    -------
+    tuple of int
+        The demoted jobs, first demotion first, each once.
+    """
+    demoted: list[int] = []
+    pending = list(needs)
+    while pending:
+        server = pending.pop()
+        need_cpu, need_mem = needs.get(server, (0.0, 0.0))
+        while True:
+            short_cpu = need_cpu - float(state.free_cpus[server])
+            short_mem = need_mem - float(state.free_mem[server])
+            if short_cpu <= state.cpu_tol and short_mem <= state.mem_tol:
+                break
+            shortfall = (max(short_cpu, 0.0), max(short_mem, 0.0))
+            job, config = _choose(state, server, shortfall)
+            before = state.placement(job)
+            after = state.set_demand(job, *config)
+            demoted.append(job)
+            if after.cpu_per_gpu > before.cpu_per_gpu or after.mem_per_gpu > before.mem_per_gpu:
+                # A mixed job switched to proportional grew on its other servers: check them again.
+                pending.extend(s for s in after.servers if s != server and s not in pending)
+    return tuple(dict.fromkeys(demoted))
+
+
+@dataclass(frozen=True)
+class _ConfigTable:
+    """One profile's grid configs, best first: throughput descending, then footprint, CPUs, memory ascending."""
+
+    cpu: np.ndarray
+    mem: np.ndarray
+    tput: np.ndarray
+    footprint: np.ndarray
+    at: dict[tuple[float, float], float]  # throughput at each grid config
+
+
+def _table(state: ServerState, job: int) -> _ConfigTable:
+    profile = state.instance.jobs[job].profile
+    table = state.tables.get(id(profile))
+    if table is None:
+        c_p, m_p = state.proportional
+        cpu, mem = np.meshgrid(profile.cpu_per_gpu, profile.mem_gb_per_gpu, indexing="ij")
+        cpu, mem, tput = cpu.ravel(), mem.ravel(), profile.tput.ravel()
+        footprint = cpu / c_p + mem / m_p
+        best_first = np.lexsort((mem, cpu, footprint, -tput))
+        at = dict(zip(zip(cpu.tolist(), mem.tolist(), strict=True), tput.tolist(), strict=True))
+        table = _ConfigTable(cpu[best_first], mem[best_first], tput[best_first], footprint[best_first], at)
+        state.tables[id(profile)] = table
+    return table
+
+
+def _throughput(state: ServerState, job: int, cpu_per_gpu: float, mem_per_gpu: float) -> float:
+    """``W`` of ``job`` at a per-GPU point: a dict hit on the grid, else the evaluator's lookup."""
+    value = _table(state, job).at.get((cpu_per_gpu, mem_per_gpu))
+    if value is None:
+        value = float(state.instance.jobs[job].profile.throughput(cpu_per_gpu, mem_per_gpu))
+    return value
+
+
+def _choose(state: ServerState, server: int, shortfall: tuple[float, float]) -> tuple[int, tuple[float, float]]:
+    """The job on ``server`` to demote for ``shortfall`` and its new per-GPU config."""
+    candidates = []
+    for job in state.jobs_on[server]:
+        placed = state.placements[job]
+        if placed is not None and is_above_proportional(state, placed.cpu_per_gpu, placed.mem_per_gpu):
+            candidates.append(job)
+    if not candidates:
+        raise DemotionError(
+            f"server {server} is short of {shortfall} (CPUs, GB) with no above-proportional job to demote"
+        )
+    partial = [option for job in candidates if (option := _lower(state, server, job, shortfall)) is not None]
+    if partial:
+        _, job, config = min(partial)
+        return job, config
+    return min(candidates, key=lambda job: _switch_key(state, server, job, shortfall)), state.proportional
+
+
+def _lower(
+    state: ServerState, server: int, job: int, shortfall: tuple[float, float]
+) -> tuple[tuple[float, float, int], int, tuple[float, float]] | None:
+    """The best grid config that frees ``shortfall`` on ``server`` by lowering ``job`` alone, or ``None``.
+
+    Returns ``(rank key, job, config)``; the key orders by throughput lost, then footprint, then job.
+    """
+    placed = state.placements[job]
+    assert placed is not None
+    gpus_here = state.jobs_on[server][job]
+    table = _table(state, job)
+    cpu_cap = placed.cpu_per_gpu - shortfall[0] / gpus_here
+    mem_cap = placed.mem_per_gpu - shortfall[1] / gpus_here
+    ok = (table.cpu <= cpu_cap + _TOLERANCE * abs(cpu_cap)) & (table.mem <= mem_cap + _TOLERANCE * abs(mem_cap))
+    # Strictly lower where short, whatever the slack, so that every lowering makes progress.
+    if shortfall[0] > 0:
+        ok &= table.cpu < placed.cpu_per_gpu
+    if shortfall[1] > 0:
+        ok &= table.mem < placed.mem_per_gpu
+    best = int(ok.argmax())  # the table is best first
+    if not ok[best] or table.tput[best] < state.floors[job] * (1 - _TOLERANCE):
+        return None
+    loss = _throughput(state, job, placed.cpu_per_gpu, placed.mem_per_gpu) - float(table.tput[best])
+    return (loss, float(table.footprint[best]), job), job, (float(table.cpu[best]), float(table.mem[best]))
+
+
+def _switch_key(state: ServerState, server: int, job: int, shortfall: tuple[float, float]) -> tuple[bool, float, int]:
+    """Order for switching a job to proportional: jobs that grow nowhere first, then the most help here."""
+    placed = state.placements[job]
+    assert placed is not None
+    gpus_here = state.jobs_on[server][job]
+    c_p, m_p = state.proportional
+    cluster = state.cluster
+    release = (gpus_here * (placed.cpu_per_gpu - c_p), gpus_here * (placed.mem_per_gpu - m_p))
+    capacity = (cluster.cpus_per_server, cluster.mem_gb_per_server)
+    # Release beyond the shortfall does not help here; a resource the switch grows counts against it.
+    helps = sum(min(r, s) / c for r, s, c in zip(release, shortfall, capacity, strict=True))
+    mixed = placed.cpu_per_gpu < c_p * (1 - _TOLERANCE) or placed.mem_per_gpu < m_p * (1 - _TOLERANCE)
+    return mixed, -helps, job

@@ -1,0 +1,52 @@
+"""The policy's priority order of a round's jobs, as validated job indices."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.instance import RoundInstance
+
+
+def policy_order(instance: RoundInstance, order: Iterable[str] | None = None) -> np.ndarray:
+    """Job indices (into ``instance.jobs``) in priority order; ``None`` keeps the instance's order.
+
+    Parameters
+    ----------
+    order
+        Every job id of the round exactly once, highest priority first (e.g. FIFO: by arrival).
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the unknown, repeated or missing job ids.
+    """
+    if order is None:
+        return np.arange(len(instance.jobs))
+    if isinstance(order, str):
+        raise InvalidInputError("order", order, "must be a sequence of job ids, not one string")
+    ids = list(order)
+    index = instance.job_index
+    unknown = [job_id for job_id in ids if not isinstance(job_id, str) or job_id not in index]
+    if unknown:
+        raise InvalidInputError("order", unknown, "unknown job ids")
+    repeated = [job_id for job_id, count in Counter(ids).items() if count > 1]
+    if repeated:
+        raise InvalidInputError("order", repeated, "job ids listed more than once")
+    missing = [job.id for job in instance.jobs if job.id not in set(ids)]
+    if missing:
+        raise InvalidInputError("order", missing, "job ids missing from the order (list every job once)")
+    return np.array([index[job_id] for job_id in ids], dtype=np.int64)
+
+
+def runs(values: np.ndarray) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each run of equal consecutive rows of ``values`` (1-D or 2-D)."""
+    rows = values.reshape(len(values), -1)
+    if len(rows) == 0:
+        return []
+    change = np.flatnonzero((rows[1:] != rows[:-1]).any(axis=1)) + 1
+    bounds = np.concatenate(([0], change, [len(rows)]))
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))

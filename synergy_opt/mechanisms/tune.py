@@ -1,0 +1,47 @@
+"""Synergy-TUNE (paper section 4.2, SPEC 3): near-optimal packing that never goes below GPU-proportional.
+
+1. Each job's demand vector is its best-case demand (:mod:`~synergy_opt.mechanisms.demand`).
+2. Jobs are sorted by GPU, then CPU, then memory demand, largest first (ties: policy order).
+3. Each job goes to the server with the least free resources that fits it; a multi-GPU job that fits on no
+   single server goes to the fewest servers that hold it, CPU and memory in proportion to its GPUs there.
+4. If it does not fit and its demand is above proportional, it is switched to proportional and retried.
+5. If it still does not fit (or was at or below proportional already), servers with enough free GPUs are
+   chosen and above-proportional jobs there are demoted towards proportional, releasing just what is needed
+   (:mod:`~synergy_opt.mechanisms.demotion`); then it is placed.
+
+Steps 3-5 are :func:`~synergy_opt.mechanisms.packing.place_with_fallback`. Every job whose GPUs exist is
+placed, no job falls below its floor and no capacity is exceeded: it never raises on a valid round (the
+artifact's TUNE calls ``sys.exit(1)`` when it fails). Runs of jobs with equal demand, adjacent after the
+sort, are placed best-fit in one pass (:func:`~synergy_opt.mechanisms.packing.fill_servers`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from synergy_opt.instance import RoundInstance
+from synergy_opt.mechanisms.demand import best_case_demands
+from synergy_opt.mechanisms.order import runs
+from synergy_opt.mechanisms.packing import fill_servers, place_run_with_fallback
+from synergy_opt.mechanisms.state import ServerState
+
+
+def tune_order(instance: RoundInstance, order: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
+    """Job indices sorted by GPU, CPU and memory demand, largest first; ``order`` breaks ties (stable)."""
+    gpus = instance.gpus[order]
+    # lexsort is stable and takes its last key as the primary one.
+    return order[np.lexsort((-(gpus * mem[order]), -(gpus * cpu[order]), -gpus))]
+
+
+def pack_tune(instance: RoundInstance, order: np.ndarray, threshold: float = 0.0) -> ServerState:
+    """Synergy-TUNE on ``instance``, ``order`` (job indices) being the policy's priority order."""
+    cpu, mem = best_case_demands(instance, threshold)
+    state = ServerState(instance)
+    ranked = tune_order(instance, order, cpu, mem)
+    demand = np.column_stack((instance.gpus[ranked], cpu[ranked], mem[ranked]))
+    for start, stop in runs(demand):
+        jobs = ranked[start:stop]
+        g, c, m = int(demand[start, 0]), float(demand[start, 1]), float(demand[start, 2])
+        done = fill_servers(state, jobs, g, c, m)
+        place_run_with_fallback(state, jobs[done:], g, c, m)
+    return state
