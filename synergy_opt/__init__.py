@@ -12,12 +12,14 @@ from synergy_opt.generate import generate_round
 from synergy_opt.ideal import IdealResult, JobConfig, solve_ideal
 from synergy_opt.instance import Allocation, Cluster, Job, Placement, Profile, RoundInstance
 from synergy_opt.io import load_instance, save_instance
+from synergy_opt.mechanisms import MECHANISMS, run_mechanism
 from synergy_opt.profiles import builtin_profile, model_names
 from synergy_opt.solvers import SolveResult, SolverParams, Status, available_solvers, solver_names
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "MECHANISMS",
     "Allocation",
     "Cluster",
     "IdealResult",
@@ -42,6 +44,7 @@ __all__ = [
     "generate_round",
     "load_instance",
     "model_names",
+    "run_mechanism",
     "save_instance",
     "solve_ideal",
     "solver_names",
