@@ -54,11 +54,23 @@ class BackendSpec:
 
 _ALL = Capabilities()
 _NO_VERTEX = Capabilities(vertex_lp=False)
+# CP-SAT: integer variables only, and no LP at all, so no vertex solutions.
+_INTEGER_ONLY = Capabilities(continuous=False, vertex_lp=False)
 _REGISTRY: dict[str, BackendSpec] = {
     spec.name: spec
     for spec in (
         BackendSpec("highs", "synergy_opt.solvers.highs", "solve", _ALL, ("highspy",),
                     description="HiGHS via highspy, arrays passed directly"),
+        BackendSpec("pyomo-highs", "synergy_opt.solvers.pyomo_backend", "solve_highs", _ALL, ("pyomo", "highspy"),
+                    description="HiGHS via Pyomo's contrib.solver interface (highspy in process)"),
+        BackendSpec("pyomo-glpk", "synergy_opt.solvers.pyomo_backend", "solve_glpk", _ALL, ("pyomo",), ("glpsol",),
+                    description="GLPK via Pyomo's shell interface (LP file, glpsol binary)"),
+        BackendSpec("pyomo-cbc", "synergy_opt.solvers.pyomo_backend", "solve_cbc", _ALL, ("pyomo",), ("cbc",),
+                    description="CBC via Pyomo's shell interface (LP file, cbc binary)"),
+        BackendSpec("ortools-cpsat", "synergy_opt.solvers.ortools_backend", "solve_cpsat", _INTEGER_ONLY, ("ortools",),
+                    description="OR-Tools CP-SAT; pure integer models, rows scaled to integral coefficients"),
+        BackendSpec("ortools-scip", "synergy_opt.solvers.ortools_backend", "solve_scip", _NO_VERTEX, ("ortools",),
+                    description="SCIP via OR-Tools MathOpt, model passed as one ModelProto"),
     )
 }
 

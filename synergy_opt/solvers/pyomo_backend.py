@@ -1,0 +1,457 @@
+"""Pyomo backends: one ConcreteModel built from the neutral model, solved by HiGHS, GLPK or CBC.
+
+``pyomo-highs`` uses the modern ``pyomo.contrib.solver`` HiGHS interface (highspy in process); ``pyomo-glpk`` and
+``pyomo-cbc`` use Pyomo's classic shell interfaces, which write an LP file and run ``glpsol`` / ``cbc``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import highspy
+import numpy as np
+import pyomo.environ as pyo
+from pyomo.contrib.solver.common.results import SolutionStatus as ContribSolution
+from pyomo.contrib.solver.common.results import TerminationCondition as ContribTC
+from pyomo.contrib.solver.solvers.highs import Highs
+from pyomo.core.expr.numeric_expr import LinearExpression
+from pyomo.opt import SolutionStatus as LegacySolution
+from pyomo.opt import TerminationCondition as LegacyTC
+
+from synergy_opt.errors import SolverUnavailableError
+from synergy_opt.model import LinearModel
+from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, Status, check_solution
+
+CAPABILITIES = Capabilities(integer=True, continuous=True, time_limit=True, mip_gap=True, vertex_lp=True)
+
+# Every contrib.solver termination condition. None: a limit stopped the solve; FEASIBLE or NO_SOLUTION by
+# whether an incumbent exists. infeasibleOrUnbounded counts as infeasible, as in the native HiGHS backend.
+_CONTRIB_STATUS: dict[ContribTC, Status | None] = {
+    ContribTC.convergenceCriteriaSatisfied: Status.OPTIMAL,
+    ContribTC.maxTimeLimit: None,
+    ContribTC.iterationLimit: None,
+    ContribTC.objectiveLimit: None,
+    ContribTC.minStepLength: None,
+    ContribTC.interrupted: None,
+    ContribTC.unbounded: Status.UNBOUNDED,
+    ContribTC.provenInfeasible: Status.INFEASIBLE,
+    ContribTC.locallyInfeasible: Status.INFEASIBLE,
+    ContribTC.infeasibleOrUnbounded: Status.INFEASIBLE,
+    ContribTC.error: Status.ERROR,
+    ContribTC.licensingProblems: Status.ERROR,
+    ContribTC.emptyModel: Status.OPTIMAL,
+    ContribTC.unknown: Status.ERROR,
+}
+
+# Every classic (pyomo.opt) termination condition, same convention. GLPK reports "feasible" for a MIP stopped
+# with an incumbent (time limit, or the gap tolerance: see _glpk_refine).
+_LEGACY_STATUS: dict[LegacyTC, Status | None] = {
+    LegacyTC.optimal: Status.OPTIMAL,
+    LegacyTC.globallyOptimal: Status.OPTIMAL,
+    LegacyTC.locallyOptimal: Status.OPTIMAL,
+    LegacyTC.feasible: None,
+    LegacyTC.maxTimeLimit: None,
+    LegacyTC.maxIterations: None,
+    LegacyTC.maxEvaluations: None,
+    LegacyTC.minFunctionValue: None,
+    LegacyTC.minStepLength: None,
+    LegacyTC.userInterrupt: None,
+    LegacyTC.resourceInterrupt: None,
+    LegacyTC.intermediateNonInteger: None,
+    LegacyTC.noSolution: None,
+    LegacyTC.other: None,
+    LegacyTC.unbounded: Status.UNBOUNDED,
+    LegacyTC.infeasible: Status.INFEASIBLE,
+    LegacyTC.infeasibleOrUnbounded: Status.INFEASIBLE,
+    LegacyTC.invalidProblem: Status.ERROR,
+    LegacyTC.solverFailure: Status.ERROR,
+    LegacyTC.internalSolverError: Status.ERROR,
+    LegacyTC.error: Status.ERROR,
+    LegacyTC.licensingProblems: Status.ERROR,
+    LegacyTC.unknown: Status.ERROR,
+}
+# Classic solution statuses that denote a primal-feasible point (CBC's "other" is an LP relaxation, not one).
+_LEGACY_INCUMBENT = frozenset({
+    LegacySolution.optimal, LegacySolution.globallyOptimal, LegacySolution.locallyOptimal,
+    LegacySolution.feasible, LegacySolution.bestSoFar, LegacySolution.stoppedByLimit,
+})
+# A loaded point is accepted as an incumbent only if it satisfies the model to this (scaled) tolerance.
+_FEASIBILITY_TOL = 1e-6
+
+
+class _Trivial(Exception):
+    """The neutral model is infeasible before any solver runs (an empty row whose bounds exclude zero)."""
+
+
+def to_pyomo(model: LinearModel) -> tuple[pyo.ConcreteModel, Any]:
+    """A Pyomo ConcreteModel of ``model``: one indexed Var ``x`` and one indexed Constraint ``rows``.
+
+    Each row becomes one ``LinearExpression`` built straight from its csr slice (no operator overloading, which
+    is what makes naive Pyomo construction slow). Free rows and empty rows that admit zero are left out.
+
+    Returns
+    -------
+    concrete, x
+        The model and its indexed variable, whose index ``j`` is the neutral model's column ``j``.
+    """
+    m = pyo.ConcreteModel(name=model.name)
+    lower = [float(v) if math.isfinite(v) else None for v in model.col_lower]
+    upper = [float(v) if math.isfinite(v) else None for v in model.col_upper]
+    integer = model.integer.tolist()
+    m.x = pyo.Var(
+        range(model.num_vars),
+        domain=lambda _, j: pyo.Integers if integer[j] else pyo.Reals,
+        bounds=lambda _, j: (lower[j], upper[j]),
+    )
+    x = m.x
+    xs = [x[j] for j in range(model.num_vars)]
+    matrix = model.matrix
+    indptr, indices, data = matrix.indptr, matrix.indices.tolist(), matrix.data.tolist()
+    rows: list[tuple[float | None, LinearExpression, float | None]] = []
+    for i in range(model.num_cons):
+        lo, hi = float(model.row_lower[i]), float(model.row_upper[i])
+        begin, end = int(indptr[i]), int(indptr[i + 1])
+        if begin == end:
+            if lo > 0 or hi < 0:
+                raise _Trivial(f"row {i} has no entries but bounds [{lo}, {hi}] that exclude 0")
+            continue
+        if not (math.isfinite(lo) or math.isfinite(hi)):
+            continue
+        terms = [xs[j] for j in indices[begin:end]]
+        expr = LinearExpression(constant=0.0, linear_coefs=data[begin:end], linear_vars=terms)
+        rows.append((lo if math.isfinite(lo) else None, expr, hi if math.isfinite(hi) else None))
+
+    def rule(_: pyo.ConcreteModel, r: int) -> Any:
+        lo, expr, hi = rows[r]
+        return expr == lo if lo is not None and lo == hi else (lo, expr, hi)
+
+    m.rows = pyo.Constraint(range(len(rows)), rule=rule)
+    nonzero = np.flatnonzero(model.objective)
+    m.obj = pyo.Objective(
+        expr=LinearExpression(constant=float(model.objective_offset), linear_coefs=model.objective[nonzero].tolist(),
+                              linear_vars=[xs[j] for j in nonzero]),
+        sense=pyo.maximize if model.sense == "max" else pyo.minimize,
+    )
+    return m, x
+
+
+def _values(model: LinearModel, x: Any, found: dict[int, float | None] | None = None) -> np.ndarray:
+    """Column values in order; columns no solver saw (in no row, zero cost) take any in-bounds value (0 clipped)."""
+    columns = range(model.num_vars)
+    raw = [x[j].value for j in columns] if found is None else [found.get(j) for j in columns]
+    values = np.array([np.nan if v is None else v for v in raw], dtype=float)
+    unset = np.isnan(values)
+    if unset.any():
+        lower = np.where(model.integer, np.ceil(model.col_lower), model.col_lower)
+        upper = np.where(model.integer, np.floor(model.col_upper), model.col_upper)
+        values[unset] = np.clip(0.0, lower, upper)[unset]
+    return values
+
+
+def _trivial_result(name: str, reason: str, build_seconds: float) -> SolveResult:
+    return SolveResult(status=Status.INFEASIBLE, solver=name, build_seconds=build_seconds, message=reason,
+                       native_status="trivially infeasible")
+
+
+def _settle_infeasible_or_unbounded(
+    model: LinearModel, params: SolverParams, solve: Callable[[LinearModel, SolverParams], SolveResult]
+) -> tuple[Status, str]:
+    """Settle an "infeasible or unbounded" verdict by solving for feasibility alone (zero objective).
+
+    Feasible means unbounded: for an LP by duality, for a MIP with rational data because its relaxation is
+    unbounded. Undecided (a limit) stays INFEASIBLE, the native HiGHS backend's reading, and says so.
+    """
+    if not model.objective.any():
+        return Status.INFEASIBLE, "infeasible or unbounded with a zero objective: infeasible"
+    probe = replace(model, name=f"{model.name}_feasibility", objective=np.zeros_like(model.objective),
+                    objective_offset=0.0)
+    result = solve(probe, params)
+    if result.has_solution:
+        return Status.UNBOUNDED, "infeasible or unbounded, and feasible: unbounded"
+    if result.status is Status.INFEASIBLE:
+        return Status.INFEASIBLE, "infeasible or unbounded, and proven infeasible"
+    return Status.INFEASIBLE, f"infeasible or unbounded; the feasibility check ended {result.status.value}"
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+# ----------------------------------------------------------------------------------------------------- pyomo-highs
+
+
+def solve_highs(model: LinearModel, params: SolverParams) -> SolveResult:
+    """Solve ``model`` through Pyomo's ``contrib.solver`` HiGHS interface.
+
+    Parameters
+    ----------
+    model
+        Any neutral model.
+    params
+        ``time_limit``, ``mip_gap`` (``rel_gap``), ``threads`` and ``verbose`` (``tee``) map to the interface's
+        config; ``seed`` becomes HiGHS's ``random_seed``; ``options`` are HiGHS options by name.
+    """
+    name = "pyomo-highs"
+    start = time.perf_counter()
+    try:
+        concrete, x = to_pyomo(model)
+    except _Trivial as exc:
+        return _trivial_result(name, str(exc), time.perf_counter() - start)
+    built = time.perf_counter()
+    # HiGHS keeps one process-wide thread pool and fails a run that asks for another size. Start from a fresh
+    # pool, which this run sizes, and leave a fresh one behind, so that no other HiGHS user inherits its size.
+    highspy.Highs.resetGlobalScheduler(True)
+    opt = Highs()
+    try:
+        results = opt.solve(
+            concrete,
+            tee=bool(params.verbose),
+            load_solutions=False,
+            raise_exception_on_nonoptimal_result=False,
+            time_limit=params.time_limit,
+            rel_gap=float(params.mip_gap),
+            threads=params.threads,
+            solver_options={"random_seed": int(params.seed), **params.options},
+        )
+    finally:
+        highspy.Highs.resetGlobalScheduler(True)
+    solved = time.perf_counter()
+
+    native = results.termination_condition
+    has_incumbent = results.solution_status in (ContribSolution.optimal, ContribSolution.feasible)
+    status = _CONTRIB_STATUS.get(native, Status.ERROR)
+    note = ""
+    if status is None:
+        status = Status.FEASIBLE if has_incumbent else Status.NO_SOLUTION
+    elif native is ContribTC.infeasibleOrUnbounded:
+        status, note = _settle_infeasible_or_unbounded(model, params, solve_highs)
+    values = None
+    if status.has_solution and has_incumbent:
+        primals = results.solution_loader.get_vars()
+        values = _values(model, x, {j: primals[x[j]] for j in range(model.num_vars) if x[j] in primals})
+    elif status.has_solution:
+        status = Status.ERROR  # "optimal" with no point to show for it
+    objective = float(model.objective @ values + model.objective_offset) if values is not None else None
+    no_bound = status in (Status.INFEASIBLE, Status.UNBOUNDED, Status.ERROR)
+    bound = None if no_bound else _finite(results.objective_bound)
+    is_vertex = None
+    if not model.is_mip and values is not None:
+        # The interface does not report the basis; read it from the Highs object it keeps, if it still does.
+        highs = getattr(opt, "_solver_model", None)
+        is_vertex = bool(highs.getBasis().valid) if highs is not None else None
+    return SolveResult(
+        status=status,
+        solver=name,
+        objective=objective,
+        bound=bound,
+        x=values,
+        build_seconds=built - start,
+        solve_seconds=solved - built,
+        message=f"{native.name}, solution {results.solution_status.name}" + (f"; {note}" if note else ""),
+        is_vertex=is_vertex,
+        native_status=native.name,
+    )
+
+
+# ----------------------------------------------------------------------------------------- pyomo-glpk, pyomo-cbc
+
+
+def _glpk_options(params: SolverParams) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if params.time_limit is not None:
+        options["tmlim"] = max(1, math.ceil(params.time_limit))  # glpsol takes whole seconds only
+    if params.mip_gap > 0:
+        options["mipgap"] = float(params.mip_gap)
+    return options
+
+
+def _cbc_options(params: SolverParams) -> dict[str, Any]:
+    options: dict[str, Any] = {"ratioGap": float(params.mip_gap)}
+    if params.time_limit is not None:
+        options["sec"] = float(params.time_limit)
+        options["timeMode"] = "elapsed"
+    if params.threads is not None and params.threads > 1:
+        options["threads"] = int(params.threads)
+    if params.seed > 0:  # CBC and CLP read seed 0 as "seed from the clock": keep their fixed defaults for 0
+        options["randomCbcSeed"] = int(params.seed)
+        options["randomSeed"] = int(params.seed)
+    return options
+
+
+_GLPK_PROGRESS = re.compile(r"mip\s*=\s*(.+?)\s*(?:<=|>=)\s*(\S+)")
+# CBC minimises internally: "best possible" is in that sense (negated for a maximisation), with full precision.
+_CBC_PARTIAL = re.compile(r"Partial search - best objective \S+ \(best possible (\S+?)\)")
+_CBC_SUMMARY = re.compile(r"^(Upper|Lower) bound:\s+(\S+)", re.MULTILINE)
+
+
+def _cbc_bound(log: str, sense: str) -> float | None:
+    """CBC's best bound from its log, in the model's sense (Pyomo's parser mixes up its sign)."""
+    partial = _CBC_PARTIAL.findall(log)
+    if partial and (value := _finite(partial[-1])) is not None:
+        return -value if sense == "max" else value
+    summary = dict(_CBC_SUMMARY.findall(log))
+    return _finite(summary.get("Upper" if sense == "max" else "Lower"))
+
+
+@contextmanager
+def _quiet_pyomo() -> Iterator[None]:
+    """Silence Pyomo's warning about loading a solution from a solve stopped by a limit (expected here)."""
+    log = logging.getLogger("pyomo.core")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def _glpk_termination(log: str, native: LegacyTC, is_mip: bool) -> LegacyTC:
+    """Correct Pyomo's reading of glpsol's unboundedness messages, which it gets wrong both ways."""
+    if "LP HAS UNBOUNDED PRIMAL SOLUTION" in log:
+        # Simplex found a feasible point and a ray: an unbounded LP, but for a MIP only its relaxation.
+        return LegacyTC.infeasibleOrUnbounded if is_mip else LegacyTC.unbounded
+    if "HAS NO DUAL FEASIBLE SOLUTION" in log:
+        return LegacyTC.infeasibleOrUnbounded  # dual infeasible: primal infeasible or unbounded
+    return native
+
+
+def _glpk_refine(log: str, status: Status, objective: float | None,
+                 is_mip: bool) -> tuple[Status, float | None, str]:
+    """Read what Pyomo's GLPK parser drops from the log: why a solve stopped and a MIP's last dual bound."""
+    note = ""
+    if "LIMIT EXCEEDED" in log:
+        # Pyomo calls a time-limited LP with a primal feasible basis "optimal"; it is not.
+        note = "time limit exceeded" if "TIME LIMIT EXCEEDED" in log else "limit exceeded"
+        if status is Status.OPTIMAL:
+            status = Status.FEASIBLE
+    elif status is Status.FEASIBLE and "MIP GAP TOLERANCE REACHED" in log:
+        status, note = Status.OPTIMAL, "relative MIP gap tolerance reached"
+    bound = None
+    if is_mip:
+        for match in _GLPK_PROGRESS.finditer(log):
+            bound = _finite(match.group(2))  # "tree is empty" at the end parses as no number
+    if status is Status.OPTIMAL and bound is None:
+        bound = objective
+    return status, bound, note
+
+
+def _solve_shell(model: LinearModel, params: SolverParams, solver: str) -> SolveResult:
+    name = f"pyomo-{solver}"
+    start = time.perf_counter()
+    try:
+        concrete, x = to_pyomo(model)
+    except _Trivial as exc:
+        return _trivial_result(name, str(exc), time.perf_counter() - start)
+    built = time.perf_counter()
+    opt = pyo.SolverFactory(solver)
+    if not opt.available(exception_flag=False):
+        raise SolverUnavailableError(f"Pyomo cannot run {solver!r} here")
+    opt.options.update(_glpk_options(params) if solver == "glpk" else _cbc_options(params))
+    opt.options.update(params.options)
+    with tempfile.TemporaryDirectory(prefix=f"synergy_{solver}_") as work:
+        logfile = Path(work) / f"{solver}.log"
+        results = opt.solve(concrete, tee=bool(params.verbose), load_solutions=False, logfile=str(logfile))
+        log = logfile.read_text(errors="replace") if logfile.exists() else ""
+    solved = time.perf_counter()
+
+    native = results.solver.termination_condition
+    if solver == "glpk":
+        native = _glpk_termination(log, native, model.is_mip)
+    status = _LEGACY_STATUS.get(native, Status.ERROR)
+    solution_status = results.solution(0).status if len(results.solution) else None
+    has_incumbent = solution_status in _LEGACY_INCUMBENT and native is not LegacyTC.intermediateNonInteger
+    notes = [f"{native}", f"solution {solution_status}"]
+    values = None
+    if has_incumbent and status not in (Status.INFEASIBLE, Status.UNBOUNDED, Status.ERROR):
+        with _quiet_pyomo():
+            concrete.solutions.load_from(results)
+        values = _values(model, x)
+        violation = check_solution(model, values)
+        if violation > _FEASIBILITY_TOL:  # a parser quirk must never pass off a non-solution as an incumbent
+            values = None
+            notes.append(f"reported point violates the model by {violation:.2g}; discarded")
+    if status is None:
+        status = Status.FEASIBLE if values is not None else Status.NO_SOLUTION
+    elif status is Status.OPTIMAL and values is None:
+        status = Status.ERROR
+    elif native is LegacyTC.infeasibleOrUnbounded:
+        status, note = _settle_infeasible_or_unbounded(model, params, solve_glpk if solver == "glpk" else solve_cbc)
+        notes.append(note)
+    objective = float(model.objective @ values + model.objective_offset) if values is not None else None
+
+    bound = None
+    if solver == "glpk":
+        status, bound, note = _glpk_refine(log, status, objective, model.is_mip)
+        notes.append(note)
+    elif solver == "cbc" and model.is_mip:
+        bound = _cbc_bound(log, model.sense)
+    if status is Status.OPTIMAL and bound is None:
+        bound = objective
+    if bound is not None and objective is not None:
+        # A bound on the wrong side of the incumbent is a misread log: better none than a wrong one.
+        slack = (bound - objective) if model.sense == "max" else (objective - bound)
+        if slack < -1e-6 * max(1.0, abs(objective)):
+            bound = None
+            notes.append("bound read from the log was inconsistent; dropped")
+    if status in (Status.INFEASIBLE, Status.UNBOUNDED, Status.ERROR):
+        bound = None
+    is_vertex = None
+    if not model.is_mip and values is not None:
+        # Both run (dual) simplex on LPs unless told to use an interior-point method.
+        interior = {"interior"} if solver == "glpk" else {"barrier"}
+        is_vertex = not (interior & {str(key) for key in params.options})
+    return SolveResult(
+        status=status,
+        solver=name,
+        objective=objective,
+        bound=bound,
+        x=values,
+        build_seconds=built - start,
+        solve_seconds=solved - built,
+        message="; ".join(note for note in notes if note),
+        is_vertex=is_vertex,
+        native_status=str(native),
+    )
+
+
+def solve_glpk(model: LinearModel, params: SolverParams) -> SolveResult:
+    """Solve ``model`` with GLPK's ``glpsol`` through Pyomo.
+
+    Parameters
+    ----------
+    model
+        Any neutral model.
+    params
+        ``time_limit`` -> ``--tmlim`` (rounded up to whole seconds, glpsol's unit), ``mip_gap`` -> ``--mipgap``,
+        ``verbose`` -> the solver log on stdout; ``threads`` and ``seed`` are ignored (glpsol is single-threaded
+        and deterministic); ``options`` are glpsol command-line options (``{"interior": ""}`` etc.).
+    """
+    return _solve_shell(model, params, "glpk")
+
+
+def solve_cbc(model: LinearModel, params: SolverParams) -> SolveResult:
+    """Solve ``model`` with the ``cbc`` binary through Pyomo.
+
+    Parameters
+    ----------
+    model
+        Any neutral model.
+    params
+        ``time_limit`` -> ``sec`` (elapsed time), ``mip_gap`` -> ``ratioGap``, ``threads`` -> ``threads``,
+        ``seed`` -> ``randomCbcSeed``/``randomSeed`` (0 keeps CBC's fixed defaults), ``verbose`` -> the log on
+        stdout; ``options`` are CBC command-line options.
+    """
+    return _solve_shell(model, params, "cbc")

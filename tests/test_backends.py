@@ -1,0 +1,361 @@
+"""Every registered backend against one catalogue of tiny models with hand-derived answers.
+
+Backends that are not installed, or whose declared capabilities exclude a model, are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import synergy_opt
+from synergy_opt.errors import InvalidInputError, SolverUnavailableError, UnknownNameError
+from synergy_opt.model import LinearModel, ModelBuilder
+from synergy_opt.solvers import SolverParams, Status, backend, solve_model, solver_names
+from synergy_opt.solvers.base import check_solution
+
+INF = np.inf
+TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class Case:
+    """A model with its known outcome; ``x`` is given only where the optimum is unique."""
+
+    build: Callable[[], LinearModel]
+    status: Status
+    objective: float | None = None
+    x: tuple[float, ...] | None = None
+
+
+def _rows(entries: list[tuple[int, int, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rows, cols, vals = zip(*entries, strict=True)
+    return np.array(rows), np.array(cols), np.array(vals, dtype=float)
+
+
+def lp_max() -> LinearModel:
+    # max 3x + 2y : x + y <= 4, x + 3y <= 6, x <= 3, x, y >= 0. Vertices (0,2)=4, (3,0)=9, (3,1)=11: x=(3,1).
+    b = ModelBuilder("lp_max", "max")
+    b.add_vars("x", 2, objective=np.array([3.0, 2.0]))
+    b.add_rows("r", *_rows([(0, 0, 1), (0, 1, 1), (1, 0, 1), (1, 1, 3), (2, 0, 1)]), upper=np.array([4.0, 6.0, 3.0]))
+    return b.build()
+
+
+def knapsack() -> LinearModel:
+    # Binary knapsack, values 10,13,7,8, weights 3,4,2,3, capacity 7: {a,b} (weight 7, value 23) beats
+    # {b,c}=20, {b,d}=21, {a,d}=18, {a,c}=17, {c,d}=15.
+    b = ModelBuilder("knapsack", "max")
+    b.add_vars("x", 4, upper=1, integer=True, objective=np.array([10.0, 13.0, 7.0, 8.0]))
+    b.add_rows("cap", np.zeros(4), np.arange(4), np.array([3.0, 4.0, 2.0, 3.0]), upper=7)
+    return b.build()
+
+
+def mixed_mip() -> LinearModel:
+    # max 2x + 3y + z : 4x + 5y + 2z <= 11.5, x, y integer >= 0, z >= 0 continuous. z and x both earn 0.5 per
+    # unit of capacity, y earns 0.6: y=2 leaves 1.5 for z=0.75 -> 6.75; y=1 -> 6.25; y=0 -> 5.75.
+    b = ModelBuilder("mixed_mip", "max")
+    b.add_vars("xy", 2, integer=True, objective=np.array([2.0, 3.0]))
+    b.add_vars("z", 1, objective=1.0)
+    b.add_rows("cap", np.zeros(3), np.arange(3), np.array([4.0, 5.0, 2.0]), upper=11.5)
+    return b.build()
+
+
+def infeasible_lp() -> LinearModel:
+    # x + y >= 5 with x, y in [0, 1].
+    b = ModelBuilder("infeasible_lp", "max")
+    b.add_vars("x", 2, upper=1, objective=1.0)
+    b.add_rows("r", np.zeros(2), np.arange(2), np.ones(2), lower=5)
+    return b.build()
+
+
+def infeasible_ip() -> LinearModel:
+    # 2x + 2y = 3 has no integer solution (parity), though its LP relaxation is feasible.
+    b = ModelBuilder("infeasible_ip", "max")
+    b.add_vars("x", 2, upper=5, integer=True, objective=1.0)
+    b.add_rows("r", np.zeros(2), np.arange(2), np.full(2, 2.0), lower=3, upper=3)
+    return b.build()
+
+
+def empty_row_infeasible() -> LinearModel:
+    # A row with no entries and bounds [1, 2]: 0 is not in them.
+    b = ModelBuilder("empty_row_infeasible", "max")
+    b.add_vars("x", 2, upper=3, integer=True, objective=1.0)
+    b.add_rows("r", np.zeros(2), np.arange(2), np.ones(2), upper=4)
+    b.add_rows("empty", np.zeros(0), np.zeros(0), np.zeros(0), lower=1, upper=2, count=1)
+    return b.build()
+
+
+def unbounded_lp() -> LinearModel:
+    # max x + y : x - y <= 2, x, y >= 0: the ray (1, 1) is feasible.
+    b = ModelBuilder("unbounded_lp", "max")
+    b.add_vars("x", 2, objective=1.0)
+    b.add_rows("r", np.zeros(2), np.arange(2), np.array([1.0, -1.0]), upper=2)
+    return b.build()
+
+
+def unbounded_ip() -> LinearModel:
+    # The same with free integer variables.
+    b = ModelBuilder("unbounded_ip", "max")
+    b.add_vars("x", 2, lower=-INF, integer=True, objective=1.0)
+    b.add_rows("r", np.zeros(2), np.arange(2), np.array([1.0, -1.0]), upper=2)
+    return b.build()
+
+
+def min_lp_offset() -> LinearModel:
+    # min 2x + 3y + 10 : x + y >= 4, x + 3y >= 6, x, y >= 0. Vertices (0,4)=12, (3,1)=9, (6,0)=12: 9 + 10 = 19.
+    b = ModelBuilder("min_lp_offset", "min")
+    b.add_vars("x", 2, objective=np.array([2.0, 3.0]))
+    b.add_rows("r", *_rows([(0, 0, 1), (0, 1, 1), (1, 0, 1), (1, 1, 3)]), lower=np.array([4.0, 6.0]))
+    return replace(b.build(), objective_offset=10.0)
+
+
+def min_ip_decimal() -> LinearModel:
+    # min 3.5x + 5.25y : 0.2x + 0.3y >= 0.7, x, y integer >= 0 (CP-SAT must scale the row by 10).
+    # y=0: x=4 -> 14; y=1: x=2 -> 12.25; y=2: x=1 -> 14; y=3: x=0 -> 15.75.
+    b = ModelBuilder("min_ip_decimal", "min")
+    b.add_vars("x", 2, integer=True, objective=np.array([3.5, 5.25]))
+    b.add_rows("r", np.zeros(2), np.arange(2), np.array([0.2, 0.3]), lower=0.7)
+    return b.build()
+
+
+def free_ip() -> LinearModel:
+    # max x : x <= 3, z - x <= 0, x and z free integers. Bounded (x = 3), though z may go as low as it likes:
+    # CP-SAT's artificial box on free columns must not turn this into "unbounded".
+    b = ModelBuilder("free_ip", "max")
+    b.add_vars("x", 1, lower=-INF, integer=True, objective=1.0)
+    b.add_vars("z", 1, lower=-INF, integer=True)
+    b.add_rows("r", *_rows([(0, 0, 1), (1, 1, 1), (1, 0, -1)]), upper=np.array([3.0, 0.0]))
+    return b.build()
+
+
+def _equality(integer: bool) -> LinearModel:
+    # max x + 2y + 3z : x + y + z = 4, x - y = 0, 0 <= z <= 1, plus a free row and an empty row with 0 in bounds.
+    # LP: y = x, z = 4 - 2y, objective 6 + 1.5z -> z=1, x=y=1.5 -> 7.5. Integer: z must be even -> z=0, x=y=2 -> 6.
+    b = ModelBuilder("equality_ip" if integer else "equality_lp", "max")
+    b.add_vars("x", 3, upper=np.array([INF, INF, 1.0]), integer=integer, objective=np.array([1.0, 2.0, 3.0]))
+    b.add_rows("eq", *_rows([(0, 0, 1), (0, 1, 1), (0, 2, 1), (1, 0, 1), (1, 1, -1)]), lower=np.array([4.0, 0.0]),
+               upper=np.array([4.0, 0.0]))
+    b.add_rows("free", np.zeros(3), np.arange(3), np.full(3, 100.0))
+    b.add_rows("empty", np.zeros(0), np.zeros(0), np.zeros(0), lower=-1, upper=1, count=1)
+    return b.build()
+
+
+CASES: dict[str, Case] = {
+    "lp_max": Case(lp_max, Status.OPTIMAL, 11.0, (3.0, 1.0)),
+    "knapsack": Case(knapsack, Status.OPTIMAL, 23.0, (1.0, 1.0, 0.0, 0.0)),
+    "mixed_mip": Case(mixed_mip, Status.OPTIMAL, 6.75, (0.0, 2.0, 0.75)),
+    "infeasible_lp": Case(infeasible_lp, Status.INFEASIBLE),
+    "infeasible_ip": Case(infeasible_ip, Status.INFEASIBLE),
+    "empty_row_infeasible": Case(empty_row_infeasible, Status.INFEASIBLE),
+    "unbounded_lp": Case(unbounded_lp, Status.UNBOUNDED),
+    "unbounded_ip": Case(unbounded_ip, Status.UNBOUNDED),
+    "free_ip": Case(free_ip, Status.OPTIMAL, 3.0),
+    "min_lp_offset": Case(min_lp_offset, Status.OPTIMAL, 19.0, (3.0, 1.0)),
+    "min_ip_decimal": Case(min_ip_decimal, Status.OPTIMAL, 12.25, (2.0, 1.0)),
+    "equality_lp": Case(lambda: _equality(False), Status.OPTIMAL, 7.5, (1.5, 1.5, 1.0)),
+    "equality_ip": Case(lambda: _equality(True), Status.OPTIMAL, 6.0, (2.0, 2.0, 0.0)),
+}
+
+# Known defects of a backend on a case: (solver, case) -> reason. Strict xfail, so a fix is noticed.
+KNOWN_DEFECTS: dict[tuple[str, str], str] = {
+    ("highs", "unbounded_ip"): "highs.py maps kUnboundedOrInfeasible to INFEASIBLE without settling it",
+}
+
+
+def require(name: str, model: LinearModel | None = None) -> None:
+    """Skip unless backend ``name`` is installed here and its capabilities admit ``model``."""
+    spec = backend(name)
+    missing = spec.missing()
+    if missing:
+        pytest.skip(f"{name}: missing {', '.join(missing)}")
+    if model is None:
+        return
+    caps = spec.capabilities
+    if model.is_mip and not caps.integer:
+        pytest.skip(f"{name} declares no integer support")
+    if not bool(model.integer.all()) and not caps.continuous:
+        pytest.skip(f"{name} declares no continuous variables; {model.name} has some")
+
+
+@pytest.mark.parametrize("case_name", list(CASES))
+@pytest.mark.parametrize("solver", solver_names())
+def test_catalogue(solver: str, case_name: str, request: pytest.FixtureRequest) -> None:
+    case = CASES[case_name]
+    model = case.build()
+    require(solver, model)
+    if (solver, case_name) in KNOWN_DEFECTS:
+        request.applymarker(pytest.mark.xfail(reason=KNOWN_DEFECTS[solver, case_name], strict=True))
+    result = solve_model(model, solver, SolverParams())
+
+    assert result.solver == solver
+    assert result.status is case.status, result.message
+    assert result.build_seconds >= 0 and result.solve_seconds >= 0
+    if case.status is not Status.OPTIMAL:
+        assert result.x is None and result.objective is None and not result.has_solution
+        return
+    assert result.x is not None and result.x.shape == (model.num_vars,)
+    assert check_solution(model, result.x) <= TOL
+    assert result.objective == pytest.approx(case.objective, rel=TOL, abs=TOL)
+    assert float(model.objective @ result.x + model.objective_offset) == pytest.approx(case.objective, abs=TOL)
+    if case.x is not None:
+        np.testing.assert_allclose(result.x, case.x, atol=TOL)
+    assert result.bound is not None and result.bound == pytest.approx(case.objective, rel=TOL, abs=TOL)
+    assert result.gap == 0.0
+    if model.is_mip:
+        assert result.is_vertex is None
+    elif backend(solver).capabilities.vertex_lp:
+        assert result.is_vertex is True
+
+
+def multi_knapsack(items: int = 150, dims: int = 8, seed: int = 0) -> LinearModel:
+    """A random 0/1 multi-dimensional knapsack, values correlated with weights: hard for its size."""
+    rng = np.random.default_rng(seed)
+    weights = rng.integers(1, 101, size=(dims, items)).astype(float)
+    values = weights.mean(axis=0) + rng.integers(1, 20, size=items)
+    b = ModelBuilder("multi_knapsack", "max")
+    b.add_vars("x", items, upper=1, integer=True, objective=values)
+    rows, cols = np.divmod(np.arange(dims * items), items)
+    b.add_rows("cap", rows, cols, weights.ravel(), upper=0.5 * weights.sum(axis=1))
+    return b.build()
+
+
+@pytest.mark.parametrize("solver", solver_names())
+def test_time_limit_returns_a_status(solver: str) -> None:
+    model = multi_knapsack()
+    require(solver, model)
+    result = solve_model(model, solver, SolverParams(time_limit=0.05, threads=1))
+    assert result.status in (Status.FEASIBLE, Status.NO_SOLUTION), result.message
+    # GLPK takes whole seconds (0.05 -> 1 s); everyone else should stop close to the limit.
+    assert result.solve_seconds < 5.0
+    if result.status is Status.FEASIBLE:
+        assert result.x is not None and check_solution(model, result.x) <= TOL
+        assert result.objective == pytest.approx(float(model.objective @ result.x))
+        if result.bound is not None:
+            assert result.bound >= result.objective - TOL * abs(result.objective)
+            assert result.gap is not None and result.gap > 0
+    else:
+        assert result.x is None and result.objective is None
+        with pytest.raises(synergy_opt.NoSolutionError):
+            result.solution()
+
+
+# Each backend's name for "presolve off": proves that ``options`` reach the native solver.
+NATIVE_OPTIONS: dict[str, dict[str, object]] = {
+    "highs": {"presolve": "off"},
+    "pyomo-highs": {"presolve": "off"},
+    "pyomo-glpk": {"cuts": ""},
+    "pyomo-cbc": {"presolve": "off"},
+    "ortools-cpsat": {"cp_model_presolve": False},
+    "ortools-scip": {"presolving/maxrounds": 0},
+}
+
+
+@pytest.mark.parametrize("solver", solver_names())
+def test_native_options_and_params(solver: str) -> None:
+    model = knapsack()
+    require(solver, model)
+    params = SolverParams(time_limit=10.0, mip_gap=1e-4, threads=1, seed=7, options=NATIVE_OPTIONS.get(solver, {}))
+    result = solve_model(model, solver, params)
+    assert result.status is Status.OPTIMAL, result.message
+    assert result.objective == pytest.approx(23.0)
+
+
+@pytest.mark.parametrize("solver", solver_names())
+def test_verbose_controls_the_solver_log(solver: str, capfd: pytest.CaptureFixture[str]) -> None:
+    model = knapsack()
+    require(solver, model)
+    solve_model(model, solver, SolverParams(verbose=False))
+    quiet = capfd.readouterr().out
+    solve_model(model, solver, SolverParams(verbose=True))
+    loud = capfd.readouterr().out
+    assert len(loud) > 200
+    if solver != "highs":  # highspy prints its banner on construction, before highs.py can silence it
+        assert quiet == ""
+
+
+def test_highs_thread_pool_survives_changing_thread_counts() -> None:
+    # HiGHS has one process-wide thread pool; a run asking for another size used to fail with "unknown".
+    require("pyomo-highs")
+    require("highs")
+    model = multi_knapsack(40, 3)
+    runs = [("pyomo-highs", 2), ("highs", 1), ("pyomo-highs", 1), ("pyomo-highs", None), ("pyomo-highs", 2)]
+    statuses = [solve_model(model, name, SolverParams(threads=threads, time_limit=20)).status for name, threads in runs]
+    assert statuses == [Status.OPTIMAL] * len(runs)
+
+
+def test_cpsat_rejects_what_it_cannot_represent() -> None:
+    require("ortools-cpsat")
+    with pytest.raises(SolverUnavailableError, match="continuous"):
+        solve_model(lp_max(), "ortools-cpsat")
+    b = ModelBuilder("third", "max")
+    b.add_vars("x", 2, upper=3, integer=True, objective=1.0)
+    b.add_rows("thirds", np.zeros(2), np.arange(2), np.array([1 / 3, 1.0]), upper=2)
+    with pytest.raises(SolverUnavailableError, match="thirds"):
+        solve_model(b.build(), "ortools-cpsat")
+    with pytest.raises(InvalidInputError, match="options"):
+        solve_model(knapsack(), "ortools-cpsat", SolverParams(options={"no_such_parameter": 1}))
+
+
+def test_unknown_solver_name_lists_the_known_ones() -> None:
+    with pytest.raises(UnknownNameError) as info:
+        solve_model(lp_max(), "no-such-solver")
+    assert set(info.value.known) == set(solver_names())
+    for name in solver_names():
+        assert name in str(info.value)
+
+
+def test_registry_imports_no_solver_library() -> None:
+    code = (
+        "import sys, synergy_opt, synergy_opt.solvers.registry as r; r.available_solvers(); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyomo', 'ortools', 'highspy'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("suffix", [".mps", ".lp"])
+@pytest.mark.parametrize("case_name", ["lp_max", "knapsack", "mixed_mip", "min_lp_offset", "equality_lp",
+                                       "equality_ip"])
+def test_export_reads_back_into_highs(tmp_path: Path, case_name: str, suffix: str) -> None:
+    highspy = pytest.importorskip("highspy")
+    case = CASES[case_name]
+    path = case.build().write(tmp_path / f"{case_name}{suffix}")
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    assert h.readModel(str(path)) == highspy.HighsStatus.kOk
+    # HiGHS's thread pool is process-wide: size it for this run only, as the backends expect to find it fresh.
+    highspy.Highs.resetGlobalScheduler(True)
+    try:
+        h.run()
+    finally:
+        highspy.Highs.resetGlobalScheduler(True)
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    assert h.getInfo().objective_function_value == pytest.approx(case.objective, rel=TOL, abs=TOL)
+
+
+@cache
+def ideal_references() -> list[tuple[synergy_opt.RoundInstance, float]]:
+    """30 random small rounds with their HiGHS optimum."""
+    out = []
+    for seed in range(30):
+        inst = synergy_opt.generate_round(gpus=16 if seed % 2 else 32, multi_gpu=True, profile_noise=0.05, seed=seed)
+        ref = synergy_opt.solve_ideal(inst, solver="highs")
+        assert ref.status is Status.OPTIMAL, (ref.solve.message, ref.solve.native_status)
+        out.append((inst, float(ref.objective)))
+    return out
+
+
+@pytest.mark.parametrize("solver", [name for name in solver_names() if name != "highs"])
+def test_ideal_ilp_agrees_with_highs(solver: str) -> None:
+    require(solver)
+    for inst, reference in ideal_references():
+        got = synergy_opt.solve_ideal(inst, solver=solver)
+        assert got.status is Status.OPTIMAL, (inst.metadata["seed"], got.solve.message)
+        assert got.objective == pytest.approx(reference, rel=1e-6), (solver, inst.metadata["seed"])
