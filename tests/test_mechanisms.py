@@ -121,8 +121,8 @@ def small_rounds(draw: st.DrawFn) -> RoundInstance:
         cpus_per_server=draw(st.sampled_from([1.0, 7.0, 13.5, 24.0, 3.0 * gpus_per_server, 40.0])),
         mem_gb_per_server=draw(st.sampled_from([64.0, 100.0, 333.3, 500.0])),
     )
-    pool = draw(st.lists(st.one_of(profiles(), st.sampled_from([builtin_profile(m) for m in (*SENSITIVE, *INSENSITIVE)])),
-                         min_size=1, max_size=4))
+    builtin = st.sampled_from([builtin_profile(m) for m in (*SENSITIVE, *INSENSITIVE)])
+    pool = draw(st.lists(st.one_of(profiles(), builtin), min_size=1, max_size=4))
     free = cluster.total_gpus
     jobs = []
     # Mostly at full load, where CPU and memory run short and the fallbacks are exercised.
@@ -323,6 +323,12 @@ def test_state_books_places_releases_and_demotes() -> None:
         state.place(0, (1,), (2,), 3.0, 62.5)  # already placed
     with pytest.raises(InvalidInputError):
         state.place(1, (1,), (3,), 3.0, 62.5)  # wrong GPU count (and placed)
+    with pytest.raises(InvalidInputError):
+        ServerState(instance).place(1, (0, 0), (5, 5), 1.0, 20.83)  # a server twice
+    with pytest.raises(InvalidInputError):
+        ServerState(instance).place(0, (2,), (2,), 1.0, 20.83)  # no such server
+    with pytest.raises(InvalidInputError):
+        ServerState(instance).place(0, (0,), (2,), float("nan"), 20.83)
     copy = state.copy()
     copy.release(1)
     assert state.free_gpus.tolist() == [4, 0] and copy.free_gpus.tolist() == [6, 8]

@@ -140,8 +140,7 @@ def _lower(
 
     Returns ``(rank key, job, config)``; the key orders by throughput lost, then footprint, then job.
     """
-    placed = state.placements[job]
-    assert placed is not None
+    placed = state.placement(job)
     gpus_here = state.jobs_on[server][job]
     table = _table(state, job)
     cpu_cap = placed.cpu_per_gpu - shortfall[0] / gpus_here
@@ -161,8 +160,7 @@ def _lower(
 
 def _switch_key(state: ServerState, server: int, job: int, shortfall: tuple[float, float]) -> tuple[bool, float, int]:
     """Order for switching a job to proportional: jobs that grow nowhere first, then the most help here."""
-    placed = state.placements[job]
-    assert placed is not None
+    placed = state.placement(job)
     gpus_here = state.jobs_on[server][job]
     c_p, m_p = state.proportional
     cluster = state.cluster

@@ -8,8 +8,6 @@ Server choice (nothing is booked)
 ---------------------------------
 ``best_fit_server(state, gpus, cpu_per_gpu, mem_per_gpu, candidates=None) -> int | None``
     The one server with the least free resources that fits the whole job.
-``first_fit_server(...) -> int | None``
-    The lowest-numbered server that fits the whole job.
 ``fewest_servers(state, gpus, cpu_per_gpu, mem_per_gpu, candidates=None) -> (servers, gpus) | None``
     The fewest servers that together fit the job; the last one is chosen best-fit.
 ``first_fit_spread(...) -> (servers, gpus) | None``
@@ -69,7 +67,9 @@ class FallbackResult:
         return self.placement.mem_per_gpu
 
 
+# -- server choice ---------------------------------------------------------------------------------------------
 def _mask(state: ServerState, candidates: Candidates) -> np.ndarray | None:
+    """Candidate servers as a boolean mask over all servers (``None``: all servers)."""
     if candidates is None:
         return None
     candidates = np.asarray(candidates)
@@ -80,9 +80,8 @@ def _mask(state: ServerState, candidates: Candidates) -> np.ndarray | None:
     return mask
 
 
-# -- server choice ---------------------------------------------------------------------------------------------
 def _subset(candidates: Candidates) -> np.ndarray | None:
-    """Candidate servers as sorted indices (``None``: all servers)."""
+    """Candidate servers as indices, ascending for deterministic ties (``None``: all servers)."""
     if candidates is None:
         return None
     candidates = np.asarray(candidates)
@@ -118,17 +117,6 @@ def best_fit_server(
     return best if index is None else int(index[best])
 
 
-def first_fit_server(
-    state: ServerState, gpus: int, cpu_per_gpu: float, mem_per_gpu: float, candidates: Candidates = None
-) -> int | None:
-    """The lowest-numbered server that fits the whole job."""
-    index, ok = _fits_among(state, gpus, cpu_per_gpu, mem_per_gpu, candidates)
-    first = int(ok.argmax()) if ok.size else 0
-    if not ok.size or not ok[first]:
-        return None
-    return first if index is None else int(index[first])
-
-
 def _capacity(state: ServerState, cpu_per_gpu: float, mem_per_gpu: float, candidates: Candidates) -> np.ndarray:
     capacity = state.capacity_for(cpu_per_gpu, mem_per_gpu)
     mask = _mask(state, candidates)
@@ -159,19 +147,25 @@ def fewest_servers(
     return servers, counts
 
 
+def _take(order: np.ndarray, capacity: np.ndarray, gpus: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Servers of ``order`` taken in turn, each with its ``capacity``, until ``gpus`` GPUs (the last trimmed)."""
+    order = order[capacity[order] > 0]
+    reach = np.cumsum(capacity[order])
+    if reach.size == 0 or reach[-1] < gpus:
+        return None
+    count = int(np.searchsorted(reach, gpus)) + 1
+    servers = order[:count]
+    counts = capacity[servers].copy()
+    counts[-1] -= int(reach[count - 1]) - gpus
+    return servers, counts
+
+
 def first_fit_spread(
     state: ServerState, gpus: int, cpu_per_gpu: float, mem_per_gpu: float, candidates: Candidates = None
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """GPUs taken in server order wherever they fit (naive multi-server first fit), or ``None``."""
     capacity = _capacity(state, cpu_per_gpu, mem_per_gpu, candidates)
-    reach = np.cumsum(capacity)
-    if reach.size == 0 or reach[-1] < gpus:
-        return None
-    count = int(np.searchsorted(reach, gpus)) + 1
-    servers = np.flatnonzero(capacity[:count])
-    counts = capacity[servers].copy()
-    counts[-1] -= int(reach[count - 1]) - gpus
-    return servers, counts
+    return _take(np.arange(capacity.size), capacity, gpus)
 
 
 # -- placing ---------------------------------------------------------------------------------------------------
@@ -235,12 +229,10 @@ def place_leftover(
         # Most throughput, then the most CPU and memory, then the fewest free GPUs (best fit on GPUs).
         best = int(np.lexsort((free[single], -(cpu / cpu_per_gpu + mem / mem_per_gpu), -tput))[0])
         return state.place(job, (int(single[best]),), (gpus,), float(cpu[best]), float(mem[best]))
-    order = np.argsort(-free, kind="stable")
-    reach = np.cumsum(free[order])
-    count = int(np.searchsorted(reach, gpus)) + 1
-    servers = order[:count]
-    counts = free[servers].copy()
-    counts[-1] -= int(reach[count - 1]) - gpus
+    taken = _take(np.argsort(-free, kind="stable"), free, gpus)
+    if taken is None:
+        return None
+    servers, counts = taken
     cpu = min(cpu_per_gpu, float(np.min(cpu_left[servers] / counts)))
     mem = min(mem_per_gpu, float(np.min(mem_left[servers] / counts)))
     return state.place(job, servers, counts, cpu, mem)
@@ -273,13 +265,7 @@ def _gpu_servers(
     # Fewest servers: the most free GPUs first (hinted servers before the others).
     off_hint = np.zeros(cluster.servers, dtype=bool) if hint is None else ~hint
     usable = np.flatnonzero(free > 0)
-    order = usable[np.lexsort((deficit(usable), -free[usable], off_hint[usable]))]
-    reach = np.cumsum(free[order])
-    count = int(np.searchsorted(reach, gpus)) + 1
-    servers = order[:count]
-    counts = free[servers].copy()
-    counts[-1] -= int(reach[count - 1]) - gpus
-    return servers, counts
+    return _take(usable[np.lexsort((deficit(usable), -free[usable], off_hint[usable]))], free, gpus)
 
 
 def place_with_fallback(

@@ -63,14 +63,6 @@ class JobPlacement:
     cpu_per_gpu: float
     mem_per_gpu: float
 
-    @property
-    def total_gpus(self) -> int:
-        return sum(self.gpus)
-
-    @property
-    def split(self) -> bool:
-        return len(self.servers) > 1
-
 
 class ServerState:
     """Free GPUs, CPUs and memory per server, plus the placement of every job packed so far.
@@ -183,7 +175,9 @@ class ServerState:
         need = self._job_gpus[job]
         if sum(counts) != need or len(parts) != len(counts) or min(counts, default=0) < 1:
             raise InvalidInputError("gpus", counts, f"job {job} needs {need} GPUs as positive counts per server")
-        placed = JobPlacement(parts, counts, float(cpu_per_gpu), float(mem_per_gpu))
+        self._check_servers(parts)
+        cpu, mem = self._check_demand(cpu_per_gpu, mem_per_gpu)
+        placed = JobPlacement(parts, counts, cpu, mem)
         self._book(placed, job, -1)
         self.placements[job] = placed
         return placed
@@ -198,14 +192,16 @@ class ServerState:
         """
         jobs = [int(job) for job in jobs]
         servers = [int(server) for server in servers]
-        if len(jobs) != len(servers):
-            raise InvalidInputError("servers", len(servers), f"one server per job ({len(jobs)} jobs)")
+        if len(jobs) != len(servers) or len(set(jobs)) != len(jobs):
+            raise InvalidInputError("servers", len(servers), f"one server per distinct job ({len(jobs)} jobs)")
         for job in jobs:
             if self.placements[job] is not None:
                 raise InvalidInputError("job", job, "is already placed; release it first")
             if self._job_gpus[job] != gpus:
                 raise InvalidInputError("gpus", gpus, f"job {job} needs {self._job_gpus[job]} GPUs")
-        cpu, mem = float(cpu_per_gpu), float(mem_per_gpu)
+        if servers and (min(servers) < 0 or max(servers) >= self.cluster.servers):
+            raise InvalidInputError("servers", servers, f"must be in 0..{self.cluster.servers - 1}")
+        cpu, mem = self._check_demand(cpu_per_gpu, mem_per_gpu)
         for job, server in zip(jobs, servers, strict=True):
             self.placements[job] = JobPlacement((server,), (gpus,), cpu, mem)
             self.jobs_on[server][job] = gpus
@@ -227,6 +223,18 @@ class ServerState:
         """Move a placed job to a new per-GPU demand on the same servers (may leave a server overcommitted)."""
         placed = self.release(job)
         return self.place(job, placed.servers, placed.gpus, cpu_per_gpu, mem_per_gpu)
+
+    def _check_servers(self, servers: tuple[int, ...]) -> None:
+        # Allocations are built from placements without re-validation, so they must be valid here.
+        if len(set(servers)) != len(servers) or min(servers) < 0 or max(servers) >= self.cluster.servers:
+            raise InvalidInputError("servers", servers, f"must be distinct servers in 0..{self.cluster.servers - 1}")
+
+    @staticmethod
+    def _check_demand(cpu_per_gpu: float, mem_per_gpu: float) -> tuple[float, float]:
+        cpu, mem = float(cpu_per_gpu), float(mem_per_gpu)
+        if not (0.0 <= cpu < np.inf and 0.0 <= mem < np.inf):
+            raise InvalidInputError("demand", (cpu, mem), "per-GPU CPUs and memory must be finite and >= 0")
+        return cpu, mem
 
     def _book(self, placed: JobPlacement, job: int, sign: int) -> None:
         self.clock += 1
