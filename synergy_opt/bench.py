@@ -1,0 +1,269 @@
+"""``python -m synergy_opt.bench``: every mechanism and the ideal ILP and LP bound, on full-load round instances,
+under every installed solver; one table of medians over seeds, and the rows as CSV.
+
+Examples::
+
+    python -m synergy_opt.bench --gpus 128
+    python -m synergy_opt.bench --gpus 16,32,64,128,256,512,1024 --plot --workers 2
+    python -m synergy_opt.bench --instances instances --mechanisms tune,opt,ideal --solvers highs
+
+The CSV columns are documented in ``docs/bench.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+from synergy_opt.benchmarking.cells import RunOptions
+from synergy_opt.benchmarking.grid import (
+    ALL_MECHANISMS,
+    DEFAULT_SPLIT,
+    InstanceSpec,
+    build_grid,
+    generated_specs,
+    saved_specs,
+)
+from synergy_opt.benchmarking.runner import run_grid
+from synergy_opt.benchmarking.table import SUMMARY_COLUMNS, add_references, medians, print_table, write_csv
+from synergy_opt.errors import SynergyError
+from synergy_opt.generate import GPUS_PER_SERVER
+from synergy_opt.solvers import available_solvers, solver_names
+
+PROG = "python -m synergy_opt.bench"
+DEFAULT_GPUS = (128,)
+DEFAULT_SEEDS = 3
+DEFAULT_TIME_LIMIT = 10.0
+OPT_PLACEMENTS = ("lp", "milp", "milp-integral")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage block), still exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+
+
+def _gpus(text: str) -> list[int]:
+    sizes = _int_list(text)
+    bad = [size for size in sizes if size < GPUS_PER_SERVER or size % GPUS_PER_SERVER]
+    if not sizes or bad:
+        raise argparse.ArgumentTypeError(
+            f"GPU count {bad[0] if bad else text!r} is not a positive multiple of {GPUS_PER_SERVER}"
+        )
+    return sizes
+
+
+def _seeds(text: str) -> list[int]:
+    # One number is a count (seeds 0..N-1); a comma-separated list names the seeds.
+    values = _int_list(text)
+    if not values or any(value < 0 for value in values) or ("," not in text and values[0] < 1):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a seed count >= 1 or a list of seeds >= 0 (e.g. 0,1,5)")
+    return list(range(values[0])) if "," not in text else values
+
+
+def _split(text: str) -> tuple[float, float, float]:
+    try:
+        values = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 3 or any(v < 0 for v in values) or sum(values) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not three non-negative percentages (image,language,speech)")
+    return values  # type: ignore[return-value]
+
+
+def _names(kind: str, known: Sequence[str]) -> Any:
+    def parse(text: str) -> list[str]:
+        if text == "all":
+            return list(known)
+        names = [part.strip() for part in text.split(",") if part.strip()]
+        unknown = [name for name in names if name not in known]
+        if not names or unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown {kind} {unknown[0] if unknown else text!r}; choose from {', '.join(known)} or 'all'"
+            )
+        return list(dict.fromkeys(names))
+
+    return parse
+
+
+def _solvers(text: str) -> list[str]:
+    if text == "all":
+        return list(available_solvers())
+    names = _names("solver", solver_names())(text)
+    missing = [name for name in names if name not in available_solvers()]
+    if missing:
+        raise argparse.ArgumentTypeError(
+            f"solver {missing[0]!r} is not installed here; installed: {', '.join(available_solvers())}"
+        )
+    return list(names)
+
+
+def _seconds(text: str) -> float | None:
+    # 0 or "none" turns the limit off.
+    if text.lower() in ("none", "0"):
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds > 0 (or 'none')")
+    return value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description=__doc__.splitlines()[0] + " " + __doc__.splitlines()[1],
+                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    grid = parser.add_argument_group("instances")
+    grid.add_argument("--gpus", type=_gpus, default=None,
+                      help=f"cluster size(s) in GPUs, comma-separated multiples of 8 (default {DEFAULT_GPUS[0]})")
+    grid.add_argument("--seeds", type=_seeds, default=None,
+                      help=f"a seed count N (seeds 0..N-1) or a list of seeds (default {DEFAULT_SEEDS})")
+    grid.add_argument("--split", type=_split, default=None,
+                      help="workload split, percent image,language,speech (default 20,70,10)")
+    grid.add_argument("--multi-gpu", choices=("no", "yes", "both"), default=None,
+                      help="single-GPU trace (no), multi-GPU trace (yes), or both (default both)")
+    grid.add_argument("--profile-noise", type=float, default=None,
+                      help="per-job log-normal noise on each throughput matrix (default 0)")
+    grid.add_argument("--instances", type=Path, default=None, metavar="DIR",
+                      help="run on the saved *.json round instances in DIR instead of generating")
+    run = parser.add_argument_group("what to run")
+    run.add_argument("--mechanisms", type=_names("mechanism", ALL_MECHANISMS), default=list(ALL_MECHANISMS),
+                     help="comma-separated, or 'all': " + ", ".join(ALL_MECHANISMS))
+    run.add_argument("--solvers", type=_solvers, default=None,
+                     help="comma-separated solver backends, or 'all' (default: every installed one)")
+    run.add_argument("--time-limit", type=_seconds, default=DEFAULT_TIME_LIMIT,
+                     help="seconds per solve for opt, joint and the ideal ILP ('none' for no limit)")
+    run.add_argument("--opt-placement", choices=OPT_PLACEMENTS, default="lp", help="OPT's placement step")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=_positive, default=1, help="local worker processes")
+    where.add_argument("--dask", metavar="ADDRESS", default=None,
+                       help="address of a running Dask scheduler (e.g. tcp://host:8786) to run the grid on")
+    out = parser.add_argument_group("output")
+    out.add_argument("--out", type=Path, default=None,
+                     help="CSV of every row (default results/bench-<sizes>-<time>.csv); medians go next to it")
+    out.add_argument("--plot", action="store_true", help="write PNGs of gap and time against cluster size")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+@dataclass(frozen=True)
+class Plan:
+    specs: list[InstanceSpec]
+    mechanisms: list[str]
+    solvers: list[str]
+    options: RunOptions
+    out: Path
+
+
+def plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
+    """Turn parsed flags into what to run; conflicting flags are parser errors (exit 2)."""
+    generator_flags = {"--gpus": args.gpus, "--seeds": args.seeds, "--split": args.split,
+                       "--multi-gpu": args.multi_gpu, "--profile-noise": args.profile_noise}
+    if args.instances is not None:
+        given = [flag for flag, value in generator_flags.items() if value is not None]
+        if given:
+            parser.error(f"--instances runs saved instances; {given[0]} applies only to generated ones")
+        if not args.instances.is_dir():
+            parser.error(f"--instances {args.instances}: not a directory")
+        try:
+            specs = saved_specs(args.instances)
+        except SynergyError as error:
+            parser.error(f"--instances {args.instances}: {error}")
+    else:
+        if args.profile_noise is not None and not args.profile_noise >= 0:
+            parser.error(f"--profile-noise {args.profile_noise}: must be >= 0")
+        traces = {"no": ["single"], "yes": ["multi"], "both": ["single", "multi"]}[args.multi_gpu or "both"]
+        specs = generated_specs(
+            args.gpus or DEFAULT_GPUS, args.seeds or range(DEFAULT_SEEDS), traces, args.split or DEFAULT_SPLIT,
+            args.profile_noise or 0.0,
+        )
+    solvers = args.solvers if args.solvers is not None else list(available_solvers())
+    sizes = sorted({spec.gpus for spec in specs})
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    size_text = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+    out = args.out or Path("results") / f"bench-{size_text}-{stamp}.csv"
+    options = RunOptions(time_limit=args.time_limit, opt_placement=args.opt_placement)
+    return Plan(specs, args.mechanisms, solvers, options, out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the bench; returns the exit code (2 for bad flags, with a one-line message on stderr)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        the_plan = plan(args, parser)
+    except SystemExit as exit_:  # argparse's way out (--help, bad flags): an exit code here, not a raise
+        return int(exit_.code or 0)
+    started = time.perf_counter()
+    cells, notes = build_grid(the_plan.specs, the_plan.mechanisms, the_plan.solvers)
+    where = f"Dask at {args.dask}" if args.dask else f"{args.workers} process(es)"
+    print(f"{len(the_plan.specs)} instances, {len(cells)} cells, on {where}; "
+          f"time limit {the_plan.options.time_limit or 'none'} s per solve", flush=True)
+    rows = _run(cells, the_plan.options, args)
+    rows = add_references(rows)
+    summary = medians(rows)
+    sizes = sorted({spec.gpus for spec in the_plan.specs})
+    print_table(summary, title=f"medians over seeds: {', '.join(map(str, sizes))} GPUs")
+    for note in notes + _errors(rows):
+        print(note)
+    csv_path = write_csv(rows, the_plan.out)
+    summary_path = write_csv(summary, csv_path.with_name(f"{csv_path.stem}_medians.csv"), SUMMARY_COLUMNS)
+    print(f"wrote {csv_path} ({len(rows)} rows) and {summary_path}")
+    if args.plot:
+        from synergy_opt.benchmarking.plots import save_plots  # matplotlib only when asked for
+
+        for path in save_plots(summary, csv_path.with_suffix("")):
+            print(f"wrote {path}")
+    print(f"wall time {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def _run(cells: list[Any], options: RunOptions, args: argparse.Namespace) -> list[dict[str, Any]]:
+    from tqdm import tqdm
+
+    with tqdm(total=len(cells), desc="bench", unit="cell", disable=args.no_progress, file=sys.stderr,
+              dynamic_ncols=True, mininterval=0.5) as bar:
+        def done(row: dict[str, Any]) -> None:
+            bar.set_postfix_str(f"{row['gpus']} GPUs {row['mechanism']} {row['solver']}".rstrip(), refresh=False)
+            bar.update()
+
+        return run_grid(cells, options, workers=args.workers, dask=args.dask, progress=done)
+
+
+def _errors(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per distinct failure, so a broken mechanism is visible under the table."""
+    seen: dict[tuple[str, str, str, str], int] = {}
+    for row in rows:
+        if row["status"] in ("error", "unavailable"):
+            key = (row["status"], row["mechanism"], row["solver"], row["message"])
+            seen[key] = seen.get(key, 0) + 1
+    return [f"{status}: {m}{' under ' + s if s else ''} ({n} cells): {msg}" for (status, m, s, msg), n in seen.items()]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

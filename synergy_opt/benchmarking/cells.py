@@ -1,0 +1,217 @@
+"""Run one cell of the grid and score it as one flat row (a dict keyed by :data:`CELL_COLUMNS`).
+
+Every allocation is scored by :func:`synergy_opt.evaluate.evaluate`, the toolkit's one evaluator. The ideal
+ILP and its LP relaxation are not allocations (one super-machine, no servers): their rows carry the solver's
+objective and the totals of the chosen configs instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from synergy_opt.benchmarking.grid import Cell
+from synergy_opt.evaluate import InvalidAllocationWarning, evaluate
+from synergy_opt.generate import generate_round
+from synergy_opt.ideal import IdealResult, solve_ideal
+from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.mechanisms import run_mechanism
+
+# The columns a cell produces, in CSV order; the per-instance references are appended by table.add_references.
+CELL_COLUMNS = (
+    "gpus", "servers", "trace", "seed", "split", "instance", "jobs", "mechanism", "solver", "status", "valid",
+    "objective", "objective_gpu", "solver_objective", "bound", "floors_violated", "jobs_unplaced", "jobs_split",
+    "gpu_util", "cpu_util", "mem_util", "build_ms", "solve_ms", "round_ms", "message",
+)
+TIMING_COLUMNS = ("build_ms", "solve_ms", "round_ms")
+MESSAGE_CHARS = 160
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Settings shared by every cell of one bench run."""
+
+    time_limit: float | None = 20.0  # seconds per solve; None: no limit
+    opt_placement: str = "lp"
+    warm_up: bool = True  # first use of each (mechanism, solver) in a process runs untimed on a tiny round
+
+
+@dataclass
+class Outcome:
+    """What running a mechanism gave, before scoring."""
+
+    status: str
+    allocation: Allocation | None = None
+    objective: float | None = None  # from the solver (for allocations, evaluate's objective is the one kept)
+    bound: float | None = None
+    build_s: float | None = None
+    solve_s: float | None = None
+    message: str = ""
+    totals: dict[str, Any] = field(default_factory=dict)  # scores of a non-allocation (ideal, ideal-lp)
+
+
+Runner = Callable[[RoundInstance, str, RunOptions], Outcome]
+
+
+def run_cell(cell: Cell, options: RunOptions | None = None) -> dict[str, Any]:
+    """Run ``cell`` and return its row. A failing mechanism gives a row with status ``error``, never a raise."""
+    options = options or RunOptions()
+    instance = cell.spec.make()
+    if options.warm_up:
+        _warm_up(cell.mechanism, cell.solver, options)
+    start = time.perf_counter()
+    try:
+        outcome = RUNNERS[cell.mechanism](instance, cell.solver, options)
+    except NotImplementedError as error:  # a mechanism whose module has not landed in this installation
+        outcome = Outcome("unavailable", message=str(error))
+    except Exception as error:  # one broken (mechanism, solver, instance) must not end a sweep: it is reported
+        outcome = Outcome("error", message=f"{type(error).__name__}: {error}")
+    round_s = time.perf_counter() - start
+    return _row(cell, instance, outcome, round_s)
+
+
+def _row(cell: Cell, instance: RoundInstance, outcome: Outcome, round_s: float) -> dict[str, Any]:
+    spec = cell.spec
+    row: dict[str, Any] = dict.fromkeys(CELL_COLUMNS)
+    row.update(
+        gpus=instance.cluster.total_gpus, servers=instance.cluster.servers, trace=spec.trace, seed=spec.seed,
+        split=spec.split_text, instance=spec.name, jobs=len(instance.jobs), mechanism=cell.mechanism,
+        solver=cell.solver, status=outcome.status, solver_objective=outcome.objective, bound=outcome.bound,
+        build_ms=_ms(outcome.build_s), solve_ms=_ms(outcome.solve_s), round_ms=1000 * round_s,
+        message=" ".join(outcome.message.split())[:MESSAGE_CHARS],
+    )
+    if outcome.allocation is not None:
+        with warnings.catch_warnings():
+            # An invalid allocation is data here (valid=False), not something to warn about mid-table.
+            warnings.simplefilter("ignore", InvalidAllocationWarning)
+            row.update(evaluate(instance, outcome.allocation).summary())
+    else:
+        row["objective"] = outcome.objective
+        row.update(outcome.totals)
+    return row
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else 1000 * seconds
+
+
+# --- the mechanisms -------------------------------------------------------------------------------------------
+
+
+def _heuristic(name: str) -> Runner:
+    def run(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
+        return Outcome("ok", allocation=run_mechanism(instance, name))
+
+    return run
+
+
+def _ideal(relax: bool) -> Runner:
+    def run(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
+        result = solve_ideal(instance, solver, relax=relax, time_limit=options.time_limit)
+        status = result.status.value
+        return Outcome(
+            status, objective=result.objective, bound=result.bound, build_s=result.build_seconds,
+            solve_s=result.solve_seconds, message="" if status == "optimal" else result.solve.message,
+            totals=_ideal_totals(result) if result.has_solution else {},
+        )
+
+    return run
+
+
+def _ideal_totals(result: IdealResult) -> dict[str, Any]:
+    """Utilisation of the super-machine by the chosen configs (fractional ones for the LP relaxation)."""
+    ideal, cluster = result.ideal, result.ideal.instance.cluster
+    class_gpus = ideal.instance.gpus[ideal.class_jobs[ideal.class_offsets[:-1]]]
+    col_gpus = class_gpus[ideal.col_class].astype(float)
+    y = result.y
+    totals: dict[str, Any] = {
+        "objective_gpu": float(np.sum(y * col_gpus * ideal.col_tput)),
+        "gpu_util": float(np.sum(y * col_gpus)) / cluster.total_gpus,
+        "cpu_util": float(np.sum(y * col_gpus * ideal.col_cpu)) / cluster.total_cpus,
+        "mem_util": float(np.sum(y * col_gpus * ideal.col_mem)) / cluster.total_mem_gb,
+        "jobs_unplaced": 0,
+    }
+    if not result.relaxed:
+        floors = ideal.instance.floors
+        totals["floors_violated"] = int(np.sum(result.throughput < floors - 1e-9))
+    return totals
+
+
+def _api(name: str) -> Callable[..., Any]:
+    """A top-level API function that another module provides (``solve_opt``, ``solve_joint``)."""
+    function = getattr(importlib.import_module("synergy_opt"), name, None)
+    if function is None:
+        raise NotImplementedError(f"synergy_opt.{name} is not in this installation")
+    return function  # type: ignore[no-any-return]
+
+
+def _limit(function: Callable[..., Any], options: RunOptions) -> dict[str, Any]:
+    """The time limit, as a keyword, when ``function`` takes one."""
+    if options.time_limit is None or "time_limit" not in inspect.signature(function).parameters:
+        return {}
+    return {"time_limit": options.time_limit}
+
+
+def _solved(result: Any, default_status: str) -> Outcome:
+    """An Outcome from an OPT or joint result, reading whichever of the common fields it has."""
+    status = getattr(result, "status", None)
+    status_text = getattr(status, "value", status) or default_status
+    allocation = getattr(result, "allocation", None)
+    message = getattr(result, "message", "") or ""
+    return Outcome(
+        str(status_text), allocation=allocation, objective=getattr(result, "objective", None),
+        bound=getattr(result, "bound", None), build_s=getattr(result, "build_seconds", None),
+        solve_s=getattr(result, "solve_seconds", None), message="" if status_text == "optimal" else str(message),
+    )
+
+
+def _opt(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
+    solve_opt = _api("solve_opt")
+    result = solve_opt(instance, solver=solver, placement=options.opt_placement, **_limit(solve_opt, options))
+    return _solved(result, "ok")
+
+
+def _joint(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
+    solve_joint = _api("solve_joint")
+    result = solve_joint(instance, solver=solver, consolidate=True, **_limit(solve_joint, options))
+    return _solved(result, "ok")
+
+
+RUNNERS: dict[str, Runner] = {
+    **{name: _heuristic(name) for name in ("proportional", "greedy", "tune", "drf", "tetris")},
+    "opt": _opt,
+    "joint": _joint,
+    "ideal": _ideal(relax=False),
+    "ideal-lp": _ideal(relax=True),
+}
+
+# --- warm-up --------------------------------------------------------------------------------------------------
+
+_WARM: set[tuple[str, str]] = set()
+_WARM_LOCK = threading.Lock()
+
+
+def _warm_up(mechanism: str, solver: str, options: RunOptions) -> None:
+    """Run a (mechanism, solver) pair once, untimed, on an 8-GPU round: imports and first-call costs stay out."""
+    with _WARM_LOCK:
+        if (mechanism, solver) in _WARM:
+            return
+        _WARM.add((mechanism, solver))
+    # Errors surface in the timed run, where they are reported.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with contextlib.suppress(Exception):
+            RUNNERS[mechanism](_tiny(), solver, options)
+
+
+def _tiny() -> RoundInstance:
+    return generate_round(8, multi_gpu=True, seed=0)

@@ -1,0 +1,135 @@
+"""The benchmark grid: round instances (size, seed, trace) crossed with mechanisms and solvers.
+
+A :class:`Cell` is one unit of work: one instance, one mechanism, one solver (empty for the solver-free
+mechanisms). Cells carry everything needed to rebuild their instance, so any process or Dask worker can run
+them without a shared file system.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.generate import generate_round
+from synergy_opt.instance import RoundInstance
+from synergy_opt.io import instance_to_dict, load_instance
+from synergy_opt.solvers import backend
+
+HEURISTICS = ("proportional", "greedy", "tune", "drf", "tetris")
+# Run once per solver: the optimisation-based mechanisms and the ideal ILP and its LP relaxation.
+SOLVED = ("opt", "joint", "ideal", "ideal-lp")
+ALL_MECHANISMS = (*HEURISTICS, *SOLVED)
+TRACES = ("single", "multi")
+DEFAULT_SPLIT = (20.0, 70.0, 10.0)
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """How to (re)build one round instance: generator arguments, or a saved instance's JSON text."""
+
+    name: str
+    gpus: int
+    trace: str  # "single", "multi", or "saved" when a saved file does not say
+    seed: int | None
+    split: tuple[float, float, float] | None
+    profile_noise: float = 0.0
+    payload: str | None = None  # JSON of a saved instance
+
+    def make(self) -> RoundInstance:
+        if self.payload is not None:
+            return load_instance(json.loads(self.payload))
+        assert self.seed is not None and self.split is not None  # generated specs always have both
+        return generate_round(
+            self.gpus, self.split, multi_gpu=self.trace == "multi", seed=self.seed, profile_noise=self.profile_noise
+        )
+
+    @property
+    def split_text(self) -> str:
+        return "" if self.split is None else "/".join(f"{value:g}" for value in self.split)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One mechanism (under one solver, or ``""`` when it needs none) on one instance."""
+
+    spec: InstanceSpec
+    mechanism: str
+    solver: str = ""
+
+
+def generated_specs(
+    sizes: Iterable[int],
+    seeds: Iterable[int],
+    traces: Iterable[str] = TRACES,
+    split: tuple[float, float, float] = DEFAULT_SPLIT,
+    profile_noise: float = 0.0,
+) -> list[InstanceSpec]:
+    """Production-derived full-load rounds, size-major so that a sweep's progress follows cluster size."""
+    seeds, traces = list(seeds), list(traces)
+    return [
+        InstanceSpec(f"gen-{gpus}-{trace}-s{seed}", gpus, trace, seed, split, profile_noise)
+        for gpus in sizes
+        for trace in traces
+        for seed in seeds
+    ]
+
+
+def saved_specs(directory: str | Path) -> list[InstanceSpec]:
+    """Every ``*.json`` round instance in ``directory`` (sorted by cluster size, then name)."""
+    paths = sorted(Path(directory).glob("*.json"))
+    if not paths:
+        raise InvalidInputError("instances", str(directory), "holds no *.json round instances")
+    specs = []
+    for path in paths:
+        instance = load_instance(path)
+        meta = instance.metadata
+        trace = ("multi" if meta["multi_gpu"] else "single") if "multi_gpu" in meta else "saved"
+        split = meta.get("split")
+        specs.append(
+            InstanceSpec(
+                name=path.stem,
+                gpus=instance.cluster.total_gpus,
+                trace=trace,
+                seed=meta.get("seed"),
+                split=None if split is None else tuple(float(v) for v in split),  # type: ignore[arg-type]
+                profile_noise=float(meta.get("profile_noise", 0.0)),
+                # Re-serialised so that every worker reads exactly what this process read.
+                payload=json.dumps(instance_to_dict(instance)),
+            )
+        )
+    return sorted(specs, key=lambda spec: (spec.gpus, spec.name))
+
+
+def unsupported(mechanism: str, solver: str) -> str | None:
+    """Why ``solver`` cannot run ``mechanism`` at all, from its declared capabilities (None if it can)."""
+    caps = backend(solver).capabilities
+    # The LP relaxation and OPT's placement LP have continuous variables.
+    if mechanism in ("ideal-lp", "opt") and not caps.continuous:
+        return "the solver takes integer variables only"
+    if mechanism in ("ideal", "joint", "opt") and not caps.integer:
+        return "the solver takes no integer variables"
+    return None
+
+
+def build_grid(
+    specs: Sequence[InstanceSpec], mechanisms: Sequence[str], solvers: Sequence[str]
+) -> tuple[list[Cell], list[str]]:
+    """The cells to run, in a fixed order, and a note for each (mechanism, solver) pair left out."""
+    cells: list[Cell] = []
+    skipped: dict[tuple[str, str], str] = {}
+    for spec in specs:
+        for mechanism in mechanisms:
+            if mechanism not in SOLVED:
+                cells.append(Cell(spec, mechanism))
+                continue
+            for solver in solvers:
+                reason = unsupported(mechanism, solver)
+                if reason is None:
+                    cells.append(Cell(spec, mechanism, solver))
+                else:
+                    skipped[mechanism, solver] = reason
+    notes = [f"{mechanism} under {solver}: not run ({reason})" for (mechanism, solver), reason in skipped.items()]
+    return cells, notes

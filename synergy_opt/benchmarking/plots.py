@@ -1,0 +1,86 @@
+"""Sweep plots (matplotlib, Agg): objective gap and time per round against cluster size, one line per
+(mechanism, solver), one panel per trace."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+Row = dict[str, Any]
+_MARKERS = "osD^vP*Xh<>"
+_STYLES = ("-", "--", "-.", ":")
+
+
+def gap_figure(summary: Sequence[Row]) -> Figure:
+    """Percent below the ideal ILP optimum (100 - % ideal) against cluster size; the ideal itself is 0."""
+    return _figure(summary, "pct_ideal", lambda pct: 100.0 - pct, "gap to ideal ILP optimum (%)", log=False,
+                   skip=("ideal",))
+
+
+def time_figure(summary: Sequence[Row]) -> Figure:
+    """Wall time to allocate one round against cluster size (log scale)."""
+    return _figure(summary, "round_ms", lambda ms: ms, "time per round (ms, log scale)", log=True)
+
+
+def save_plots(summary: Sequence[Row], prefix: str | Path) -> list[Path]:
+    """Write ``<prefix>_gap.png`` and ``<prefix>_time.png``; returns their paths."""
+    prefix = Path(prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, make in (("gap", gap_figure), ("time", time_figure)):
+        figure = make(summary)
+        path = prefix.with_name(f"{prefix.name}_{name}.png")
+        figure.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(figure)
+        paths.append(path)
+    return paths
+
+
+def _figure(summary: Sequence[Row], column: str, transform: Any, ylabel: str, *, log: bool,
+            skip: Sequence[str] = ()) -> Figure:
+    traces = list(dict.fromkeys(row["trace"] for row in summary))
+    mechanisms = list(dict.fromkeys(row["mechanism"] for row in summary))
+    solvers = list(dict.fromkeys(row["solver"] for row in summary if row["solver"]))
+    colours = plt.get_cmap("tab10")
+    figure, axes = plt.subplots(1, max(len(traces), 1), figsize=(6.5 * max(len(traces), 1), 4.8), squeeze=False)
+    for axis, trace in zip(axes[0], traces, strict=False):
+        for m_index, mechanism in enumerate(mechanisms):
+            if mechanism in skip:
+                continue
+            for solver in dict.fromkeys(r["solver"] for r in summary if r["mechanism"] == mechanism):
+                points = sorted(
+                    (r["gpus"], transform(r[column])) for r in summary
+                    if r["trace"] == trace and r["mechanism"] == mechanism and r["solver"] == solver
+                    and r.get(column) is not None
+                )
+                if not points:
+                    continue
+                s_index = solvers.index(solver) if solver else 0
+                axis.plot(
+                    [p[0] for p in points], [p[1] for p in points], color=colours(m_index % 10),
+                    marker=_MARKERS[s_index % len(_MARKERS)], linestyle=_STYLES[s_index % len(_STYLES)],
+                    markersize=4, linewidth=1.2, label=f"{mechanism} ({solver})" if solver else mechanism,
+                )
+        axis.set_xscale("log", base=2)
+        if log:
+            axis.set_yscale("log")
+        axis.set_xlabel("cluster size (GPUs)")
+        axis.set_ylabel(ylabel)
+        axis.set_title(f"{trace}-GPU trace" if trace in ("single", "multi") else trace)
+        axis.grid(True, which="both", alpha=0.3)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    for axis in axes[0][1:]:
+        for handle, label in zip(*axis.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    figure.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
+    figure.tight_layout()
+    return figure

@@ -1,0 +1,171 @@
+"""Per-instance references, medians over seeds, the printed table (rich) and the CSV files."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from synergy_opt.benchmarking.cells import CELL_COLUMNS
+
+Row = dict[str, Any]
+REFERENCE_COLUMNS = ("ideal_opt", "lp_bound", "joint_best", "joint_proven", "pct_ideal", "pct_lp", "pct_joint")
+COLUMNS = (*CELL_COLUMNS, *REFERENCE_COLUMNS)
+GROUP = ("gpus", "trace", "mechanism", "solver")
+MEDIAN_COLUMNS = (
+    "objective", "pct_ideal", "pct_joint", "pct_lp", "floors_violated", "jobs_unplaced", "jobs_split",
+    "gpu_util", "cpu_util", "mem_util", "build_ms", "solve_ms", "round_ms",
+)
+SUMMARY_COLUMNS = (*GROUP, "runs", "status", "invalid", *MEDIAN_COLUMNS)
+
+
+def add_references(rows: Iterable[Row]) -> list[Row]:
+    """Each row with its instance's ideal ILP optimum, LP bound and best joint objective, and its percentages.
+
+    The ideal ILP optimum and LP bound come from the first solver (in row order) that proved them; the joint
+    reference is the best valid joint allocation found, with ``joint_proven`` saying whether one was proven
+    optimal (under a time limit it may be an incumbent only).
+    """
+    rows = [dict(row) for row in rows]
+    by_instance: dict[tuple[int, str], list[Row]] = {}
+    for row in rows:
+        by_instance.setdefault((row["gpus"], row["instance"]), []).append(row)
+    for group in by_instance.values():
+        ideal = _first_optimal(group, "ideal")
+        lp = _first_optimal(group, "ideal-lp")
+        joints = [r for r in group if r["mechanism"] == "joint" and r["valid"] and r["objective"] is not None]
+        proven = [r for r in joints if r["status"] == "optimal"]
+        joint = max((r["objective"] for r in proven or joints), default=None)
+        for row in group:
+            row.update(ideal_opt=ideal, lp_bound=lp, joint_best=joint, joint_proven=bool(proven) if joints else None)
+            row.update(pct_ideal=_pct(row["objective"], ideal), pct_lp=_pct(row["objective"], lp),
+                       pct_joint=_pct(row["objective"], joint))
+    return rows
+
+
+def _first_optimal(group: Sequence[Row], mechanism: str) -> float | None:
+    values = [r["objective"] for r in group if r["mechanism"] == mechanism and r["status"] == "optimal"]
+    return values[0] if values else None
+
+
+def _pct(value: float | None, reference: float | None) -> float | None:
+    if value is None or reference is None or reference <= 0:
+        return None
+    return 100.0 * value / reference
+
+
+def medians(rows: Iterable[Row]) -> list[Row]:
+    """One row per (gpus, trace, mechanism, solver): medians over seeds (instances), in first-seen order."""
+    groups: dict[tuple[Any, ...], list[Row]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row[key] for key in GROUP), []).append(row)
+    summary = []
+    for key, group in groups.items():
+        out: Row = dict(zip(GROUP, key, strict=True))
+        out["runs"] = len(group)
+        out["status"] = _status(group)
+        out["invalid"] = sum(1 for r in group if r["valid"] is False)
+        for column in MEDIAN_COLUMNS:
+            values = [r[column] for r in group if r.get(column) is not None]
+            out[column] = statistics.median(values) if values else None
+        summary.append(out)
+    return summary
+
+
+def _status(group: Sequence[Row]) -> str:
+    counts = Counter(r["status"] for r in group)
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{status} {count}" for status, count in counts.most_common())
+
+
+# --- printing -------------------------------------------------------------------------------------------------
+
+_HEADERS = (
+    ("gpus", "GPUs"), ("trace", "trace"), ("mechanism", "mechanism"), ("solver", "solver"), ("status", "status"),
+    ("objective", "objective"), ("pct_ideal", "% ideal"), ("pct_joint", "% joint"), ("floors_violated", "<floor"),
+    ("jobs_unplaced", "unplaced"), ("jobs_split", "split"), ("gpu_util", "GPU %"), ("cpu_util", "CPU %"),
+    ("mem_util", "mem %"), ("build_ms", "build ms"), ("solve_ms", "solve ms"), ("round_ms", "round ms"),
+)
+
+
+def render_table(summary: Sequence[Row], title: str = "") -> Table:
+    table = Table(title=title or None, header_style="bold")
+    for key, header in _HEADERS:
+        table.add_column(header, justify="left" if key in ("trace", "mechanism", "solver", "status") else "right",
+                         no_wrap=True)
+    previous: tuple[Any, Any] | None = None
+    for row in summary:
+        # A rule between (size, trace) blocks keeps a sweep's table readable.
+        block = (row["gpus"], row["trace"])
+        end_section = previous is not None and block != previous
+        if end_section:
+            table.add_section()
+        previous = block
+        table.add_row(*(_cell(key, row.get(key)) for key, _ in _HEADERS))
+    return table
+
+
+def print_table(summary: Sequence[Row], title: str = "", console: Console | None = None) -> None:
+    # Wide enough for every column even when stdout is a pipe (rich assumes 80 columns there).
+    console = console or Console(width=max(Console().width, 190))
+    console.print(render_table(summary, title))
+
+
+def _cell(key: str, value: Any) -> str:
+    if value is None or value == "":
+        return "-"
+    if key == "objective":
+        return f"{value:.2f}"
+    if key.startswith("pct_"):
+        return f"{value:.1f}"
+    if key.endswith("_util"):
+        return f"{100 * value:.1f}"
+    if key.endswith("_ms"):
+        return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+# --- CSV ------------------------------------------------------------------------------------------------------
+
+
+def write_csv(rows: Sequence[Row], path: str | Path, columns: Sequence[str] = COLUMNS) -> Path:
+    """Write ``rows`` with ``columns`` in that order; None is written as an empty field, floats in full."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(columns), extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: "" if row.get(key) is None else row[key] for key in columns})
+    return target
+
+
+def read_csv(path: str | Path) -> list[Row]:
+    """Rows of a bench CSV with numbers, booleans and empty fields (None) read back."""
+    with Path(path).open(newline="") as handle:
+        return [{key: _parse(key, value) for key, value in row.items()} for row in csv.DictReader(handle)]
+
+
+_TEXT = frozenset({"trace", "split", "instance", "mechanism", "solver", "status", "message"})
+
+
+def _parse(key: str, text: str) -> Any:
+    if key in _TEXT:
+        return text
+    if text == "":
+        return None
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
