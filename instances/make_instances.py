@@ -1,0 +1,66 @@
+"""Regenerate the saved round instances in this directory (see README.md for what each one is).
+
+Run from the repository root::
+
+    python instances/make_instances.py                       # every instance listed in README.md
+    python instances/make_instances.py paper                 # instances/paper_example.json only
+    python instances/make_instances.py round --gpus 128 --trace multi --seed 0
+
+Generated rounds come from :func:`synergy_opt.generate_round` (seeded, so a command always writes the same
+file); the paper's example is built by hand from Table 1 of the paper (section 2.1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from synergy_opt import Cluster, Job, RoundInstance, builtin_profile, generate_round, save_instance
+
+HERE = Path(__file__).resolve().parent
+# (gpus, trace, seed) of every generated instance kept in the repository.
+GENERATED = [(gpus, trace, 0) for gpus in (16, 128, 512) for trace in ("single", "multi")]
+
+
+def paper_example() -> RoundInstance:
+    """2 servers of 8 GPUs, 24 CPUs, 500 GB; four 4-GPU jobs: J1 ResNet18, J2 Audio-M5, J3 Transformer, J4 GNMT."""
+    cluster = Cluster(servers=2, gpus_per_server=8, cpus_per_server=24, mem_gb_per_server=500)
+    models = {"j1": "res18", "j2": "m5", "j3": "transformer", "j4": "gnmt"}
+    jobs = tuple(Job(job_id, 4, builtin_profile(model), model=model) for job_id, model in models.items())
+    metadata = {"generator": "instances/make_instances.py paper", "source": "Synergy OSDI'22, section 2.1, Table 1"}
+    return RoundInstance(cluster, jobs, metadata)
+
+
+def round_path(gpus: int, trace: str, seed: int) -> Path:
+    return HERE / f"round_{gpus}gpu_{trace}_seed{seed}.json"
+
+
+def write_round(gpus: int, trace: str, seed: int) -> Path:
+    instance = generate_round(gpus, split=(20, 70, 10), multi_gpu=trace == "multi", seed=seed)
+    return save_instance(instance, round_path(gpus, trace, seed))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what")
+    sub.add_parser("paper", help="the paper's worked example")
+    one = sub.add_parser("round", help="one generated full-load round (split 20/70/10)")
+    one.add_argument("--gpus", type=int, required=True)
+    one.add_argument("--trace", choices=("single", "multi"), required=True)
+    one.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    written = []
+    if args.what in (None, "paper"):
+        written.append(save_instance(paper_example(), HERE / "paper_example.json"))
+    if args.what is None:
+        written += [write_round(*key) for key in GENERATED]
+    if args.what == "round":
+        written.append(write_round(args.gpus, args.trace, args.seed))
+    for path in written:
+        print(f"wrote {path.relative_to(HERE.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
