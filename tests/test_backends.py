@@ -164,9 +164,7 @@ CASES: dict[str, Case] = {
 }
 
 # Known defects of a backend on a case: (solver, case) -> reason. Strict xfail, so a fix is noticed.
-KNOWN_DEFECTS: dict[tuple[str, str], str] = {
-    ("highs", "unbounded_ip"): "highs.py maps kUnboundedOrInfeasible to INFEASIBLE without settling it",
-}
+KNOWN_DEFECTS: dict[tuple[str, str], str] = {}
 
 
 def require(name: str, model: LinearModel | None = None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import highspy
 import numpy as np
@@ -18,7 +19,7 @@ _STATUS: dict[highspy.HighsModelStatus, Status | None] = {
     _M.kOptimal: Status.OPTIMAL,
     _M.kInfeasible: Status.INFEASIBLE,
     _M.kUnbounded: Status.UNBOUNDED,
-    _M.kUnboundedOrInfeasible: Status.INFEASIBLE,
+    _M.kUnboundedOrInfeasible: Status.ERROR,  # never looked up: settled first by a feasibility solve
     _M.kTimeLimit: None,
     _M.kIterationLimit: None,
     _M.kSolutionLimit: None,
@@ -36,6 +37,17 @@ _STATUS: dict[highspy.HighsModelStatus, Status | None] = {
     _M.kPostsolveError: Status.ERROR,
     _M.kUnknown: Status.ERROR,
 }
+
+
+def run(h: highspy.Highs, threads: int | None) -> None:
+    """Run with ``threads`` threads (None: HiGHS chooses).
+
+    HiGHS keeps one global thread pool per process and a run asking for another size fails ("Not Set"),
+    so the pool is reset before every run (about a microsecond when there is nothing to reset).
+    """
+    highspy.Highs.resetGlobalScheduler(True)
+    h.setOptionValue("threads", int(threads or 0))
+    h.run()
 
 
 def to_highs(model: LinearModel) -> highspy.Highs:
@@ -74,16 +86,16 @@ def solve(model: LinearModel, params: SolverParams) -> SolveResult:
     if params.time_limit is not None:
         h.setOptionValue("time_limit", float(params.time_limit))
     h.setOptionValue("mip_rel_gap", float(params.mip_gap))
-    if params.threads is not None:
-        h.setOptionValue("threads", int(params.threads))
     h.setOptionValue("random_seed", int(params.seed))
     for key, value in params.options.items():
         h.setOptionValue(key, value)
     built = time.perf_counter()
-    h.run()
+    run(h, params.threads)
+    native = h.getModelStatus()
+    if native == _M.kUnboundedOrInfeasible:
+        native = _M.kUnbounded if _feasible(model, params) else _M.kInfeasible
     solved = time.perf_counter()
 
-    native = h.getModelStatus()
     info = h.getInfo()
     has_incumbent = info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
     status = _STATUS.get(native, Status.ERROR)
@@ -109,3 +121,10 @@ def solve(model: LinearModel, params: SolverParams) -> SolveResult:
         is_vertex=is_vertex,
         native_status=str(native),
     )
+
+
+def _feasible(model: LinearModel, params: SolverParams) -> bool:
+    """Whether the rows admit any point: HiGHS's presolve may only say "infeasible or unbounded"."""
+    h = to_highs(replace(model, objective=np.zeros_like(model.objective)))
+    run(h, params.threads)
+    return bool(h.getModelStatus() == _M.kOptimal)
