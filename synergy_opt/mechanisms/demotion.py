@@ -143,19 +143,23 @@ def _lower(
     placed = state.placement(job)
     gpus_here = state.jobs_on[server][job]
     table = _table(state, job)
-    cpu_cap = placed.cpu_per_gpu - shortfall[0] / gpus_here
-    mem_cap = placed.mem_per_gpu - shortfall[1] / gpus_here
-    ok = (table.cpu <= cpu_cap + _TOLERANCE * abs(cpu_cap)) & (table.mem <= mem_cap + _TOLERANCE * abs(mem_cap))
-    # Strictly lower where short, whatever the slack, so that every lowering makes progress.
-    if shortfall[0] > 0:
-        ok &= table.cpu < placed.cpu_per_gpu
-    if shortfall[1] > 0:
-        ok &= table.mem < placed.mem_per_gpu
+    cpu_cap = _bound(placed.cpu_per_gpu, shortfall[0] / gpus_here)
+    mem_cap = _bound(placed.mem_per_gpu, shortfall[1] / gpus_here)
+    ok = (table.cpu <= cpu_cap) & (table.mem <= mem_cap)
     best = int(ok.argmax())  # the table is best first
     if not ok[best] or table.tput[best] < state.floors[job] * (1 - _TOLERANCE):
         return None
     loss = _throughput(state, job, placed.cpu_per_gpu, placed.mem_per_gpu) - float(table.tput[best])
     return (loss, float(table.footprint[best]), job), job, (float(table.cpu[best]), float(table.mem[best]))
+
+
+def _bound(current: float, cut: float) -> float:
+    """The largest per-GPU value allowed after cutting ``cut`` from ``current`` (with slack for grid values),
+    strictly below ``current`` when anything is cut, so that every lowering makes progress."""
+    if cut <= 0:
+        return current * (1 + _TOLERANCE)
+    cap = current - cut
+    return min(cap + _TOLERANCE * abs(cap), float(np.nextafter(current, -np.inf)))
 
 
 def _switch_key(state: ServerState, server: int, job: int, shortfall: tuple[float, float]) -> tuple[bool, float, int]:

@@ -247,21 +247,21 @@ def _gpu_servers(
     if free.sum() < gpus:
         return None
 
-    def deficit(servers: np.ndarray) -> np.ndarray:
+    def deficit(servers: np.ndarray | slice) -> np.ndarray:
         # What would have to be released to host all of the job there, as fractions of a server.
         return (
             np.maximum(gpus * cpu_per_gpu - state.free_cpus[servers], 0.0) / cluster.cpus_per_server
             + np.maximum(gpus * mem_per_gpu - state.free_mem[servers], 0.0) / cluster.mem_gb_per_server
         )
 
-    single = np.flatnonzero(free >= gpus)
-    if single.size:
+    enough = free >= gpus
+    if enough.any():
         # Hinted servers first, then the least to release, then the fewest free GPUs (best fit on GPUs).
-        if hint is not None and hint[single].any():
-            single = single[hint[single]]
-        least = deficit(single)
-        single = single[least <= least.min() + 1e-12]
-        return single[np.argmin(free[single])][None], np.array([gpus])
+        if hint is not None and (enough & hint).any():
+            enough &= hint
+        least = np.where(enough, deficit(slice(None)), np.inf)
+        ties = np.flatnonzero(least <= least.min() + 1e-12)
+        return ties[np.argmin(free[ties])][None], np.array([gpus])
     # Fewest servers: the most free GPUs first (hinted servers before the others).
     off_hint = np.zeros(cluster.servers, dtype=bool) if hint is None else ~hint
     usable = np.flatnonzero(free > 0)
@@ -372,7 +372,8 @@ def place_run_with_fallback(
         server = int(chosen[0][0])
         batch = queue[len(results):len(results) + int(state.free_gpus[server])]
         demoted = make_room(state, {server: (len(batch) * c, len(batch) * m)})
-        for k, job in enumerate(batch):
-            placed = state.place(job, (server,), (1,), c, m)
-            results.append(FallbackResult(placed, "demoted", demoted if k == 0 else ()))
+        state.place_many(batch, [server] * len(batch), 1, c, m)
+        results.extend(
+            FallbackResult(state.placement(job), "demoted", demoted if k == 0 else ()) for k, job in enumerate(batch)
+        )
     return results

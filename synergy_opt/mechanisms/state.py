@@ -31,6 +31,7 @@ Public API
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any
@@ -205,11 +206,18 @@ class ServerState:
         for job, server in zip(jobs, servers, strict=True):
             self.placements[job] = JobPlacement((server,), (gpus,), cpu, mem)
             self.jobs_on[server][job] = gpus
-        used, count = np.unique(np.asarray(servers, dtype=np.int64), return_counts=True)
         self.clock += 1
-        self.free_gpus[used] -= count * gpus
-        self.free_cpus[used] -= count * (gpus * cpu)
-        self.free_mem[used] -= count * (gpus * mem)
+        if len(servers) <= 16:  # small batches: scalar updates beat numpy's per-call overhead
+            for server, count in Counter(servers).items():
+                self.free_gpus[server] -= count * gpus
+                self.free_cpus[server] -= count * (gpus * cpu)
+                self.free_mem[server] -= count * (gpus * mem)
+                self.changed_at[server] = self.clock
+            return
+        used, counts = np.unique(np.asarray(servers, dtype=np.int64), return_counts=True)
+        self.free_gpus[used] -= counts * gpus
+        self.free_cpus[used] -= counts * (gpus * cpu)
+        self.free_mem[used] -= counts * (gpus * mem)
         self.changed_at[used] = self.clock
 
     def release(self, job: int) -> JobPlacement:
@@ -258,6 +266,10 @@ class ServerState:
             if placed is None:
                 continue
             c, m = placed.cpu_per_gpu, placed.mem_per_gpu
+            if len(placed.servers) == 1:  # the common case, without the sort
+                gpus = placed.gpus[0]
+                parts[jobs[job].id] = (build(placed.servers[0], gpus, gpus * c, gpus * m),)
+                continue
             pairs = zip(placed.servers, placed.gpus, strict=True)
             parts[jobs[job].id] = tuple(build(server, gpus, gpus * c, gpus * m) for server, gpus in sorted(pairs))
         if not _TRUSTED_LAYOUT:
