@@ -1,0 +1,170 @@
+"""The bench harness: its CSV against direct API calls, bad flags, and identical rows on processes and Dask."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import synergy_opt
+from synergy_opt import generate_round, load_instance, run_mechanism, solve_ideal
+from synergy_opt.bench import main
+from synergy_opt.benchmarking import read_csv
+from synergy_opt.benchmarking.cells import TIMING_COLUMNS
+from synergy_opt.evaluate import evaluate
+from synergy_opt.instance import RoundInstance
+from synergy_opt.solvers import available_solvers
+
+REPO = Path(__file__).resolve().parent.parent
+# Two backends keep the runs short: the reference one and, when installed, one of another family.
+SOLVERS = ["highs", *[s for s in ("ortools-scip", "pyomo-glpk") if s in available_solvers()][:1]]
+SMALL = ["--gpus", "16", "--seeds", "2", "--solvers", ",".join(SOLVERS), "--time-limit", "60", "--no-progress"]
+HEURISTICS = ("proportional", "greedy", "tune", "drf", "tetris")
+
+
+def _bench(out: Path, *flags: str) -> list[dict[str, Any]]:
+    assert main([*SMALL, "--out", str(out), *flags]) == 0
+    return read_csv(out)
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    return _bench(tmp_path_factory.mktemp("serial") / "rows.csv")
+
+
+def _direct(instance: RoundInstance, mechanism: str, solver: str) -> float | None:
+    """The objective of one cell, computed straight from the public API."""
+    if mechanism in HEURISTICS:
+        return evaluate(instance, run_mechanism(instance, mechanism)).objective
+    if mechanism in ("ideal", "ideal-lp"):
+        return solve_ideal(instance, solver, relax=mechanism == "ideal-lp").objective
+    if mechanism == "opt":
+        return evaluate(instance, synergy_opt.solve_opt(instance, solver=solver).allocation).objective
+    result = synergy_opt.solve_joint(instance, solver=solver, consolidate=True, time_limit=60)
+    return evaluate(instance, result.allocation).objective
+
+
+def _instance(row: dict[str, Any]) -> RoundInstance:
+    split = tuple(float(v) for v in row["split"].split("/"))
+    return generate_round(row["gpus"], split, multi_gpu=row["trace"] == "multi", seed=row["seed"])
+
+
+def _landed(mechanism: str) -> bool:
+    api = {"opt": "solve_opt", "joint": "solve_joint"}.get(mechanism)
+    return api is None or hasattr(synergy_opt, api)
+
+
+def test_csv_matches_direct_api_calls(serial: list[dict[str, Any]]) -> None:
+    cells = {(r["mechanism"], r["solver"]) for r in serial}
+    assert {(m, "") for m in HEURISTICS} <= cells
+    assert {(m, s) for m in ("ideal", "ideal-lp", "opt", "joint") for s in SOLVERS} <= cells
+    assert len(serial) == 2 * 2 * (len(HEURISTICS) + 4 * len(SOLVERS))  # 2 seeds x 2 traces
+    for row in serial:
+        if not _landed(row["mechanism"]):
+            assert row["status"] == "unavailable"
+            continue
+        assert row["status"] in ("ok", "optimal"), row
+        direct = _direct(_instance(row), row["mechanism"], row["solver"])
+        assert row["objective"] == pytest.approx(direct, rel=1e-9), row
+
+
+def test_references_and_percentages(serial: list[dict[str, Any]]) -> None:
+    for row in serial:
+        ideal = solve_ideal(_instance(row), "highs").objective
+        assert row["ideal_opt"] == pytest.approx(ideal, rel=1e-6)
+        if row["objective"] is not None:
+            assert row["pct_ideal"] == pytest.approx(100 * row["objective"] / ideal, rel=1e-6)
+            # Theorem 4.1 and SPEC 4: nothing beats the ideal ILP, and its LP relaxation bounds it.
+            assert row["objective"] <= row["lp_bound"] * (1 + 1e-6)
+            if row["mechanism"] not in ("ideal-lp",):
+                assert row["pct_ideal"] <= 100 + 1e-6
+        if row["mechanism"] in HEURISTICS:
+            assert row["valid"] is True
+            assert row["build_ms"] is None and row["round_ms"] > 0
+
+
+def test_table_and_paths_are_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "one.csv"
+    assert main(["--gpus", "8", "--seeds", "1", "--mechanisms", "tune,ideal", "--solvers", "highs",
+                 "--no-progress", "--out", str(out), "--plot"]) == 0
+    text = capsys.readouterr().out
+    assert "medians over seeds" in text and "% ideal" in text and "round ms" in text
+    assert str(out) in text
+    medians = read_csv(tmp_path / "one_medians.csv")
+    assert {(r["mechanism"], r["trace"]) for r in medians} == {(m, t) for m in ("tune", "ideal")
+                                                               for t in ("single", "multi")}
+    for name in ("one_gap.png", "one_time.png"):
+        assert (tmp_path / name).stat().st_size > 1000
+
+
+def test_saved_instances_give_the_rows_of_direct_calls(tmp_path: Path) -> None:
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    for name in ("paper_example.json", "round_16gpu_multi_seed0.json"):
+        (folder / name).write_text((REPO / "instances" / name).read_text())
+    out = tmp_path / "saved.csv"
+    assert main(["--instances", str(folder), "--mechanisms", "tune,proportional,ideal", "--solvers", "highs",
+                 "--no-progress", "--out", str(out)]) == 0
+    rows = read_csv(out)
+    assert {r["instance"] for r in rows} == {"paper_example", "round_16gpu_multi_seed0"}
+    for row in rows:
+        instance = load_instance(folder / f"{row['instance']}.json")
+        assert row["objective"] == pytest.approx(_direct(instance, row["mechanism"], row["solver"]), rel=1e-9)
+    paper = {r["mechanism"]: r for r in rows if r["instance"] == "paper_example"}
+    assert paper["proportional"]["objective"] == pytest.approx(4.0)
+    assert paper["ideal"]["objective"] >= paper["tune"]["objective"] >= 4.0
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--solvers", "no-such-solver"],
+        ["--mechanisms", "tune,no-such-mechanism"],
+        ["--gpus", "12"],
+        ["--gpus", "16,100"],
+        ["--gpus", "0"],
+        ["--seeds", "0"],
+        ["--split", "20,80"],
+        ["--time-limit", "-3"],
+        ["--workers", "0"],
+        ["--no-such-flag"],
+        ["--instances", "/no/such/dir"],
+        ["--instances", "instances", "--gpus", "16"],
+    ],
+)
+def test_bad_flags_exit_2_with_one_line(flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(flags) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "error:" in captured.err
+
+
+def _without_timings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in row.items() if k not in TIMING_COLUMNS} for row in rows]
+
+
+def test_workers_give_the_serial_rows(serial: list[dict[str, Any]], tmp_path: Path) -> None:
+    rows = _bench(tmp_path / "workers.csv", "--workers", "2")
+    assert _without_timings(rows) == _without_timings(serial)
+
+
+def test_dask_gives_the_serial_rows(serial: list[dict[str, Any]], tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    # In-process workers (threads): no process start-up, the same scheduling path as a remote cluster.
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    with cluster:
+        rows = _bench(tmp_path / "dask.csv", "--dask", cluster.scheduler_address)
+    assert _without_timings(rows) == _without_timings(serial)
+
+
+@pytest.mark.skipif(not hasattr(synergy_opt, "solve_joint"), reason="synergy_opt.solve_joint has not landed")
+def test_a_time_limited_solve_is_reported_not_dropped(tmp_path: Path) -> None:
+    out = tmp_path / "limited.csv"
+    assert main(["--gpus", "256", "--seeds", "1", "--multi-gpu", "yes", "--mechanisms", "joint", "--solvers",
+                 "highs", "--time-limit", "0.05", "--no-progress", "--out", str(out)]) == 0
+    (row,) = read_csv(out)
+    assert row["mechanism"] == "joint" and row["status"] in ("optimal", "feasible", "no_solution")
+    if row["status"] == "no_solution":
+        assert row["objective"] is None or math.isnan(row["objective"])
