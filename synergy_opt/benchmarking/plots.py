@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only; never needs a display
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 
 Row = dict[str, Any]
 _MARKERS = "osD^vP*Xh<>"
@@ -69,6 +70,9 @@ def _figure(summary: Sequence[Row], column: str, transform: Any, ylabel: str, *,
                     markersize=4, linewidth=1.2, label=f"{mechanism} ({solver})" if solver else mechanism,
                 )
         axis.set_xscale("log", base=2)
+        sizes = sorted({r["gpus"] for r in summary if r["trace"] == trace})
+        axis.set_xticks(sizes, [str(size) for size in sizes])
+        axis.xaxis.set_minor_locator(NullLocator())  # the sizes themselves label the x axis
         if log:
             axis.set_yscale("log")
         axis.set_xlabel("cluster size (GPUs)")
