@@ -12,6 +12,7 @@ from synergy_opt.generate import generate_round
 from synergy_opt.ideal import IdealResult, JobConfig, solve_ideal
 from synergy_opt.instance import Allocation, Cluster, Job, Placement, Profile, RoundInstance
 from synergy_opt.io import load_instance, save_instance
+from synergy_opt.joint import JointResult, solve_joint
 from synergy_opt.mechanisms import MECHANISMS, run_mechanism
 from synergy_opt.profiles import builtin_profile, model_names
 from synergy_opt.solvers import SolveResult, SolverParams, Status, available_solvers, solver_names
@@ -26,6 +27,7 @@ __all__ = [
     "InvalidInputError",
     "Job",
     "JobConfig",
+    "JointResult",
     "NoSolutionError",
     "Placement",
     "Profile",
@@ -47,5 +49,6 @@ __all__ = [
     "run_mechanism",
     "save_instance",
     "solve_ideal",
+    "solve_joint",
     "solver_names",
 ]
