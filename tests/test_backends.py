@@ -292,13 +292,24 @@ def test_cpsat_rejects_what_it_cannot_represent() -> None:
     require("ortools-cpsat")
     with pytest.raises(SolverUnavailableError, match="continuous"):
         solve_model(lp_max(), "ortools-cpsat")
-    b = ModelBuilder("third", "max")
+    b = ModelBuilder("coprime", "max")
     b.add_vars("x", 2, upper=3, integer=True, objective=1.0)
-    b.add_rows("thirds", np.zeros(2), np.arange(2), np.array([1 / 3, 1.0]), upper=2)
-    with pytest.raises(SolverUnavailableError, match="thirds"):
+    # Denominators 999983 and 999979 are primes: the row would need a scale near 1e12.
+    b.add_rows("primes", np.zeros(2), np.arange(2), np.array([1 / 999983, 1 / 999979]), upper=2)
+    with pytest.raises(SolverUnavailableError, match="primes"):
         solve_model(b.build(), "ortools-cpsat")
     with pytest.raises(InvalidInputError, match="options"):
         solve_model(knapsack(), "ortools-cpsat", SolverParams(options={"no_such_parameter": 1}))
+
+
+def test_cpsat_scales_thirds_exactly() -> None:
+    """Three jobs at 50/3 GB fill 50 GB exactly: thirds must not be rounded away."""
+    require("ortools-cpsat")
+    b = ModelBuilder("thirds", "max")
+    b.add_vars("x", 2, upper=10, integer=True, objective=np.array([1.0, 1.0]))
+    b.add_rows("thirds", np.zeros(2), np.arange(2), np.array([50 / 3, 50 / 3]), upper=50.0)
+    result = solve_model(b.build(), "ortools-cpsat")
+    assert result.status is Status.OPTIMAL and result.objective == pytest.approx(3.0)
 
 
 def test_unknown_solver_name_lists_the_known_ones() -> None:

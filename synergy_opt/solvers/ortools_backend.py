@@ -10,6 +10,7 @@ import math
 import time
 from dataclasses import replace
 from datetime import timedelta
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -28,8 +29,10 @@ SCIP_CAPABILITIES = Capabilities(integer=True, continuous=True, time_limit=True,
 # CP-SAT needs finite integer domains: an infinite column bound becomes +-INFINITE_BOUND. Small enough that
 # coefficient * bound sums stay far from int64 overflow, large enough for any count this toolkit models.
 INFINITE_BOUND = 10**9
-# Rows are scaled by 10**k, k <= MAX_SCALE_EXPONENT, to make their coefficients integral.
-MAX_SCALE_EXPONENT = 6
+# Each coefficient is read as a fraction with denominator <= MAX_DENOMINATOR (50/3 GB per GPU is exact), and
+# each row is scaled by the least common multiple of its denominators, at most MAX_ROW_SCALE.
+MAX_DENOMINATOR = 10**6
+MAX_ROW_SCALE = 10**9
 _INTEGRAL_TOL = 1e-9
 
 _CP = cp_model.CpSolverStatus
@@ -68,11 +71,12 @@ _SCIP_LONG_PARAMS = frozenset({
 
 
 def integer_rows(model: LinearModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Scale each row by the smallest power of ten (at most 1e6) that makes its coefficients integral.
+    """Scale each row by the least common multiple of its coefficients' denominators.
 
-    Because every variable is integer, a row with integral coefficients has an integral activity, so its
-    scaled bounds are then rounded inward (``ceil`` lower, ``floor`` upper) without changing the feasible set;
-    the bounds therefore need not be integral themselves.
+    Coefficients are read as fractions with denominators up to ``MAX_DENOMINATOR`` (so decimal data and
+    thirds such as 50/3 are exact). Because every variable is integer, a row with integral coefficients has
+    an integral activity, so its scaled bounds are then rounded inward (``ceil`` lower, ``floor`` upper)
+    without changing the feasible set; the bounds therefore need not be integral themselves.
 
     Returns
     -------
@@ -83,26 +87,29 @@ def integer_rows(model: LinearModel) -> tuple[np.ndarray, np.ndarray, np.ndarray
     Raises
     ------
     SolverUnavailableError
-        When some row's coefficients are not integral even after scaling by ``10**MAX_SCALE_EXPONENT``.
+        When a coefficient is no such fraction, or a row would need a scale above ``MAX_ROW_SCALE``.
     """
     matrix = model.matrix
     data = matrix.data
     row_of = np.repeat(np.arange(model.num_cons), np.diff(matrix.indptr))
-    need = np.full(data.size, -1, dtype=np.int64)
-    for k in range(MAX_SCALE_EXPONENT + 1):
-        scaled = data * 10.0**k
-        ok = np.abs(scaled - np.round(scaled)) <= _INTEGRAL_TOL * np.maximum(1.0, np.abs(scaled))
-        need[(need < 0) & ok] = k
-    if (need < 0).any():
-        entry = int(np.flatnonzero(need < 0)[0])
+    values, inverse = np.unique(data, return_inverse=True)
+    denominators = np.array([_denominator(float(v)) for v in values], dtype=np.int64)
+    entry_denominator = denominators[inverse.ravel()]
+    if (entry_denominator == 0).any():
+        entry = int(np.flatnonzero(entry_denominator == 0)[0])
         row = int(row_of[entry])
         raise SolverUnavailableError(
-            f"ortools-cpsat needs integral row coefficients: row {row}{_block_of(model, row)} has coefficient "
-            f"{data[entry]!r}, not integral after scaling by 1e{MAX_SCALE_EXPONENT}; use a MIP backend"
+            f"ortools-cpsat needs rational row coefficients: row {row}{_block_of(model, row)} has coefficient "
+            f"{data[entry]!r}, no fraction with denominator <= {MAX_DENOMINATOR}; use a MIP backend"
         )
-    exponent = np.zeros(model.num_cons, dtype=np.int64)
-    np.maximum.at(exponent, row_of, need)
-    scale = 10.0**exponent
+    row_scale = np.ones(model.num_cons, dtype=np.int64)
+    np.lcm.at(row_scale, row_of, entry_denominator)
+    if (row_scale > MAX_ROW_SCALE).any() or (row_scale <= 0).any():
+        row = int(np.flatnonzero((row_scale > MAX_ROW_SCALE) | (row_scale <= 0))[0])
+        raise SolverUnavailableError(
+            f"ortools-cpsat: row {row}{_block_of(model, row)} needs a scale above {MAX_ROW_SCALE} to be integral"
+        )
+    scale = row_scale.astype(float)
     coefficients = np.round(data * scale[row_of]).astype(np.int64)
     with np.errstate(invalid="ignore"):
         lo = model.row_lower * scale
@@ -110,6 +117,13 @@ def integer_rows(model: LinearModel) -> tuple[np.ndarray, np.ndarray, np.ndarray
     lower = np.where(np.isfinite(lo), np.ceil(lo - _INTEGRAL_TOL * np.maximum(1.0, np.abs(lo))), -np.inf)
     upper = np.where(np.isfinite(hi), np.floor(hi + _INTEGRAL_TOL * np.maximum(1.0, np.abs(hi))), np.inf)
     return coefficients, lower, upper, scale
+
+
+def _denominator(value: float) -> int:
+    """Denominator of ``value`` as a fraction with denominator <= MAX_DENOMINATOR, or 0 if it is none."""
+    fraction = Fraction(value).limit_denominator(MAX_DENOMINATOR)
+    exact = abs(float(fraction) - value) <= _INTEGRAL_TOL * max(1.0, abs(value))
+    return fraction.denominator if exact else 0
 
 
 def _block_of(model: LinearModel, row: int) -> str:

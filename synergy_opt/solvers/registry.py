@@ -103,5 +103,7 @@ def solve_model(model: LinearModel, solver: str = DEFAULT_SOLVER, params: Solver
     if model.is_mip and not spec.capabilities.integer:
         raise SolverUnavailableError(f"solver {solver!r} cannot solve integer models")
     if not spec.capabilities.continuous and not bool(model.integer.all()):
-        raise SolverUnavailableError(f"solver {solver!r} needs every variable integer; {model.name} has continuous ones")
+        raise SolverUnavailableError(
+            f"solver {solver!r} needs every variable integer; {model.name} has continuous ones"
+        )
     return solve(model, params or SolverParams())

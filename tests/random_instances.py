@@ -1,0 +1,63 @@
+"""Random small round instances for cross-checks against brute force (shared by the test modules)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
+
+
+def random_profile(rng: np.random.Generator, max_axis: int = 3, monotone: bool | None = None) -> Profile:
+    """A profile on a random small grid; values rounded to 0.1 so that ties (and dominance) occur."""
+    cpu = np.unique(rng.integers(1, 13, size=rng.integers(1, max_axis + 1))).astype(float)
+    mem = np.unique(rng.choice([10.0, 20.83, 40.0, 62.5, 125.0, 250.0], size=rng.integers(1, max_axis + 1)))
+    tput = np.round(rng.uniform(0.0, 3.0, size=(cpu.size, mem.size)), 1)
+    if monotone if monotone is not None else rng.random() < 0.5:
+        tput = np.maximum.accumulate(np.maximum.accumulate(tput, axis=0), axis=1)
+    return Profile(cpu, mem, tput)
+
+
+def random_instance(rng: np.random.Generator, max_jobs: int = 6, max_axis: int = 3) -> RoundInstance:
+    """Random cluster (1-3 servers, 1-8 GPUs each) and up to ``max_jobs`` jobs, multi-GPU ones included."""
+    servers = int(rng.integers(1, 4))
+    gpus_per_server = int(rng.integers(1, 9))
+    cluster = Cluster(
+        servers,
+        gpus_per_server,
+        float(rng.integers(1, 33)),
+        float(rng.choice([50.0, 100.0, 250.0, 500.0])),
+    )
+    free = cluster.total_gpus
+    jobs = []
+    for index in range(int(rng.integers(1, max_jobs + 1))):
+        if free == 0:
+            break
+        gpus = int(rng.integers(1, min(free, 2 * gpus_per_server) + 1))
+        free -= gpus
+        jobs.append(Job(f"j{index}", gpus, random_profile(rng, max_axis)))
+    return RoundInstance(cluster, tuple(jobs))
+
+
+def job_configs(instance: RoundInstance, job: Job) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every per-GPU config of a job (its grid with the proportional point added): CPU, GB, W."""
+    cluster = instance.cluster
+    grid = job.profile.with_point(cluster.cpu_per_gpu, cluster.mem_gb_per_gpu)
+    cpu, mem = np.meshgrid(grid.cpu_per_gpu, grid.mem_gb_per_gpu, indexing="ij")
+    return cpu.ravel(), mem.ravel(), grid.tput.ravel()
+
+
+def brute_force_ideal(instance: RoundInstance, gpu_weighted: bool = False) -> float:
+    """Exhaustive enumeration of one config per job under the super-machine's CPU and memory (eqs. 1-5)."""
+    cluster = instance.cluster
+    floors = instance.floors
+    cpu_used, mem_used, value = np.zeros(1), np.zeros(1), np.zeros(1)
+    for job, floor in zip(instance.jobs, floors, strict=True):
+        cpu, mem, tput = job_configs(instance, job)
+        ok = tput >= floor
+        weight = job.gpus if gpu_weighted else 1.0
+        cpu_used = (cpu_used[:, None] + job.gpus * cpu[ok][None, :]).ravel()
+        mem_used = (mem_used[:, None] + job.gpus * mem[ok][None, :]).ravel()
+        value = (value[:, None] + weight * tput[ok][None, :]).ravel()
+        fits = (cpu_used <= cluster.total_cpus + 1e-9) & (mem_used <= cluster.total_mem_gb + 1e-9)
+        cpu_used, mem_used, value = cpu_used[fits], mem_used[fits], value[fits]
+    return float(value.max())

@@ -1,0 +1,164 @@
+"""The ideal-allocation ILP (paper eqs. 1-7): brute force, reductions, relaxation, the paper's example."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import synergy_opt as so
+from synergy_opt.builders.ideal import Reductions, build_ideal
+from synergy_opt.solvers import Status, available_solvers, backend
+from tests.random_instances import brute_force_ideal, random_instance
+
+ROOT = Path(__file__).resolve().parents[1]
+INTEGER_SOLVERS = [name for name in available_solvers() if backend(name).capabilities.integer]
+ALL_REDUCTIONS = [
+    Reductions(),
+    Reductions.none(),
+    Reductions(merge_identical=False),
+    Reductions(drop_dominated=False),
+    Reductions(merge_identical=False, fix_below_floor=False),
+]
+
+
+def exact(instance: so.RoundInstance, solver: str = "highs", **kwargs: object) -> so.IdealResult:
+    result = so.solve_ideal(instance, solver=solver, mip_gap=0.0, **kwargs)  # type: ignore[arg-type]
+    assert result.status is Status.OPTIMAL, result.solve.message
+    return result
+
+
+def check_choices(instance: so.RoundInstance, result: so.IdealResult) -> None:
+    """Every chosen config meets its floor, (2) and (3) hold, and the objective is the sum of W."""
+    assert np.all(result.throughput >= instance.floors - 1e-9)
+    assert result.cpu_demand.sum() <= instance.cluster.total_cpus + 1e-6
+    assert result.mem_demand.sum() <= instance.cluster.total_mem_gb + 1e-6
+    for job, w, c, m in zip(instance.jobs, result.throughput, result.cpu_per_gpu, result.mem_gb_per_gpu, strict=True):
+        assert w == pytest.approx(job.profile.throughput(c, m))  # (6, 7): the config is on the job's grid
+    assert result.throughput.sum() == pytest.approx(result.objective, abs=1e-6)
+
+
+@pytest.mark.parametrize("solver", INTEGER_SOLVERS)
+def test_ilp_equals_brute_force_on_200_random_instances(solver: str) -> None:
+    rng = np.random.default_rng(2024)
+    for _ in range(200):
+        instance = random_instance(rng)
+        result = exact(instance, solver)
+        assert result.objective == pytest.approx(brute_force_ideal(instance), abs=1e-6), instance
+        check_choices(instance, result)
+
+
+def test_gpu_weighted_objective_equals_brute_force() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        instance = random_instance(rng)
+        result = exact(instance, objective="gpu")
+        assert result.objective == pytest.approx(brute_force_ideal(instance, gpu_weighted=True), abs=1e-6)
+
+
+def _reduction_instances() -> list[so.RoundInstance]:
+    rng = np.random.default_rng(11)
+    instances = [random_instance(rng, max_jobs=8, max_axis=4) for _ in range(70)]
+    for seed in range(30):
+        instances.append(so.generate_round(16 * (1 + seed % 3), multi_gpu=seed % 2 == 0, seed=seed,
+                                           profile_noise=0.05 if seed % 3 else 0.0))
+    return instances
+
+
+def test_reduced_and_unreduced_models_reach_the_same_optimum() -> None:
+    for instance in _reduction_instances():
+        optima = [exact(instance, reductions=r).objective for r in ALL_REDUCTIONS]
+        assert optima == pytest.approx([optima[0]] * len(optima), rel=1e-9, abs=1e-9)
+
+
+def test_reductions_shrink_the_model() -> None:
+    instance = so.generate_round(128, seed=0)
+    full = build_ideal(instance, reductions=Reductions.none()).model
+    reduced = build_ideal(instance).model
+    assert reduced.num_vars < full.num_vars / 10
+    assert build_ideal(instance).num_classes <= len(so.model_names())
+
+
+def test_relaxation_bounds_the_ilp_and_its_vertex_has_at_most_two_fractional_jobs() -> None:
+    for instance in _reduction_instances():
+        ilp = exact(instance)
+        unmerged = Reductions(merge_identical=False)
+        lp = so.solve_ideal(instance, relax=True, reductions=unmerged)
+        assert lp.status is Status.OPTIMAL
+        assert lp.objective >= ilp.objective - 1e-7
+        assert lp.solve.is_vertex
+        assert len(lp.fractional_jobs) <= 2, lp.fractional_jobs
+        check_choices(instance, ilp)
+
+
+def test_fractional_jobs_appear_when_capacity_binds() -> None:
+    """A vertex with a fractional job exists: the test above is not vacuous."""
+    cluster = so.Cluster(1, 2, 5, 100)
+    profile = so.Profile([1, 2, 4], [50], [[1.0], [1.0], [2.0]])
+    instance = so.RoundInstance(cluster, (so.Job("a", 1, profile), so.Job("b", 1, profile)))
+    # Proportional is 2.5 CPUs (on the grid W=1); the LP buys 4 CPUs for one job and 1/2 of it for the other.
+    lp = so.solve_ideal(instance, relax=True, reductions=Reductions(merge_identical=False))
+    ilp = exact(instance)
+    assert ilp.objective == pytest.approx(3.0)  # one job at 4 CPUs, the other at 1 CPU: 2 + 1
+    assert lp.objective > ilp.objective + 1e-6 or len(lp.fractional_jobs) == 0
+    assert len(lp.fractional_jobs) <= 2
+
+
+def test_paper_worked_example() -> None:
+    """Hand-derived optimum of the paper's example (Table 1): 2 servers of 8 GPUs, 24 CPUs, 500 GB.
+
+    The super-machine has C = 48 CPUs and M = 1000 GB; every job has 4 GPUs. transformer and gnmt have
+    W = 1 everywhere and take the cheapest config (1 CPU, 20.83 GB per GPU): 8 CPUs and 166.64 GB together.
+    That leaves res18 and m5 40 CPUs (c1 + c2 <= 10 per GPU) and 833.36 GB; res18 needs 62.5 GB per GPU to
+    reach its floor, so m5 gets at most 145.8 GB per GPU, i.e. its 125 GB column. Over c1 + c2 <= 10:
+    (4, 6) gives 1.3 + 2.0 = 3.3; (5, 5) 1.53 + 1.4; (6, 4) 1.75 + 1.2; (3, 6) 1.0 + 2.0 — so 3.3 is best
+    and the optimum is 3.3 + 1 + 1 = 5.3 (GPU-weighted: 4 x 5.3 = 21.2).
+    """
+    instance = so.load_instance(ROOT / "instances" / "paper_example.json")
+    assert [job.model for job in instance.jobs] == ["res18", "m5", "transformer", "gnmt"]
+    for solver in INTEGER_SOLVERS:
+        result = exact(instance, solver)
+        assert result.objective == pytest.approx(5.3), solver
+    result = exact(instance)
+    configs = {job_id: (c.cpu_per_gpu, c.mem_gb_per_gpu) for job_id, c in result.configs.items()}
+    assert configs["j1"] == (4.0, pytest.approx(62.5))
+    assert configs["j2"] == (6.0, 125.0)
+    assert result.configs["j1"].cpus == 16 and result.configs["j2"].mem_gb == 500
+    assert exact(instance, objective="gpu").objective == pytest.approx(21.2)
+
+
+def test_proportional_point_off_the_grid_is_inserted() -> None:
+    """With 2.5 CPUs per GPU (off the grid) the floor reads the grid below it and stays feasible."""
+    cluster = so.Cluster(1, 4, 10, 200)
+    profile = so.Profile([1, 2, 4], [25, 75], [[0.2, 0.5], [0.4, 1.0], [0.8, 2.0]])
+    instance = so.RoundInstance(cluster, tuple(so.Job(f"j{i}", 1, profile) for i in range(4)))
+    assert instance.floors.tolist() == [0.4] * 4  # W at (2, 25): the grid point below (2.5, 50)
+    result = exact(instance)
+    assert result.objective == pytest.approx(brute_force_ideal(instance))
+
+
+def test_tiny_time_limit_on_a_large_instance_returns_a_status() -> None:
+    instance = so.generate_round(2048, profile_noise=0.05, multi_gpu=True, seed=1)
+    result = so.solve_ideal(instance, time_limit=0.01)
+    assert result.status in (Status.OPTIMAL, Status.FEASIBLE, Status.NO_SOLUTION)
+    if result.status is Status.NO_SOLUTION:
+        assert result.configs == {}
+        with pytest.raises(so.NoSolutionError):
+            _ = result.y
+
+
+def test_models_export_to_mps_and_lp(tmp_path: Path) -> None:
+    model = build_ideal(so.generate_round(32, seed=3, profile_noise=0.05)).model
+    for suffix in (".mps", ".lp"):
+        path = model.write(tmp_path / f"ideal{suffix}")
+        assert path.stat().st_size > 0
+    with pytest.raises(so.InvalidInputError, match="suffix"):
+        model.write(tmp_path / "ideal.txt")
+
+
+def test_named_blocks() -> None:
+    model = build_ideal(so.generate_round(16, seed=0), reductions=Reductions(merge_identical=False,
+                                                                            fix_below_floor=False)).model
+    assert set(model.var_blocks) == {"y"}
+    assert set(model.con_blocks) == {"assign", "cpu", "mem", "floor"}
