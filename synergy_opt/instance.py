@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from synergy_opt.errors import InvalidInputError
+from synergy_opt.errors import InvalidInputError, UnknownNameError
 
 # Relative slack when reading a grid: 20.83 GB * 3 GPUs / 3 GPUs must still read the 20.83 column.
 _GRID_TOLERANCE = 1e-9
@@ -313,6 +313,8 @@ def prefixed(error: InvalidInputError, prefix: str) -> InvalidInputError:
     """The same error with the field's path inside its container prepended."""
     inner = error.field
     path = f"{prefix}{inner}" if inner.startswith("[") else f"{prefix}.{inner}"
+    if isinstance(error, UnknownNameError):
+        return UnknownNameError(path, error.value, error.known)
     return InvalidInputError(path, error.value, error.reason)
 
 

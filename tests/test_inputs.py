@@ -1,0 +1,199 @@
+"""Round-instance files, built-in profiles, the generator, and one test per kind of bad input."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import synergy_opt as so
+from synergy_opt.errors import InvalidInputError, UnknownNameError
+from synergy_opt.profiles import cpu_gpu_ratios, model_info, models_by_task, source
+
+EXAMPLE: dict[str, Any] = {
+    "format": "synergy-round/1",
+    "cluster": {"servers": 2, "gpus_per_server": 8, "cpus_per_server": 24, "mem_gb_per_server": 500},
+    "jobs": [
+        {"id": "j1", "gpus": 4, "model": "res18"},
+        {"id": "j2", "gpus": 1, "profile": {"cpu_per_gpu": [1, 3, 6], "mem_gb_per_gpu": [62.5, 125],
+                                            "tput": [[0.5, 0.5], [1, 1], [1.5, 2]]}},
+    ],
+}
+
+
+def edited(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    data = copy.deepcopy(EXAMPLE)
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return data
+
+
+def assert_names(error: pytest.ExceptionInfo[InvalidInputError], field: str, value: str) -> None:
+    assert error.value.field == field
+    assert field in str(error.value) and value in str(error.value)
+
+
+def test_example_loads_and_round_trips(tmp_path: Path) -> None:
+    instance = so.load_instance(EXAMPLE)
+    assert instance.cluster.total_gpus == 16 and instance.floors.tolist() == [1.0, 1.0]
+    assert instance.jobs[0].profile == so.builtin_profile("res18")
+    path = so.save_instance(instance, tmp_path / "round.json")
+    again = so.load_instance(path)
+    assert again == instance
+    saved = json.loads(path.read_text())
+    assert saved["jobs"][0] == {"id": "j1", "gpus": 4, "model": "res18"}  # built-in profiles saved by name
+
+
+def test_generated_noisy_instance_round_trips(tmp_path: Path) -> None:
+    instance = so.generate_round(32, multi_gpu=True, seed=5, profile_noise=0.05)
+    again = so.load_instance(so.save_instance(instance, tmp_path / "noisy.json"))
+    assert again == instance
+    assert so.solve_ideal(again).objective == pytest.approx(so.solve_ideal(instance).objective)
+
+
+def test_allocation_dict_round_trip() -> None:
+    data = {"jobs": {"j1": [{"server": 0, "gpus": 4, "cpus": 20, "mem_gb": 250}],
+                     "j2": [{"server": 0, "gpus": 1, "cpus": 2, "mem_gb": 50},
+                            {"server": 1, "gpus": 1, "cpus": 2, "mem_gb": 50}]}}
+    allocation = so.Allocation.from_dict(data)
+    assert allocation.to_dict() == data
+    assert allocation.servers_of("j2") == (0, 1) and allocation.gpus_of("j2") == 2
+    with pytest.raises(InvalidInputError, match=r"jobs\['j1'\]\[0\].gpus"):
+        so.Allocation.from_dict({"jobs": {"j1": [{"server": 0, "gpus": 0, "cpus": 1, "mem_gb": 1}]}})
+
+
+def test_builtin_profiles_and_their_source() -> None:
+    assert len(so.model_names()) == 10
+    assert "msr-fiddle/synergy" in source()
+    assert sum(len(names) for names in models_by_task().values()) == 10
+    assert cpu_gpu_ratios() == (3, 4, 5, 6)
+    res18 = so.builtin_profile("res18")
+    assert res18.throughput(3, 62.5) == 1.0 and res18.throughput(9, 62.5) == 2.4
+    assert res18.throughput(3, 20) == 0.0  # below the memory grid: never over-claim
+    assert model_info("res18", 4).speedup_at_best == pytest.approx(2.4 / 1.3, rel=1e-2)
+
+
+def test_generator_is_deterministic_and_fills_the_cluster() -> None:
+    first = so.generate_round(256, multi_gpu=True, seed=9, profile_noise=0.05)
+    again = so.generate_round(256, multi_gpu=True, seed=9, profile_noise=0.05)
+    assert first == again
+    assert first != so.generate_round(256, multi_gpu=True, seed=10, profile_noise=0.05)
+    assert int(first.gpus.sum()) == 256 and int(first.gpus.max()) <= 16
+    single = so.generate_round(128, split=(0, 100, 0))
+    assert len(single.jobs) == 128 and {job.model for job in single.jobs} <= set(models_by_task()["language"])
+    ratio = so.generate_round(64, cpu_per_gpu=5)
+    assert ratio.cluster.cpus_per_server == 40
+    noisy = so.generate_round(64, profile_noise=0.1, seed=1)
+    for job in noisy.jobs:  # noise keeps profiles monotone: more resources never slow a job
+        assert np.all(np.diff(job.profile.tput, axis=0) >= 0) and np.all(np.diff(job.profile.tput, axis=1) >= 0)
+
+
+# One test per kind of bad input: each raises the project's error naming the field and the value.
+
+
+def test_malformed_json(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"format": "synergy-round/1", "cluster": {')
+    with pytest.raises(InvalidInputError) as error:
+        so.load_instance(path)
+    assert_names(error, "path", "broken.json")
+    assert "malformed JSON at line 1" in str(error.value)
+
+
+def test_nan_throughput() -> None:
+    with pytest.raises(InvalidInputError) as error:
+        so.load_instance(edited(("jobs", 1, "profile", "tput", 1, 0), float("nan")))
+    assert_names(error, "jobs[1].profile.tput[1][0]", "nan")
+
+
+def test_negative_throughput() -> None:
+    with pytest.raises(InvalidInputError) as error:
+        so.load_instance(edited(("jobs", 1, "profile", "tput", 2, 1), -2))
+    assert_names(error, "jobs[1].profile.tput[2][1]", "-2")
+
+
+def test_non_increasing_axis() -> None:
+    with pytest.raises(InvalidInputError) as error:
+        so.load_instance(edited(("jobs", 1, "profile", "cpu_per_gpu"), [1, 6, 3]))
+    assert_names(error, "jobs[1].profile.cpu_per_gpu", "[1, 6, 3]")
+    assert "strictly increasing" in str(error.value)
+
+
+def test_matrix_shape_not_matching_its_axes() -> None:
+    with pytest.raises(InvalidInputError) as error:
+        so.load_instance(edited(("jobs", 1, "profile", "tput"), [[1, 1], [1, 1]]))
+    assert_names(error, "jobs[1].profile.tput", "[[1, 1], [1, 1]]")
+    assert "(3 CPU x 2 memory values)" in str(error.value)
+
+
+@pytest.mark.parametrize("gpus", [0, -3, 1.5, True])
+def test_zero_or_negative_gpus(gpus: Any) -> None:
+    with pytest.raises(InvalidInputError) as error:
+        so.load_instance(edited(("jobs", 0, "gpus"), gpus))
+    assert_names(error, "jobs[0].gpus", repr(gpus))
+
+
+def test_unknown_model() -> None:
+    with pytest.raises(UnknownNameError) as error:
+        so.load_instance(edited(("jobs", 0, "model"), "resnet9000"))
+    assert_names(error, "jobs[0].model", "resnet9000")
+    assert "res18" in str(error.value)
+
+
+def test_unknown_solver() -> None:
+    with pytest.raises(UnknownNameError) as error:
+        so.solve_ideal(so.load_instance(EXAMPLE), solver="gurobi")
+    assert_names(error, "solver", "gurobi")
+    assert "highs" in str(error.value) and "pyomo-glpk" in str(error.value)
+
+
+def test_total_gpu_demand_above_the_cluster() -> None:
+    with pytest.raises(InvalidInputError) as error:
+        so.load_instance(edited(("jobs", 0, "gpus"), 16))
+    assert_names(error, "jobs[*].gpus", "17")
+    assert "16 GPUs" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field"),
+    [
+        (("cluster", "servers"), 0, "cluster.servers"),
+        (("cluster", "mem_gb_per_server"), float("inf"), "cluster.mem_gb_per_server"),
+        (("format",), "synergy-round/0", "format"),
+        (("jobs",), {"j1": 1}, "jobs"),
+    ],
+)
+def test_other_bad_fields(path: tuple[Any, ...], value: Any, field: str) -> None:
+    with pytest.raises(InvalidInputError) as error:
+        so.load_instance(edited(path, value))
+    assert error.value.field == field
+
+
+def test_missing_fields() -> None:
+    data = copy.deepcopy(EXAMPLE)
+    del data["cluster"]["cpus_per_server"]
+    with pytest.raises(InvalidInputError, match=r"cluster\.cpus_per_server"):
+        so.load_instance(data)
+    data = copy.deepcopy(EXAMPLE)
+    del data["jobs"][1]["profile"]["tput"]
+    with pytest.raises(InvalidInputError, match=r"jobs\[1\].profile.tput"):
+        so.load_instance(data)
+    data = copy.deepcopy(EXAMPLE)
+    del data["jobs"][0]["model"]
+    with pytest.raises(InvalidInputError, match=r"jobs\[0\].model"):
+        so.load_instance(data)
+
+
+def test_bad_generator_arguments() -> None:
+    with pytest.raises(InvalidInputError, match="gpus=100"):
+        so.generate_round(100)
+    with pytest.raises(InvalidInputError, match="split"):
+        so.generate_round(16, split=(1, -1, 0))
+    with pytest.raises(InvalidInputError, match="cpu_gpu_ratio"):
+        so.generate_round(16, cpu_per_gpu=7)
