@@ -166,7 +166,8 @@ def _solved(result: Any, default_status: str) -> Outcome:
     status = getattr(result, "status", None)
     status_text = getattr(status, "value", status) or default_status
     allocation = getattr(result, "allocation", None)
-    message = getattr(result, "message", "") or ""
+    solve = getattr(result, "solve", None)  # the backend's SolveResult, where the result keeps one
+    message = getattr(result, "message", None) or getattr(solve, "message", "") or ""
     return Outcome(
         str(status_text), allocation=allocation, objective=getattr(result, "objective", None),
         bound=getattr(result, "bound", None), build_s=getattr(result, "build_seconds", None),
