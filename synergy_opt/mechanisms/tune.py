@@ -12,7 +12,13 @@
 Steps 3-5 are :func:`~synergy_opt.mechanisms.packing.place_with_fallback`. Every job whose GPUs exist is
 placed, no job falls below its floor and no capacity is exceeded: it never raises on a valid round (the
 artifact's TUNE calls ``sys.exit(1)`` when it fails). Runs of jobs with equal demand, adjacent after the
-sort, are placed best-fit in one pass (:func:`~synergy_opt.mechanisms.packing.fill_servers`).
+sort, are placed best-fit in one pass (:func:`~synergy_opt.mechanisms.packing.fill_servers`); the rest of a
+run goes through :func:`~synergy_opt.mechanisms.packing.place_run_with_fallback`, which makes room once per
+server for as many single-GPU jobs of the run as the server has free GPUs.
+
+Two choices the paper leaves open: a demoted job is lowered only as far as the shortfall needs (to the grid
+config losing the least throughput), and switched all the way to proportional only when no single lowering
+suffices; best-case demands are capped at one server's CPUs and memory (paper section 6).
 """
 
 from __future__ import annotations
