@@ -95,14 +95,7 @@ def _fits_among(
 ) -> tuple[np.ndarray | None, np.ndarray]:
     """``(servers, fits)``: the candidate indices (``None`` for all) and whether the whole job fits on each."""
     index = _subset(candidates)
-    if index is None:
-        return None, state.fits(gpus, cpu_per_gpu, mem_per_gpu)
-    ok = (
-        (state.free_gpus[index] >= gpus)
-        & (state.free_cpus[index] >= gpus * cpu_per_gpu - state.cpu_tol)
-        & (state.free_mem[index] >= gpus * mem_per_gpu - state.mem_tol)
-    )
-    return index, ok
+    return index, state.fits(gpus, cpu_per_gpu, mem_per_gpu, index)
 
 
 def best_fit_server(
@@ -112,7 +105,7 @@ def best_fit_server(
     index, ok = _fits_among(state, gpus, cpu_per_gpu, mem_per_gpu, candidates)
     if not ok.any():
         return None
-    score = state.free_score() if index is None else state.free_score(index)
+    score = state.free_score(index)
     best = int(np.where(ok, score, np.inf).argmin())
     return best if index is None else int(index[best])
 

@@ -11,8 +11,8 @@ Public API
     Empty cluster: ``free_gpus`` (int64), ``free_cpus`` and ``free_mem`` (float64), one entry per server.
 ``state.capacity_for(cpu_per_gpu, mem_per_gpu) -> ndarray``
     Per server, how many GPUs of a job with this per-GPU demand still fit there.
-``state.fits(gpus, cpu_per_gpu, mem_per_gpu) -> ndarray[bool]``
-    Per server, whether the whole job fits on that one server.
+``state.fits(gpus, cpu_per_gpu, mem_per_gpu, servers=None) -> ndarray[bool]``
+    Per server (or per server of ``servers``), whether the whole job fits on that one server.
 ``state.place(job, servers, gpus, cpu_per_gpu, mem_per_gpu) -> JobPlacement``
     Take the resources (no check: callers choose servers with ``fits`` / ``capacity_for``).
 ``state.place_many(jobs, servers, gpus, cpu_per_gpu, mem_per_gpu)``
@@ -125,12 +125,16 @@ class ServerState:
             gpus = np.minimum(gpus, np.floor((self.free_mem + self.mem_tol) / mem_per_gpu).astype(np.int64))
         return np.maximum(gpus, 0)
 
-    def fits(self, gpus: int, cpu_per_gpu: float, mem_per_gpu: float) -> np.ndarray:
-        """Per server, whether all ``gpus`` GPUs of the job (with their CPU and memory) fit on it alone."""
+    def fits(
+        self, gpus: int, cpu_per_gpu: float, mem_per_gpu: float, servers: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Per server (of ``servers``, default all), whether all ``gpus`` GPUs of the job, with their CPU and
+        memory, fit on it alone."""
+        index = slice(None) if servers is None else servers
         return (
-            (self.free_gpus >= gpus)
-            & (self.free_cpus >= gpus * cpu_per_gpu - self.cpu_tol)
-            & (self.free_mem >= gpus * mem_per_gpu - self.mem_tol)
+            (self.free_gpus[index] >= gpus)
+            & (self.free_cpus[index] >= gpus * cpu_per_gpu - self.cpu_tol)
+            & (self.free_mem[index] >= gpus * mem_per_gpu - self.mem_tol)
         )
 
     def overcommitted(self, servers: np.ndarray | list[int] | None = None) -> np.ndarray:
@@ -143,16 +147,11 @@ class ServerState:
         """Free resources per server (of ``servers``, default all) as one number, each resource as a fraction
         of a server: best fit's key."""
         cluster = self.cluster
-        if servers is None:
-            return (
-                self.free_gpus / cluster.gpus_per_server
-                + self.free_cpus / cluster.cpus_per_server
-                + self.free_mem / cluster.mem_gb_per_server
-            )
+        index = slice(None) if servers is None else servers
         return (
-            self.free_gpus[servers] / cluster.gpus_per_server
-            + self.free_cpus[servers] / cluster.cpus_per_server
-            + self.free_mem[servers] / cluster.mem_gb_per_server
+            self.free_gpus[index] / cluster.gpus_per_server
+            + self.free_cpus[index] / cluster.cpus_per_server
+            + self.free_mem[index] / cluster.mem_gb_per_server
         )
 
     # -- updates -------------------------------------------------------------------------------------------
