@@ -569,11 +569,10 @@ def build_joint_literal(
     ncols = job_of.size
     jobs = len(instance.jobs)
     has_u = (g > 1) & (g <= big_g) & (consolidate or split_penalty > 0)
-    weight = tput * np.where(g > 1, 1.0 - split_penalty, 1.0)
-    weight_u = tput * split_penalty
-    if consolidate:
-        weight = tput.copy()  # every u-job is whole, so y carries all of W
-        weight_u = np.zeros(ncols)
+    # A consolidated job is whole, so y carries all of W; otherwise y carries (1 - p) W and u the rest.
+    whole_forced = consolidate & (g <= big_g)
+    weight = tput * np.where((g > 1) & ~whole_forced, 1.0 - split_penalty, 1.0)
+    weight_u = tput * (0.0 if consolidate else split_penalty)
     scale = g if objective == "gpu" else 1
     u_cols_of = np.flatnonzero(has_u)
 
