@@ -13,14 +13,16 @@ from hypothesis import strategies as st
 
 import synergy_opt as so
 from synergy_opt.builders.joint import JointReductions, build_joint, item_capacity, server_patterns
-from synergy_opt.evaluate import InvalidAllocationWarning, evaluate
+from synergy_opt.evaluate import Evaluation, InvalidAllocationWarning, evaluate
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
+from synergy_opt.joint import JointFormulation
 from synergy_opt.mechanisms import MECHANISMS, MechanismUnavailableError, run_mechanism
 from synergy_opt.solvers import Status, available_solvers, backend
 
 INTEGER_SOLVERS = [name for name in available_solvers() if backend(name).capabilities.integer]
 FUZZ = settings(derandomize=True, deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 TOL = 1e-6
+REDUCED: tuple[JointFormulation, ...] = ("patterns", "servers")
 REDUCTIONS_ONE_OFF = [
     JointReductions(merge_identical=False),
     JointReductions(drop_dominated=False),
@@ -54,7 +56,7 @@ def tiny_instances(draw: st.DrawFn, max_servers: int = 2, max_jobs: int = 5) -> 
         mem = sorted(draw(st.sets(st.sampled_from([0.5, 1.0, 2.0, 4.0]), min_size=1, max_size=2)))
         tput = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0]), min_size=len(cpu) * len(mem),
                              max_size=len(cpu) * len(mem)))
-        profile = Profile(cpu, mem, np.reshape(tput, (len(cpu), len(mem))))
+        profile = Profile(np.array(cpu), np.array(mem), np.reshape(tput, (len(cpu), len(mem))))
         jobs.append(Job(f"j{index}", g, profile))
     return RoundInstance(cluster, tuple(jobs))
 
@@ -113,6 +115,11 @@ def brute_force_joint(instance: RoundInstance, consolidate: bool, split_penalty:
 def solve(instance: RoundInstance, **kwargs: object) -> so.JointResult:
     kwargs.setdefault("mip_gap", 0.0)
     return so.solve_joint(instance, **kwargs)  # type: ignore[arg-type]
+
+
+def scored(result: so.JointResult) -> Evaluation:
+    assert result.evaluation is not None, result.status
+    return result.evaluation
 
 
 def check_allocation(instance: RoundInstance, result: so.JointResult) -> None:
@@ -279,8 +286,8 @@ def test_worked_example_of_the_paper() -> None:
         together = solve(instance, formulation=formulation)
         assert together.objective == pytest.approx(4.93), formulation
         check_allocation(instance, together)
-        pairs = {frozenset(j for j, parts in together.allocation.jobs.items() if parts[0].server == s)
-                 for s in (0, 1)}
+        servers = {j: scored(together).jobs[j].servers for j in ("J1", "J2", "J3", "J4")}
+        pairs = {frozenset(j for j, on in servers.items() if on == (s,)) for s in (0, 1)}
         assert pairs in ({frozenset({"J1", "J3"}), frozenset({"J2", "J4"})},
                          {frozenset({"J1", "J4"}), frozenset({"J2", "J3"})})
         free = solve(instance, consolidate=False, formulation=formulation)
@@ -288,8 +295,8 @@ def test_worked_example_of_the_paper() -> None:
         check_allocation(instance, free)
         penalised = solve(instance, consolidate=False, split_penalty=0.1, formulation=formulation)
         assert penalised.objective == pytest.approx(4.97), formulation
-        assert set(penalised.evaluation.split_jobs) == {"J1", "J2"}
-        assert penalised.evaluation.objective == pytest.approx(5.3)
+        assert set(scored(penalised).split_jobs) == {"J1", "J2"}
+        assert scored(penalised).objective == pytest.approx(5.3)
 
 
 # ---------------------------------------------------------------------------------------------- options and outcomes
@@ -297,7 +304,7 @@ def test_split_penalty_counts_split_jobs_only() -> None:
     instance = so.generate_round(32, multi_gpu=True, seed=2)
     for p in (0.05, 1.0):
         result = solve(instance, consolidate=False, split_penalty=p)
-        evaluation = result.evaluation
+        evaluation = scored(result)
         split = sum(evaluation.jobs[j].throughput for j in evaluation.split_jobs)
         assert result.objective == pytest.approx(evaluation.objective - p * split, abs=TOL)
         check_allocation(instance, result)
@@ -306,7 +313,7 @@ def test_split_penalty_counts_split_jobs_only() -> None:
 def test_gpu_weighted_objective_is_the_evaluators() -> None:
     instance = so.generate_round(32, multi_gpu=True, seed=4)
     result = solve(instance, objective="gpu")
-    assert result.objective == pytest.approx(result.evaluation.objective_gpu, abs=TOL)
+    assert result.objective == pytest.approx(scored(result).objective_gpu, abs=TOL)
 
 
 def test_more_gpus_than_the_cluster_is_a_clear_error() -> None:
@@ -343,15 +350,13 @@ def test_tiny_time_limit_returns_a_status() -> None:
 @pytest.mark.parametrize("solver", INTEGER_SOLVERS)
 def test_every_integer_backend_reaches_the_same_optimum(solver: str) -> None:
     instances = [worked_example(), so.generate_round(16, multi_gpu=True, seed=5)]
-    for instance in instances:
-        for consolidate in (True, False):
-            formulation = "servers" if solver == "ortools-cpsat" else "patterns"  # CP-SAT: fewer columns
-            expected = solve(instance, consolidate=consolidate).objective
-            result = so.solve_joint(instance, solver=solver, consolidate=consolidate, formulation=formulation,
-                                    mip_gap=1e-9, time_limit=60)
-            assert result.status is Status.OPTIMAL, result.solve.message
-            assert result.objective == pytest.approx(expected, rel=1e-6)
-            check_allocation(instance, result)
+    for instance, consolidate, formulation in itertools.product(instances, (True, False), REDUCED):
+        expected = solve(instance, consolidate=consolidate).objective
+        result = so.solve_joint(instance, solver=solver, consolidate=consolidate, formulation=formulation,
+                                mip_gap=1e-9, time_limit=60)
+        assert result.status is Status.OPTIMAL, (formulation, result.solve.message)
+        assert result.objective == pytest.approx(expected, rel=1e-6)
+        check_allocation(instance, result)
 
 
 def test_result_reports_its_phases() -> None:
