@@ -14,6 +14,7 @@ from synergy_opt.instance import Allocation, Cluster, Job, Placement, Profile, R
 from synergy_opt.io import load_instance, save_instance
 from synergy_opt.joint import JointResult, solve_joint
 from synergy_opt.mechanisms import MECHANISMS, run_mechanism
+from synergy_opt.opt import OptResult, solve_opt
 from synergy_opt.profiles import builtin_profile, model_names
 from synergy_opt.solvers import SolveResult, SolverParams, Status, available_solvers, solver_names
 
@@ -29,6 +30,7 @@ __all__ = [
     "JobConfig",
     "JointResult",
     "NoSolutionError",
+    "OptResult",
     "Placement",
     "Profile",
     "Reductions",
@@ -50,5 +52,6 @@ __all__ = [
     "save_instance",
     "solve_ideal",
     "solve_joint",
+    "solve_opt",
     "solver_names",
 ]

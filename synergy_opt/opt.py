@@ -1,0 +1,317 @@
+"""Synergy-OPT end to end (paper section 4.1, SPEC 2.1-2.3): ideal ILP, then placement, then rounding.
+
+``solve_placement`` solves one placement model (:mod:`synergy_opt.builders.placement`) and checks what it
+promises: the LP's split jobs against ``3s`` (a bound that holds only for a vertex, so whether the backend
+returned one is reported), a MILP's split count against the LP's. ``solve_opt`` chains the three steps and
+scores the result with the one evaluator.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from synergy_opt.builders.placement import (
+    PLACEMENT_KINDS,
+    PlacementDemands,
+    PlacementKind,
+    PlacementModel,
+    build_placement,
+    build_placement_lp,
+)
+from synergy_opt.errors import InvalidInputError, SolverUnavailableError
+from synergy_opt.evaluate import Evaluation
+from synergy_opt.ideal import IdealResult, solve_ideal
+from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.rounding import RoundingReport, round_placement
+from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, backend, solve_model
+
+
+@dataclass(frozen=True, eq=False)
+class PlacementResult:
+    """One placement solve, read back per job and checked.
+
+    ``shares[i, j]`` is the fraction of job ``j`` on server ``i`` (None without a solution). For the LP,
+    ``within_bound`` says whether the split jobs number at most ``3s``; the bound is guaranteed only when
+    ``is_vertex`` is True, and ``vertex_note`` says why it may not be.
+    """
+
+    kind: PlacementKind
+    formulation: str
+    solve: SolveResult
+    placement: PlacementModel
+    shares: np.ndarray | None
+    split_jobs: tuple[str, ...]
+    nonzeros: int
+    vertex_note: str = ""
+    # For the MILPs: the LP placement solved first, as a fallback and for comparison.
+    lp: PlacementResult | None = None
+    # "lp" when the LP's placement is returned instead (MILP without a better incumbent, or infeasible).
+    source: str = "model"
+
+    @property
+    def status(self) -> Status:
+        return self.solve.status
+
+    @property
+    def has_solution(self) -> bool:
+        return self.shares is not None
+
+    @property
+    def num_split(self) -> int:
+        return len(self.split_jobs)
+
+    @property
+    def bound_3s(self) -> int:
+        """The paper's bound on split jobs of a vertex of the LP: three per server."""
+        return 3 * self.placement.servers
+
+    @property
+    def nonzero_bound(self) -> int:
+        """A vertex of the per-job LP has at most ``n + 3s`` non-zeros (one basic variable per row)."""
+        return self.placement.demands.num_jobs + self.bound_3s
+
+    @property
+    def is_vertex(self) -> bool | None:
+        return self.solve.is_vertex
+
+    @property
+    def within_bound(self) -> bool | None:
+        """Split jobs <= 3s (checked, whatever the backend returned); None without a solution."""
+        return None if self.shares is None else self.num_split <= self.bound_3s
+
+    @property
+    def seconds(self) -> float:
+        """Building and solving, the LP fallback included."""
+        own = self.placement.build_seconds + self.solve.build_seconds + self.solve.solve_seconds
+        return own + (self.lp.seconds if self.lp is not None else 0.0)
+
+
+@dataclass(frozen=True, eq=False)
+class OptResult:
+    """Synergy-OPT on one round: the deployable ``allocation`` and every step that made it."""
+
+    allocation: Allocation
+    ideal: IdealResult
+    placement: PlacementResult
+    rounding: RoundingReport
+    evaluation: Evaluation
+    timings: dict[str, float]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def objective(self) -> float:
+        return self.evaluation.objective
+
+    @property
+    def status(self) -> Status:
+        """The ideal ILP's status: OPTIMAL when the upper bound is proven."""
+        return self.ideal.status
+
+
+def placement_demands(instance: RoundInstance, ideal: IdealResult | None = None) -> PlacementDemands:
+    """``(g_j, c*_j, m*_j)`` of ``instance``: from the ideal ILP, or GPU-proportional without one."""
+    ids = tuple(job.id for job in instance.jobs)
+    gpus = instance.gpus
+    if ideal is not None and ideal.has_solution:
+        return PlacementDemands(instance.cluster, ids, gpus, ideal.cpu_demand, ideal.mem_demand)
+    cluster = instance.cluster
+    return PlacementDemands(instance.cluster, ids, gpus, gpus * cluster.cpu_per_gpu, gpus * cluster.mem_gb_per_gpu)
+
+
+def solve_placement(
+    demands: PlacementDemands,
+    kind: PlacementKind = "lp",
+    solver: str = DEFAULT_SOLVER,
+    params: SolverParams | None = None,
+    *,
+    lp_solver: str | None = None,
+    **build_options: Any,
+) -> PlacementResult:
+    """Build and solve one placement model, read it back per job and check its split count.
+
+    Parameters
+    ----------
+    kind
+        ``"lp"`` (the placement LP), ``"milp"`` (fewest split jobs, fractional splits) or ``"milp-integral"``
+        (fewest split jobs with integral GPUs per server).
+    solver
+        A registered backend; a backend that cannot solve the model raises :class:`SolverUnavailableError`.
+    lp_solver
+        For the MILPs, the backend of the LP solved first (default: ``solver`` when it solves LPs, else
+        the default backend). The LP's placement is returned when the MILP has nothing better.
+    build_options
+        Passed to the builder (e.g. ``objective="none"`` for the LP, ``formulation="compact"``).
+
+    Returns
+    -------
+    PlacementResult
+        Infeasible or time-limited outcomes are returned with their status, never raised.
+    """
+    if kind not in PLACEMENT_KINDS:
+        raise InvalidInputError("placement", kind, f"choose one of {', '.join(PLACEMENT_KINDS)}")
+    params = params or SolverParams()
+    spec = backend(solver)
+    if kind == "lp":
+        if not spec.capabilities.continuous:
+            raise SolverUnavailableError(
+                f"solver {solver!r} solves integer models only and cannot solve the placement LP; "
+                f"use placement='milp-integral' or an LP backend"
+            )
+        return _solve_lp(demands, solver, params, **build_options)
+    if kind == "milp" and not spec.capabilities.continuous:
+        raise SolverUnavailableError(
+            f"solver {solver!r} solves integer models only; the min-split MILP has continuous split shares "
+            f"(use placement='milp-integral')"
+        )
+    if not spec.capabilities.integer:
+        raise SolverUnavailableError(f"solver {solver!r} cannot solve integer models")
+    lp_backend = lp_solver or (solver if spec.capabilities.continuous else DEFAULT_SOLVER)
+    lp = _solve_lp(demands, lp_backend, params)
+    placement = build_placement(demands, kind, **build_options)
+    result = solve_model(placement.model, solver, params)
+    shares = placement.decode(result.x) if result.has_solution else None
+    own = _checked(kind, placement, result, shares, lp=lp)
+    better = shares is None or (kind == "milp" and lp.num_split < own.num_split)
+    # The LP placement is a feasible min-split solution; an integral-GPU one only if it is integral itself.
+    if lp.shares is not None and better and (kind == "milp" or _integral(demands, lp.shares)):
+        return _checked(kind, placement, result, lp.shares, lp=lp, source="lp")
+    return own
+
+
+def solve_opt(
+    instance: RoundInstance,
+    solver: str = DEFAULT_SOLVER,
+    placement: PlacementKind = "lp",
+    time_limit: float | None = None,
+    *,
+    ideal_solver: str | None = None,
+    mip_gap: float = 1e-6,
+    threads: int | None = 1,
+    seed: int = 0,
+    verbose: bool = False,
+    options: Mapping[str, Any] | None = None,
+    placement_options: Mapping[str, Any] | None = None,
+) -> OptResult:
+    """Synergy-OPT: ideal ILP (eqs. 1-7), placement (LP or an exact MILP), rounding to an Allocation.
+
+    Parameters
+    ----------
+    instance
+        The round. Its GPU demand fits the cluster (the instance checks that when built).
+    solver
+        The backend of every solve (see :func:`synergy_opt.solvers.available_solvers`). Integer-only
+        backends (``ortools-cpsat``) cannot solve the LP: use ``placement="milp-integral"``.
+    placement
+        ``"lp"``, ``"milp"`` (fewest split jobs) or ``"milp-integral"`` (also integral GPUs per server).
+    time_limit
+        Seconds allowed to each solver call (ideal ILP, placement LP, placement MILP).
+    ideal_solver
+        A different backend for the ideal ILP (default: ``solver``).
+    placement_options
+        Passed to the placement builder, e.g. ``{"formulation": "compact"}``.
+
+    Returns
+    -------
+    OptResult
+        ``allocation`` is always valid and places every job. When the ideal ILP ends without a solution
+        (e.g. a time limit), GPU-proportional demands are placed instead and ``notes`` says so; when the
+        placement ends without one, the LP's is rounded.
+    """
+    if placement not in PLACEMENT_KINDS:
+        raise InvalidInputError("placement", placement, f"choose one of {', '.join(PLACEMENT_KINDS)}")
+    if placement == "lp" and not backend(solver).capabilities.continuous:
+        raise SolverUnavailableError(
+            f"solver {solver!r} solves integer models only and cannot solve the placement LP; "
+            f"use placement='milp-integral' or an LP backend"
+        )
+    params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
+                          options=dict(options or {}))
+    notes: list[str] = []
+    start = time.perf_counter()
+    ideal = solve_ideal(instance, ideal_solver or solver, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
+                        seed=seed, verbose=verbose, options=options)
+    if ideal.has_solution:
+        cpu, mem = ideal.cpu_per_gpu, ideal.mem_gb_per_gpu
+        ideal_objective = float(ideal.objective or 0.0)
+    else:
+        notes.append(f"ideal ILP ended {ideal.status.value} without a solution: GPU-proportional demands placed")
+        cluster = instance.cluster
+        cpu = np.full(len(instance.jobs), cluster.cpu_per_gpu)
+        mem = np.full(len(instance.jobs), cluster.mem_gb_per_gpu)
+        ideal_objective = float(instance.floors.sum())
+    after_ideal = time.perf_counter()
+
+    demands = placement_demands(instance, ideal)
+    placed = solve_placement(demands, placement, solver, params, **dict(placement_options or {}))
+    if placed.shares is None:
+        raise_if_no_lp(placed)
+        notes.append(f"{placement} placement ended {placed.status.value} without a solution: the LP's is rounded")
+    elif placed.source == "lp":
+        notes.append(f"{placement} placement ended {placed.status.value} with no better solution than the LP's")
+    shares = placed.shares if placed.shares is not None else placed.lp.shares  # type: ignore[union-attr]
+    after_placement = time.perf_counter()
+
+    rounded = round_placement(instance, shares, cpu, mem, ideal_objective)
+    done = time.perf_counter()
+    timings = {
+        "ideal_seconds": after_ideal - start,
+        "ideal_solve_seconds": ideal.solve_seconds,
+        "placement_seconds": after_placement - after_ideal,
+        "placement_solve_seconds": placed.solve.solve_seconds,
+        "rounding_seconds": done - after_placement,
+        "total_seconds": done - start,
+    }
+    return OptResult(rounded.allocation, ideal, placed, rounded.report, rounded.evaluation, timings, tuple(notes))
+
+
+def raise_if_no_lp(placed: PlacementResult) -> None:
+    """A placement with neither its own solution nor the LP's: only demands beyond the cluster do that."""
+    if placed.lp is None or placed.lp.shares is None:
+        reason = placed.placement.demands.infeasibility() or placed.solve.message
+        raise InvalidInputError("demands", placed.status.value, f"no placement exists: {reason}")
+
+
+def _solve_lp(demands: PlacementDemands, solver: str, params: SolverParams, **build_options: Any) -> PlacementResult:
+    placement = build_placement_lp(demands, **build_options)
+    reason = demands.infeasibility()
+    if reason is not None:
+        # Infeasible by the totals: say so without asking a solver.
+        result = SolveResult(status=Status.INFEASIBLE, solver=solver, message=reason)
+        return _checked("lp", placement, result, None)
+    result = solve_model(placement.model, solver, params)
+    shares = placement.decode(result.x) if result.has_solution else None
+    note = ""
+    if shares is not None and result.is_vertex is not True:
+        can = backend(solver).capabilities.vertex_lp
+        note = (f"{solver} does not return a basic (vertex) solution" if not can
+                else f"{solver} did not report a basic solution") + ": the 3s bound is checked, not guaranteed"
+    return _checked("lp", placement, result, shares, note=note)
+
+
+def _checked(
+    kind: PlacementKind,
+    placement: PlacementModel,
+    result: SolveResult,
+    shares: np.ndarray | None,
+    *,
+    lp: PlacementResult | None = None,
+    note: str = "",
+    source: str = "model",
+) -> PlacementResult:
+    if shares is None:
+        return PlacementResult(kind, placement.formulation, result, placement, None, (), 0, note, lp, source)
+    on = shares > 0
+    ids = placement.demands.job_ids
+    split = tuple(ids[j] for j in np.flatnonzero(on.sum(axis=0) > 1))
+    return PlacementResult(kind, placement.formulation, result, placement, shares, split, int(on.sum()), note,
+                           lp, source)
+
+
+def _integral(demands: PlacementDemands, shares: np.ndarray) -> bool:
+    gpus = shares * demands.gpus
+    return bool(np.all(np.abs(gpus - np.rint(gpus)) <= 1e-6))
