@@ -1,5 +1,9 @@
-"""Sweep plots (matplotlib, Agg): objective gap and time per round against cluster size, one line per
-(mechanism, solver), one panel per trace."""
+"""Sweep plots: objective gap and time per round against cluster size, one line per (mechanism, solver), one
+panel per trace.
+
+Figures are built with matplotlib's object API and rendered by Agg on save: no pyplot, so importing this
+module never changes a notebook's backend, and figures can be drawn in worker threads.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only; never needs a display
-import matplotlib.pyplot as plt
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
@@ -39,7 +41,6 @@ def save_plots(summary: Sequence[Row], prefix: str | Path) -> list[Path]:
         figure = make(summary)
         path = prefix.with_name(f"{prefix.name}_{name}.png")
         figure.savefig(path, dpi=110, bbox_inches="tight")
-        plt.close(figure)
         paths.append(path)
     return paths
 
@@ -49,8 +50,10 @@ def _figure(summary: Sequence[Row], column: str, transform: Any, ylabel: str, *,
     traces = list(dict.fromkeys(row["trace"] for row in summary))
     mechanisms = list(dict.fromkeys(row["mechanism"] for row in summary))
     solvers = list(dict.fromkeys(row["solver"] for row in summary if row["solver"]))
-    colours = plt.get_cmap("tab10")
-    figure, axes = plt.subplots(1, max(len(traces), 1), figsize=(6.5 * max(len(traces), 1), 4.8), squeeze=False)
+    colours = colormaps["tab10"]
+    figure = Figure(figsize=(6.5 * max(len(traces), 1), 4.8))
+    FigureCanvasAgg(figure)
+    axes = figure.subplots(1, max(len(traces), 1), squeeze=False)
     for axis, trace in zip(axes[0], traces, strict=False):
         for m_index, mechanism in enumerate(mechanisms):
             if mechanism in skip:
