@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,10 @@ from synergy_opt.ideal import IdealResult, solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.rounding import RoundingReport, round_placement
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, backend, solve_model
+
+# Seconds allowed to a placement MILP when no time limit is given: an exact packing MILP can be slow to prove
+# infeasible, and the LP placement is always there to round instead.
+MILP_TIME_LIMIT = 60.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,7 +54,8 @@ class PlacementResult:
     vertex_note: str = ""
     # For the MILPs: the LP placement solved first, as a fallback and for comparison.
     lp: PlacementResult | None = None
-    # "lp" when the LP's placement is returned instead (MILP without a better incumbent, or infeasible).
+    # "lp" when the LP's placement is returned instead (a MILP without a solution, or the min-split MILP
+    # without a better one than the LP's); ``solve`` is still the MILP's.
     source: str = "model"
 
     @property
@@ -176,9 +181,9 @@ def solve_placement(
     result = solve_model(placement.model, solver, params)
     shares = placement.decode(result.x) if result.has_solution else None
     own = _checked(kind, placement, result, shares, lp=lp)
-    better = shares is None or (kind == "milp" and lp.num_split < own.num_split)
-    # The LP placement is a feasible min-split solution; an integral-GPU one only if it is integral itself.
-    if lp.shares is not None and better and (kind == "milp" or _integral(demands, lp.shares)):
+    # Without a solution, or (min-split) with more split jobs than the LP's, the LP placement is returned: it
+    # is a feasible min-split solution, and the only placement left to round for the integral-GPU MILP.
+    if lp.shares is not None and (shares is None or (kind == "milp" and lp.num_split < own.num_split)):
         return _checked(kind, placement, result, lp.shares, lp=lp, source="lp")
     return own
 
@@ -209,7 +214,9 @@ def solve_opt(
     placement
         ``"lp"``, ``"milp"`` (fewest split jobs) or ``"milp-integral"`` (also integral GPUs per server).
     time_limit
-        Seconds allowed to each solver call (ideal ILP, placement LP, placement MILP).
+        Seconds allowed to each solver call (ideal ILP, placement LP, placement MILP). Without one, the
+        placement MILPs still stop after ``MILP_TIME_LIMIT`` seconds (their best solution, or the LP's, is
+        rounded), so that a hard or infeasible packing never hangs.
     ideal_solver
         A different backend for the ideal ILP (default: ``solver``).
     placement_options
@@ -229,6 +236,9 @@ def solve_opt(
             f"solver {solver!r} solves integer models only and cannot solve the placement LP; "
             f"use placement='milp-integral' or an LP backend"
         )
+    if not instance.jobs:
+        # build_ideal cannot build a model without columns; an empty round has nothing to optimise anyway.
+        raise InvalidInputError("instance.jobs", (), "a round without jobs has nothing to place")
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
                           options=dict(options or {}))
     notes: list[str] = []
@@ -247,13 +257,16 @@ def solve_opt(
     after_ideal = time.perf_counter()
 
     demands = placement_demands(instance, ideal)
+    if placement != "lp" and time_limit is None:
+        params = replace(params, time_limit=MILP_TIME_LIMIT)
     placed = solve_placement(demands, placement, solver, params, **dict(placement_options or {}))
     if placed.shares is None:
-        raise_if_no_lp(placed)
-        notes.append(f"{placement} placement ended {placed.status.value} without a solution: the LP's is rounded")
-    elif placed.source == "lp":
-        notes.append(f"{placement} placement ended {placed.status.value} with no better solution than the LP's")
-    shares = placed.shares if placed.shares is not None else placed.lp.shares  # type: ignore[union-attr]
+        reason = demands.infeasibility() or placed.solve.message
+        raise InvalidInputError("demands", placed.status.value, f"no placement exists: {reason}")
+    if placed.source == "lp":
+        notes.append(f"{placement} placement ended {placed.status.value} without a better solution: the LP's "
+                     f"placement is rounded")
+    shares = placed.shares
     after_placement = time.perf_counter()
 
     rounded = round_placement(instance, shares, cpu, mem, ideal_objective)
@@ -267,13 +280,6 @@ def solve_opt(
         "total_seconds": done - start,
     }
     return OptResult(rounded.allocation, ideal, placed, rounded.report, rounded.evaluation, timings, tuple(notes))
-
-
-def raise_if_no_lp(placed: PlacementResult) -> None:
-    """A placement with neither its own solution nor the LP's: only demands beyond the cluster do that."""
-    if placed.lp is None or placed.lp.shares is None:
-        reason = placed.placement.demands.infeasibility() or placed.solve.message
-        raise InvalidInputError("demands", placed.status.value, f"no placement exists: {reason}")
 
 
 def _solve_lp(demands: PlacementDemands, solver: str, params: SolverParams, **build_options: Any) -> PlacementResult:
@@ -310,8 +316,3 @@ def _checked(
     split = tuple(ids[j] for j in np.flatnonzero(on.sum(axis=0) > 1))
     return PlacementResult(kind, placement.formulation, result, placement, shares, split, int(on.sum()), note,
                            lp, source)
-
-
-def _integral(demands: PlacementDemands, shares: np.ndarray) -> bool:
-    gpus = shares * demands.gpus
-    return bool(np.all(np.abs(gpus - np.rint(gpus)) <= 1e-6))

@@ -522,5 +522,7 @@ def _layout_patterns(placement: PlacementModel, x: np.ndarray) -> np.ndarray:
         hosts = first_server[p] + np.arange(assigned.size)
         whole[hosts] += patterns.cut_jobs[assigned]
         used[hosts, t] += patterns.cut_jobs[assigned] @ groups.gpus
-    left = patterns.gpus[server_pattern] - used
+    # Servers without a pattern (sum z < s) stay empty.
+    left = -used
+    left[: server_pattern.size] += patterns.gpus[server_pattern]
     return _layout_split(groups, whole, left, servers)
