@@ -103,19 +103,21 @@ def saved_specs(directory: str | Path) -> list[InstanceSpec]:
     return sorted(specs, key=lambda spec: (spec.gpus, spec.name))
 
 
-def unsupported(mechanism: str, solver: str) -> str | None:
+def unsupported(mechanism: str, solver: str, opt_placement: str = "lp") -> str | None:
     """Why ``solver`` cannot run ``mechanism`` at all, from its declared capabilities (None if it can)."""
     caps = backend(solver).capabilities
-    # The LP relaxation and OPT's placement LP have continuous variables.
-    if mechanism in ("ideal-lp", "opt") and not caps.continuous:
-        return "the solver takes integer variables only"
+    # The LP relaxation, OPT's placement LP and its min-split MILP have continuous variables.
+    continuous = mechanism == "ideal-lp" or (mechanism == "opt" and opt_placement in ("lp", "milp"))
+    if continuous and not caps.continuous:
+        hint = "; --opt-placement milp-integral runs it" if mechanism == "opt" else ""
+        return f"the solver takes integer variables only{hint}"
     if mechanism in ("ideal", "joint", "opt") and not caps.integer:
         return "the solver takes no integer variables"
     return None
 
 
 def build_grid(
-    specs: Sequence[InstanceSpec], mechanisms: Sequence[str], solvers: Sequence[str]
+    specs: Sequence[InstanceSpec], mechanisms: Sequence[str], solvers: Sequence[str], opt_placement: str = "lp"
 ) -> tuple[list[Cell], list[str]]:
     """The cells to run, in a fixed order, and a note for each (mechanism, solver) pair left out."""
     cells: list[Cell] = []
@@ -126,7 +128,7 @@ def build_grid(
                 cells.append(Cell(spec, mechanism))
                 continue
             for solver in solvers:
-                reason = unsupported(mechanism, solver)
+                reason = unsupported(mechanism, solver, opt_placement)
                 if reason is None:
                     cells.append(Cell(spec, mechanism, solver))
                 else:

@@ -113,9 +113,13 @@ def render_table(summary: Sequence[Row], title: str = "") -> Table:
 
 
 def print_table(summary: Sequence[Row], title: str = "", console: Console | None = None) -> None:
-    # Wide enough for every column even when stdout is a pipe (rich assumes 80 columns there).
-    console = console or Console(width=max(Console().width, 190))
-    console.print(render_table(summary, title))
+    table = render_table(summary, title)
+    if console is None:
+        console = Console()
+        if not console.is_terminal:
+            # A pipe or a file gets every column at full width (rich would assume 80 columns and squash them).
+            console = Console(width=Console(width=10_000).measure(table).maximum)
+    console.print(table)
 
 
 def _cell(key: str, value: Any) -> str:
