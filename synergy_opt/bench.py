@@ -223,9 +223,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     cells, notes = build_grid(the_plan.specs, the_plan.mechanisms, the_plan.solvers,
                               the_plan.options.opt_placement)
     where = f"Dask at {args.dask}" if args.dask else f"{args.workers} process(es)"
+    limit = the_plan.options.time_limit
     print(f"{len(the_plan.specs)} instances, {len(cells)} cells, on {where}; "
-          f"time limit {the_plan.options.time_limit or 'none'} s per solve", flush=True)
-    rows = _run(cells, the_plan.options, args)
+          f"{f'time limit {limit:g} s per solve' if limit else 'no time limit'}", flush=True)
+    try:
+        rows = _run(cells, the_plan.options, args)
+    except OSError as error:  # raised by distributed (a TimeoutError among them) when no scheduler answers
+        if not args.dask:
+            raise
+        print(f"{PROG}: error: --dask {args.dask}: cannot reach the scheduler ({error})", file=sys.stderr)
+        return 2
     rows = add_references(rows)
     summary = medians(rows)
     sizes = sorted({spec.gpus for spec in the_plan.specs})

@@ -11,7 +11,7 @@ import pytest
 import synergy_opt
 from synergy_opt import generate_round, load_instance, run_mechanism, solve_ideal
 from synergy_opt.bench import main
-from synergy_opt.benchmarking import read_csv
+from synergy_opt.benchmarking import add_references, medians, read_csv
 from synergy_opt.benchmarking.cells import TIMING_COLUMNS
 from synergy_opt.evaluate import evaluate
 from synergy_opt.instance import RoundInstance
@@ -115,6 +115,21 @@ def test_saved_instances_give_the_rows_of_direct_calls(tmp_path: Path) -> None:
     paper = {r["mechanism"]: r for r in rows if r["instance"] == "paper_example"}
     assert paper["proportional"]["objective"] == pytest.approx(4.0)
     assert paper["ideal"]["objective"] >= paper["tune"]["objective"] >= 4.0
+
+
+def test_medians_leave_a_score_empty_when_a_run_has_none() -> None:
+    def row(seed: int, status: str, objective: float | None, round_ms: float) -> dict[str, Any]:
+        return {"gpus": 8, "trace": "multi", "instance": f"i{seed}", "mechanism": "joint", "solver": "highs",
+                "status": status, "valid": objective is not None, "objective": objective, "round_ms": round_ms}
+
+    rows = add_references([row(0, "optimal", 3.0, 10.0), row(1, "no_solution", None, 50.0),
+                           row(2, "optimal", 5.0, 20.0)])
+    (summary,) = medians(rows)
+    assert summary["runs"] == 3 and summary["status"] == "optimal 2, no_solution 1"
+    assert summary["objective"] is None and summary["pct_joint"] is None
+    assert summary["round_ms"] == 20.0
+    (complete,) = medians([r for r in rows if r["objective"] is not None])
+    assert complete["objective"] == 4.0 and complete["pct_joint"] == 100.0
 
 
 @pytest.mark.parametrize(

@@ -22,9 +22,12 @@ _STYLES = ("-", "--", "-.", ":")
 
 
 def gap_figure(summary: Sequence[Row]) -> Figure:
-    """Percent below the ideal ILP optimum (100 - % ideal) against cluster size; the ideal itself is 0."""
+    """Percent below the ideal ILP optimum (100 - % ideal) against cluster size.
+
+    The ideal ILP (0 by definition) and its LP relaxation (at most 0) are left out: they are the reference.
+    """
     return _figure(summary, "pct_ideal", lambda pct: 100.0 - pct, "gap to ideal ILP optimum (%)", log=False,
-                   skip=("ideal",))
+                   skip=("ideal", "ideal-lp"))
 
 
 def time_figure(summary: Sequence[Row]) -> Figure:

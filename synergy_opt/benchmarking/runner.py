@@ -18,6 +18,7 @@ Row = dict[str, Any]
 Progress = Callable[[Row], None]
 # Imported once by the fork server, so that every worker process starts with the solvers loaded.
 _PRELOAD = ["synergy_opt.benchmarking.cells"]
+CONNECT_TIMEOUT = "10s"  # a wrong --dask address fails in seconds, not after distributed's 30 s default
 
 
 def run_grid(
@@ -61,8 +62,9 @@ def _run_processes(cells: Sequence[Cell], options: RunOptions, workers: int, don
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures = {pool.submit(run_cell, cell, options): index for index, cell in enumerate(cells)}
         for future in as_completed(futures):
-            rows[futures[future]] = future.result()
-            done(future.result())
+            row = future.result()
+            rows[futures[future]] = row
+            done(row)
     return [row for row in rows if row is not None]
 
 
@@ -71,7 +73,7 @@ def _run_dask(cells: Sequence[Cell], options: RunOptions, dask: Any, done: Progr
     from distributed import as_completed as dask_completed
 
     own = not isinstance(dask, Client)
-    client = Client(dask) if own else dask
+    client = Client(dask, timeout=CONNECT_TIMEOUT) if own else dask
     try:
         # pure=False: a re-run must time its cells again, not reuse the scheduler's cached results.
         futures = client.map(run_cell, list(cells), options=options, pure=False)

@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from synergy_opt.benchmarking.cells import CELL_COLUMNS
+from synergy_opt.benchmarking.cells import CELL_COLUMNS, TIMING_COLUMNS
 
 Row = dict[str, Any]
 REFERENCE_COLUMNS = ("ideal_opt", "lp_bound", "joint_best", "joint_proven", "pct_ideal", "pct_lp", "pct_joint")
@@ -61,7 +61,11 @@ def _pct(value: float | None, reference: float | None) -> float | None:
 
 
 def medians(rows: Iterable[Row]) -> list[Row]:
-    """One row per (gpus, trace, mechanism, solver): medians over seeds (instances), in first-seen order."""
+    """One row per (gpus, trace, mechanism, solver): medians over seeds (instances), in first-seen order.
+
+    A score is left empty (None) for a group in which some run has none, e.g. a solve that found no solution
+    within its time limit; ``status`` counts such runs.
+    """
     groups: dict[tuple[Any, ...], list[Row]] = {}
     for row in rows:
         groups.setdefault(tuple(row[key] for key in GROUP), []).append(row)
@@ -73,7 +77,10 @@ def medians(rows: Iterable[Row]) -> list[Row]:
         out["invalid"] = sum(1 for r in group if r["valid"] is False)
         for column in MEDIAN_COLUMNS:
             values = [r[column] for r in group if r.get(column) is not None]
-            out[column] = statistics.median(values) if values else None
+            # A run without a result (no solution in time, an error) leaves its group's scores unknown: a
+            # median of the runs that did finish would flatter the mechanism. Timings stay medians of what ran.
+            partial = len(values) < len(group) and column not in TIMING_COLUMNS
+            out[column] = statistics.median(values) if values and not partial else None
         summary.append(out)
     return summary
 
