@@ -51,9 +51,12 @@ Formulation = Literal["patterns", "servers"]
 FORMULATIONS: tuple[Formulation, ...] = ("patterns", "servers")
 # Relative slack when testing "fits on a server": 3 x 8.0000000001 CPUs is not too big for 24.
 _FIT_TOLERANCE = 1e-9
-# Beyond this many partial loads the enumeration stops and the servers formulation is used instead: the default
-# instances need a few thousand; noisy profiles (every job its own matrix) can need millions.
-PATTERN_LIMIT = 250_000
+# Beyond this many maximal patterns the servers formulation is used instead: the generated rounds need at most
+# ~2,400 at any size; noisy profiles (every job its own matrix) can need 10^5 and more, and HiGHS then stalls
+# (measured: no incumbent after 90 s at 32 GPUs, time limit overshot). The enumeration holds at most
+# _PARTIAL_FACTOR times as many partial loads, which bounds its memory.
+PATTERN_LIMIT = 10_000
+_PARTIAL_FACTOR = 20
 
 
 @dataclass(frozen=True)
@@ -190,11 +193,11 @@ def build_joint(
         and config and one item type per column.
     formulation
         ``"patterns"``: servers counted per load pattern (no server symmetry); ``"servers"``: one variable per
-        server and item type. Patterns fall back to servers beyond ``pattern_limit`` partial loads.
+        server and item type. Patterns fall back to servers beyond ``pattern_limit`` patterns.
     upper_bound
         A proven upper bound on the optimum (e.g. the ideal ILP's); added as row (J7).
     pattern_limit
-        Most partial server loads the pattern enumeration may hold (see :func:`server_patterns`).
+        Most patterns the patterns formulation may have (see :func:`server_patterns`).
     """
     start = time.perf_counter()
     _check_options(objective, split_penalty, upper_bound, formulation)
@@ -300,8 +303,9 @@ def server_patterns(
 ) -> np.ndarray | None:
     """Every maximal load of one server: item counts ``a <= upper`` within (J5) to which no item can be added.
 
-    Enumerated breadth-first over item types, vectorised. Returns None when more than ``limit`` partial loads
-    would be held (the caller then uses the servers formulation).
+    Enumerated breadth-first over item types, vectorised. Returns None when there are more than ``limit``
+    maximal loads, or more than ``_PARTIAL_FACTOR * limit`` partial ones on the way (the caller then uses the
+    servers formulation).
     """
     tol = 1 + _FIT_TOLERANCE
     need = np.stack([size, size * cpu, size * mem], axis=1).astype(float)  # (types, 3)
@@ -311,7 +315,7 @@ def server_patterns(
     for t in range(size.size):
         room = np.floor(np.min((capacity - used) / need[t], axis=1) + 1e-9).astype(np.int64)
         reps = np.minimum(np.maximum(room, 0), upper[t]) + 1
-        if reps.sum() > limit:
+        if reps.sum() > _PARTIAL_FACTOR * limit:
             return None
         parent = np.repeat(np.arange(len(loads)), reps)
         count = (np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)).astype(np.int32)
@@ -321,7 +325,8 @@ def server_patterns(
     # Keep the maximal loads: a load that has room for one more item is covered by a larger one.
     free = capacity - used
     addable = np.all(free[:, None, :] >= need[None, :, :] - 1e-9, axis=2) & (loads < upper[None, :])
-    return loads[~addable.any(axis=1)]
+    maximal = loads[~addable.any(axis=1)]
+    return maximal if len(maximal) <= limit else None
 
 
 @dataclass(frozen=True)
