@@ -367,3 +367,14 @@ def test_result_reports_its_phases() -> None:
     result = so.solve_joint(worked_example())
     assert result.solver == "highs" and result.formulation == "patterns"
     assert result.build_seconds >= 0 and result.solve_seconds >= 0 and result.gap == 0
+
+
+def test_upper_bound_row_is_a_cutoff() -> None:
+    instance = worked_example()
+    ideal = so.solve_ideal(instance).objective
+    assert ideal is not None
+    assert solve(instance, upper_bound=ideal).objective == pytest.approx(4.93)
+    # Every job at its floor (1 each) already gives 4: a cut-off below that leaves nothing.
+    assert solve(instance, upper_bound=3.5).status is Status.INFEASIBLE
+    capped = solve(instance, upper_bound=4.5).objective
+    assert capped is not None and 4.0 <= capped <= 4.5 + TOL
