@@ -378,3 +378,11 @@ def test_upper_bound_row_is_a_cutoff() -> None:
     assert solve(instance, upper_bound=3.5).status is Status.INFEASIBLE
     capped = solve(instance, upper_bound=4.5).objective
     assert capped is not None and 4.0 <= capped <= 4.5 + TOL
+
+
+def test_round_without_jobs_is_an_empty_optimum() -> None:
+    instance = RoundInstance(Cluster(2), ())
+    for formulation in ("patterns", "servers", "literal"):
+        result = so.solve_joint(instance, formulation=formulation)  # type: ignore[arg-type]
+        assert result.status is Status.OPTIMAL and result.objective == 0
+        assert result.allocation is not None and not result.allocation.jobs

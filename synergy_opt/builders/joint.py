@@ -351,14 +351,19 @@ def _columns(
     """The ideal ILP's class columns, each given its placement modes, minus those that fit on no server."""
     groups = [_group_columns(instance, jobs, cpu, mem, reductions.ideal()) for cpu, mem, jobs in _axis_groups(instance)]
     base = np.cumsum([0] + [p.class_count.size for p in groups])
-    cls = np.concatenate([p.col_class + b for p, b in zip(groups, base, strict=False)])
-    cpu = np.concatenate([p.col_cpu for p in groups])
-    mem = np.concatenate([p.col_mem for p in groups])
-    tput = np.concatenate([p.col_tput for p in groups])
-    count = np.concatenate([p.class_count for p in groups]).astype(np.int64)
-    class_gpus = np.concatenate([p.class_gpus for p in groups]).astype(np.int64)
-    floor = np.concatenate([p.class_floor for p in groups])
-    class_jobs = np.concatenate([p.class_jobs for p in groups])
+
+    def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+        # A round without jobs has no groups: its model is empty, not an error.
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+    cls = cat([p.col_class + b for p, b in zip(groups, base, strict=False)], np.int64)
+    cpu = cat([p.col_cpu for p in groups], float)
+    mem = cat([p.col_mem for p in groups], float)
+    tput = cat([p.col_tput for p in groups], float)
+    count = cat([p.class_count for p in groups], np.int64)
+    class_gpus = cat([p.class_gpus for p in groups], np.int64)
+    floor = cat([p.class_floor for p in groups], float)
+    class_jobs = cat([p.class_jobs for p in groups], np.int64)
 
     cluster = instance.cluster
     g = class_gpus[cls]
@@ -560,7 +565,11 @@ def build_joint_literal(
     _check_options(objective, split_penalty, None, "patterns")
     cluster = instance.cluster
     servers, big_g = cluster.servers, cluster.gpus_per_server
-    col_job, col_cpu, col_mem, col_tput = [], [], [], []
+    # Seeded with empty arrays so that a round without jobs gives an empty model.
+    col_job: list[np.ndarray] = [np.zeros(0, np.int64)]
+    col_cpu: list[np.ndarray] = [np.zeros(0)]
+    col_mem: list[np.ndarray] = [np.zeros(0)]
+    col_tput: list[np.ndarray] = [np.zeros(0)]
     for j, job in enumerate(instance.jobs):
         profile = job.profile.with_point(cluster.cpu_per_gpu, cluster.mem_gb_per_gpu)
         a, b = np.meshgrid(profile.cpu_per_gpu, profile.mem_gb_per_gpu, indexing="ij")
