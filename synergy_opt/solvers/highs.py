@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
 import time
 from dataclasses import replace
 
@@ -50,8 +53,23 @@ def run(h: highspy.Highs, threads: int | None) -> None:
     h.run()
 
 
+@functools.cache
+def _swallow_banner() -> None:
+    """HiGHS prints a banner from C++ when the process makes its first Highs object: send it to /dev/null."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def to_highs(model: LinearModel) -> highspy.Highs:
     """A Highs object holding ``model`` (used for solving and for MPS/LP export)."""
+    _swallow_banner()
     lp = highspy.HighsLp()
     lp.num_col_ = model.num_vars
     lp.num_row_ = model.num_cons
