@@ -157,6 +157,13 @@ def test_models_export_to_mps_and_lp(tmp_path: Path) -> None:
         model.write(tmp_path / "ideal.txt")
 
 
+def test_round_without_jobs() -> None:
+    empty = so.RoundInstance(so.Cluster(2), ())
+    for relax in (False, True):
+        result = so.solve_ideal(empty, relax=relax)
+        assert result.status is Status.OPTIMAL and result.objective == 0.0 and result.configs == {}
+
+
 def test_named_blocks() -> None:
     model = build_ideal(so.generate_round(16, seed=0), reductions=Reductions(merge_identical=False,
                                                                             fix_below_floor=False)).model

@@ -18,7 +18,7 @@ Exact reductions (each switchable, see :class:`Reductions`): configs below the f
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal
 
@@ -107,13 +107,15 @@ def build_ideal(
     pieces = [_group_columns(instance, jobs, cpu, mem, reductions) for cpu, mem, jobs in _axis_groups(instance)]
     # Classes are numbered across groups in the order the groups come.
     class_base = np.cumsum([0] + [p.class_count.size for p in pieces])
-    col_class = np.concatenate([p.col_class + base for p, base in zip(pieces, class_base, strict=False)])
-    col_cpu = np.concatenate([p.col_cpu for p in pieces])
-    col_mem = np.concatenate([p.col_mem for p in pieces])
-    col_tput = np.concatenate([p.col_tput for p in pieces])
-    class_count = np.concatenate([p.class_count for p in pieces])
-    class_gpus = np.concatenate([p.class_gpus for p in pieces])
-    class_jobs = np.concatenate([p.class_jobs for p in pieces])
+    pieces = [replace(p, col_class=p.col_class + base) for p, base in zip(pieces, class_base, strict=False)]
+
+    def joined(name: str, dtype: type) -> np.ndarray:  # a round with no jobs has no pieces
+        return np.concatenate([getattr(p, name) for p in pieces]) if pieces else np.zeros(0, dtype=dtype)
+
+    col_class, class_count, class_gpus, class_jobs = (
+        joined(name, np.int64) for name in ("col_class", "class_count", "class_gpus", "class_jobs")
+    )
+    col_cpu, col_mem, col_tput = (joined(name, float) for name in ("col_cpu", "col_mem", "col_tput"))
     col_gpus = class_gpus[col_class]
 
     builder = ModelBuilder("ideal_allocation", "max")
