@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--time-limit", type=_seconds, default=DEFAULT_TIME_LIMIT,
                      help="seconds per solve for opt, joint and the ideal ILP ('none' for no limit)")
     run.add_argument("--opt-placement", choices=OPT_PLACEMENTS, default="lp", help="OPT's placement step")
+    run.add_argument("--joint-consolidate", action="store_true",
+                     help="joint MILP keeps every job that fits on one server on one server (the paper's rule); "
+                          "by default it may split any job, so that it bounds every mechanism")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_positive, default=1, help="local worker processes")
     where.add_argument("--dask", metavar="ADDRESS", default=None,
@@ -207,7 +210,8 @@ def plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     size_text = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
     out = args.out or Path("results") / f"bench-{size_text}-{stamp}.csv"
-    options = RunOptions(time_limit=args.time_limit, opt_placement=args.opt_placement)
+    options = RunOptions(time_limit=args.time_limit, opt_placement=args.opt_placement,
+                         joint_consolidate=args.joint_consolidate)
     return Plan(specs, args.mechanisms, solvers, options, out)
 
 
@@ -267,7 +271,7 @@ def _errors(rows: list[dict[str, Any]]) -> list[str]:
     """One line per distinct failure, so a broken mechanism is visible under the table."""
     seen: dict[tuple[str, str, str, str], int] = {}
     for row in rows:
-        if row["status"] in ("error", "unavailable"):
+        if row["status"] == "error":
             key = (row["status"], row["mechanism"], row["solver"], row["message"])
             seen[key] = seen.get(key, 0) + 1
     return [f"{status}: {m}{' under ' + s if s else ''} ({n} cells): {msg}" for (status, m, s, msg), n in seen.items()]

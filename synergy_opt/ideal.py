@@ -12,6 +12,7 @@ import numpy as np
 from synergy_opt.builders.ideal import IdealModel, Objective, Reductions, build_ideal
 from synergy_opt.instance import RoundInstance
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
+from synergy_opt.solvers.base import SolvedModel
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class JobConfig:
 
 
 @dataclass(frozen=True, eq=False)
-class IdealResult:
+class IdealResult(SolvedModel):
     """Outcome of :func:`solve_ideal`. Per-job arrays are in the instance's job order."""
 
     status: Status
@@ -46,25 +47,8 @@ class IdealResult:
     solve: SolveResult
 
     @property
-    def solver(self) -> str:
-        return self.solve.solver
-
-    @property
-    def gap(self) -> float | None:
-        return self.solve.gap
-
-    @property
-    def build_seconds(self) -> float:
-        """Building the neutral model plus translating it for the backend."""
-        return self.ideal.build_seconds + self.solve.build_seconds
-
-    @property
-    def solve_seconds(self) -> float:
-        return self.solve.solve_seconds
-
-    @property
-    def has_solution(self) -> bool:
-        return self.solve.has_solution
+    def model_build_seconds(self) -> float:
+        return self.ideal.build_seconds
 
     @cached_property
     def y(self) -> np.ndarray:

@@ -20,12 +20,13 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluate import Evaluation, evaluate
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
+from synergy_opt.solvers.base import SolvedModel
 
 JointFormulation = Literal["patterns", "servers", "literal"]
 
 
 @dataclass(frozen=True, eq=False)
-class JointResult:
+class JointResult(SolvedModel):
     """Outcome of :func:`solve_joint`.
 
     ``objective`` and ``bound`` are the MILP's: the sum of (penalised, when ``split_penalty > 0``) throughput.
@@ -40,25 +41,9 @@ class JointResult:
     solve: SolveResult
 
     @property
-    def solver(self) -> str:
-        return self.solve.solver
-
-    @property
-    def gap(self) -> float | None:
-        return self.solve.gap
-
-    @property
-    def has_solution(self) -> bool:
-        return self.solve.has_solution
-
-    @property
-    def build_seconds(self) -> float:
-        """Building the neutral model (with the pattern enumeration) plus translating it for the backend."""
-        return self.joint.build_seconds + self.solve.build_seconds
-
-    @property
-    def solve_seconds(self) -> float:
-        return self.solve.solve_seconds
+    def model_build_seconds(self) -> float:
+        """Building the neutral model, with the pattern enumeration."""
+        return self.joint.build_seconds
 
     @property
     def formulation(self) -> str:

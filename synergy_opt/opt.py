@@ -117,6 +117,22 @@ class OptResult:
         """The ideal ILP's status: OPTIMAL when the upper bound is proven."""
         return self.ideal.status
 
+    @property
+    def bound(self) -> float | None:
+        """The ideal ILP's bound: no realizable round does better."""
+        return self.ideal.bound
+
+    @property
+    def build_seconds(self) -> float:
+        """Building both models (ideal ILP and placement) and translating them for the backend."""
+        placed = self.placement
+        return self.ideal.build_seconds + placed.placement.build_seconds + placed.solve.build_seconds
+
+    @property
+    def solve_seconds(self) -> float:
+        """Both backend solves; the rounding is in ``timings["rounding_seconds"]``."""
+        return self.ideal.solve_seconds + self.placement.solve.solve_seconds
+
 
 def placement_demands(instance: RoundInstance, ideal: IdealResult | None = None) -> PlacementDemands:
     """``(g_j, c*_j, m*_j)`` of ``instance``: from the ideal ILP, or GPU-proportional without one."""

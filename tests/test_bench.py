@@ -42,7 +42,7 @@ def _direct(instance: RoundInstance, mechanism: str, solver: str) -> float | Non
         return solve_ideal(instance, solver, relax=mechanism == "ideal-lp").objective
     if mechanism == "opt":
         return evaluate(instance, synergy_opt.solve_opt(instance, solver=solver).allocation).objective
-    result = synergy_opt.solve_joint(instance, solver=solver, consolidate=True, time_limit=60)
+    result = synergy_opt.solve_joint(instance, solver=solver, consolidate=False, time_limit=60)
     return evaluate(instance, result.allocation).objective
 
 
@@ -51,20 +51,12 @@ def _instance(row: dict[str, Any]) -> RoundInstance:
     return generate_round(row["gpus"], split, multi_gpu=row["trace"] == "multi", seed=row["seed"])
 
 
-def _landed(mechanism: str) -> bool:
-    api = {"opt": "solve_opt", "joint": "solve_joint"}.get(mechanism)
-    return api is None or hasattr(synergy_opt, api)
-
-
 def test_csv_matches_direct_api_calls(serial: list[dict[str, Any]]) -> None:
     cells = {(r["mechanism"], r["solver"]) for r in serial}
     assert {(m, "") for m in HEURISTICS} <= cells
     assert {(m, s) for m in ("ideal", "ideal-lp", "opt", "joint") for s in SOLVERS} <= cells
     assert len(serial) == 2 * 2 * (len(HEURISTICS) + 4 * len(SOLVERS))  # 2 seeds x 2 traces
     for row in serial:
-        if not _landed(row["mechanism"]):
-            assert row["status"] == "unavailable"
-            continue
         assert row["status"] in ("ok", "optimal"), row
         direct = _direct(_instance(row), row["mechanism"], row["solver"])
         assert row["objective"] == pytest.approx(direct, rel=1e-9), row
@@ -174,7 +166,6 @@ def test_dask_gives_the_serial_rows(serial: list[dict[str, Any]], tmp_path: Path
     assert _without_timings(rows) == _without_timings(serial)
 
 
-@pytest.mark.skipif(not hasattr(synergy_opt, "solve_joint"), reason="synergy_opt.solve_joint has not landed")
 def test_a_time_limited_solve_is_reported_not_dropped(tmp_path: Path) -> None:
     out = tmp_path / "limited.csv"
     assert main(["--gpus", "256", "--seeds", "1", "--multi-gpu", "yes", "--mechanisms", "joint", "--solvers",

@@ -8,8 +8,6 @@ objective and the totals of the chosen configs instead.
 from __future__ import annotations
 
 import contextlib
-import importlib
-import inspect
 import threading
 import time
 import warnings
@@ -24,7 +22,9 @@ from synergy_opt.evaluate import InvalidAllocationWarning, evaluate
 from synergy_opt.generate import generate_round
 from synergy_opt.ideal import IdealResult, solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.joint import JointResult, solve_joint
 from synergy_opt.mechanisms import run_mechanism
+from synergy_opt.opt import OptResult, solve_opt
 
 # The columns a cell produces, in CSV order; the per-instance references are appended by table.add_references.
 CELL_COLUMNS = (
@@ -42,6 +42,8 @@ class RunOptions:
 
     time_limit: float | None = 5.0  # seconds per solve; None: no limit
     opt_placement: str = "lp"
+    # False: the joint MILP may split any job, so it bounds every mechanism (SPEC 4); True: the paper's rule.
+    joint_consolidate: bool = False
     warm_up: bool = True  # first use of each (mechanism, solver) in a process runs untimed on a tiny round
 
 
@@ -71,8 +73,6 @@ def run_cell(cell: Cell, options: RunOptions | None = None) -> dict[str, Any]:
     start = time.perf_counter()
     try:
         outcome = RUNNERS[cell.mechanism](instance, cell.solver, options)
-    except NotImplementedError as error:  # a mechanism whose module has not landed in this installation
-        outcome = Outcome("unavailable", message=str(error))
     except Exception as error:  # one broken (mechanism, solver, instance) must not end a sweep: it is reported
         outcome = Outcome("error", message=f"{type(error).__name__}: {error}")
     round_s = time.perf_counter() - start
@@ -146,54 +146,30 @@ def _ideal_totals(result: IdealResult) -> dict[str, Any]:
     return totals
 
 
-def _api(name: str) -> Callable[..., Any]:
-    """A top-level API function that another module provides (``solve_opt``, ``solve_joint``)."""
-    function = getattr(importlib.import_module("synergy_opt"), name, None)
-    if function is None:
-        raise NotImplementedError(f"synergy_opt.{name} is not in this installation")
-    return function  # type: ignore[no-any-return]
+def _limit(options: RunOptions) -> dict[str, Any]:
+    return {} if options.time_limit is None else {"time_limit": options.time_limit}
 
 
-def _limit(function: Callable[..., Any], options: RunOptions) -> dict[str, Any]:
-    """The time limit, as a keyword, when ``function`` takes one."""
-    if options.time_limit is None or "time_limit" not in inspect.signature(function).parameters:
-        return {}
-    return {"time_limit": options.time_limit}
-
-
-def _solved(result: Any, default_status: str) -> Outcome:
-    """An Outcome from an OPT or joint result, reading whichever of the common fields it has."""
-    status = getattr(result, "status", None)
-    status_text = getattr(status, "value", status) or default_status
-    allocation = getattr(result, "allocation", None)
-    solve = getattr(result, "solve", None)  # the backend's SolveResult, where the result keeps one
-    message = getattr(result, "message", None) or getattr(solve, "message", "") or ""
+def _solved(result: OptResult | JointResult, message: str) -> Outcome:
+    status = result.status.value
     return Outcome(
-        str(status_text), allocation=allocation, objective=getattr(result, "objective", None),
-        bound=getattr(result, "bound", None), build_s=getattr(result, "build_seconds", None),
-        solve_s=getattr(result, "solve_seconds", None), message="" if status_text == "optimal" else str(message),
+        status, allocation=result.allocation, objective=result.objective, bound=result.bound,
+        build_s=result.build_seconds, solve_s=result.solve_seconds, message="" if status == "optimal" else message,
     )
 
 
 def _opt(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
-    solve_opt = _api("solve_opt")
-    result = solve_opt(instance, solver=solver, placement=options.opt_placement, **_limit(solve_opt, options))
-    outcome = _solved(result, "ok")
-    # OPT is two solves (ideal ILP, then placement) and a rounding; the phases are summed, rounding counts
-    # towards round_ms only. Its status is the ideal ILP's; its notes say what fell back.
-    ideal, placed = getattr(result, "ideal", None), getattr(result, "placement", None)
-    if ideal is not None and placed is not None:
-        outcome.objective, outcome.bound = ideal.objective, ideal.bound
-        outcome.build_s = ideal.build_seconds + placed.placement.build_seconds + placed.solve.build_seconds
-        outcome.solve_s = ideal.solve_seconds + placed.solve.solve_seconds
-    outcome.message = "; ".join(getattr(result, "notes", ())) or outcome.message
+    # OPT is two solves (ideal ILP, then placement) and a rounding: build and solve times are the two solves'
+    # (rounding counts towards round_ms only). Its status is the ideal ILP's; its notes say what fell back.
+    result = solve_opt(instance, solver=solver, placement=options.opt_placement, **_limit(options))
+    outcome = _solved(result, "; ".join(result.notes) or result.ideal.message)
+    outcome.objective = result.ideal.objective
     return outcome
 
 
 def _joint(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
-    solve_joint = _api("solve_joint")
-    result = solve_joint(instance, solver=solver, consolidate=True, **_limit(solve_joint, options))
-    return _solved(result, "ok")
+    result = solve_joint(instance, solver=solver, consolidate=options.joint_consolidate, **_limit(options))
+    return _solved(result, result.message)
 
 
 RUNNERS: dict[str, Runner] = {

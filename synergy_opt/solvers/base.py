@@ -111,3 +111,39 @@ def check_solution(model: LinearModel, x: np.ndarray) -> float:
     frac = np.abs(x - np.round(x))[model.integer]
     parts = [np.zeros(1), rows, cols, frac]
     return float(max(part.max(initial=0.0) for part in parts))
+
+
+class SolvedModel:
+    """What every result wrapping one backend solve (``self.solve``) offers; subclasses name their model's
+    build time in ``model_build_seconds``."""
+
+    solve: SolveResult
+
+    @property
+    def model_build_seconds(self) -> float:
+        raise NotImplementedError
+
+    @property
+    def solver(self) -> str:
+        return self.solve.solver
+
+    @property
+    def gap(self) -> float | None:
+        return self.solve.gap
+
+    @property
+    def has_solution(self) -> bool:
+        return self.solve.has_solution
+
+    @property
+    def message(self) -> str:
+        return self.solve.message
+
+    @property
+    def build_seconds(self) -> float:
+        """Building the neutral model plus translating it for the backend."""
+        return self.model_build_seconds + self.solve.build_seconds
+
+    @property
+    def solve_seconds(self) -> float:
+        return self.solve.solve_seconds
