@@ -20,6 +20,20 @@ from synergy_opt.errors import InvalidInputError, UnknownNameError
 _GRID_TOLERANCE = 1e-9
 
 
+def grid_index(axis: np.ndarray, value: Any) -> Any:
+    """Index of the largest grid value ``<= value`` (within a relative 1e-9), -1 below the grid.
+
+    The one rule for reading a grid: the evaluator, the floors and the model builders all use it.
+    """
+    return np.searchsorted(axis, np.asarray(value) * (1 + _GRID_TOLERANCE), "right") - 1
+
+
+def on_grid(axis: np.ndarray, value: float) -> bool:
+    """Whether ``value`` is one of the grid's values (within the same tolerance)."""
+    below = int(grid_index(axis, value))
+    return below >= 0 and axis[below] >= value * (1 - _GRID_TOLERANCE)
+
+
 def _positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise InvalidInputError(name, value, "must be an integer >= 1")
@@ -97,18 +111,19 @@ class Profile:
 
     def throughput(self, cpu_per_gpu: Any, mem_gb_per_gpu: Any) -> Any:
         """Throughput at any per-GPU point: the largest grid point ``<=`` in each axis, 0 below the grid."""
-        a = np.searchsorted(self.cpu_per_gpu, np.asarray(cpu_per_gpu) * (1 + _GRID_TOLERANCE), "right") - 1
-        b = np.searchsorted(self.mem_gb_per_gpu, np.asarray(mem_gb_per_gpu) * (1 + _GRID_TOLERANCE), "right") - 1
+        a = grid_index(self.cpu_per_gpu, cpu_per_gpu)
+        b = grid_index(self.mem_gb_per_gpu, mem_gb_per_gpu)
         inside = (a >= 0) & (b >= 0)
         value = np.where(inside, self.tput[np.maximum(a, 0), np.maximum(b, 0)], 0.0)
         return float(value) if np.ndim(value) == 0 else value
 
     def with_point(self, cpu_per_gpu: float, mem_gb_per_gpu: float) -> Profile:
         """The same profile with ``(cpu, mem)`` on the grid (rows/columns inserted by grid lookup)."""
-        cpu = np.union1d(self.cpu_per_gpu, [cpu_per_gpu])
-        mem = np.union1d(self.mem_gb_per_gpu, [mem_gb_per_gpu])
-        if cpu.size == self.cpu_per_gpu.size and mem.size == self.mem_gb_per_gpu.size:
+        cpu, mem = self.cpu_per_gpu, self.mem_gb_per_gpu
+        if on_grid(cpu, cpu_per_gpu) and on_grid(mem, mem_gb_per_gpu):
             return self
+        cpu = cpu if on_grid(cpu, cpu_per_gpu) else np.union1d(cpu, [cpu_per_gpu])
+        mem = mem if on_grid(mem, mem_gb_per_gpu) else np.union1d(mem, [mem_gb_per_gpu])
         tput = self.throughput(cpu[:, None], mem[None, :])
         return Profile(cpu, mem, tput, self.name)
 

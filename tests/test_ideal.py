@@ -157,6 +157,20 @@ def test_models_export_to_mps_and_lp(tmp_path: Path) -> None:
         model.write(tmp_path / "ideal.txt")
 
 
+@pytest.mark.parametrize("nudge", [-1, 0, 1])
+def test_proportional_point_a_hair_off_a_grid_value(nudge: int) -> None:
+    """10/3 CPUs per GPU against a grid value one float step below/at/above it reads that grid value."""
+    c_p = 10 / 3
+    grid_value = c_p if nudge == 0 else float(np.nextafter(c_p, c_p + nudge))
+    cluster = so.Cluster(1, 3, 10, 150)
+    profile = so.Profile([1, grid_value, 6], [50], [[0.2], [0.5], [1.0]])
+    instance = so.RoundInstance(cluster, tuple(so.Job(f"j{i}", 1, profile) for i in range(3)))
+    assert instance.floors.tolist() == [0.5] * 3
+    for reductions in (Reductions(), Reductions.none()):
+        result = exact(instance, reductions=reductions)
+        assert result.objective == pytest.approx(1.5)
+
+
 def test_round_without_jobs() -> None:
     empty = so.RoundInstance(so.Cluster(2), ())
     for relax in (False, True):

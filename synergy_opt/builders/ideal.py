@@ -25,7 +25,7 @@ from typing import Literal
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.instance import RoundInstance
+from synergy_opt.instance import RoundInstance, grid_index, on_grid
 from synergy_opt.model import LinearModel, ModelBuilder
 
 Objective = Literal["job", "gpu"]
@@ -197,10 +197,8 @@ def _group_columns(
         job_matrix[position] = index
     tput = np.stack(matrices)  # (distinct, A, B)
     # Put the proportional point on the grid; new rows/columns read the grid below them (never over-claim).
-    cpu, tput = _with_axis_value(cpu, tput, cluster.cpu_per_gpu, axis=1)
-    mem, tput = _with_axis_value(mem, tput, cluster.mem_gb_per_gpu, axis=2)
-    a_p = int(np.searchsorted(cpu, cluster.cpu_per_gpu))
-    b_p = int(np.searchsorted(mem, cluster.mem_gb_per_gpu))
+    cpu, tput, a_p = _with_axis_value(cpu, tput, cluster.cpu_per_gpu, axis=1)
+    mem, tput, b_p = _with_axis_value(mem, tput, cluster.mem_gb_per_gpu, axis=2)
     floor = tput[:, a_p, b_p]
     keep = np.ones(tput.shape, dtype=bool)
     if reductions.fix_below_floor:
@@ -236,17 +234,21 @@ def _group_columns(
 
 def _with_axis_value(
     axis_values: np.ndarray, tput: np.ndarray, value: float, axis: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Insert ``value`` into one axis of a stack of matrices; the new slice copies the slice below it,
-    or is 0 when ``value`` lies below the grid."""
-    if np.any(np.isclose(axis_values, value, rtol=1e-12, atol=0)):
-        return axis_values, tput
-    at = int(np.searchsorted(axis_values, value))
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Put ``value`` on one axis of a stack of matrices, and say where it is.
+
+    Read as :meth:`Profile.throughput` reads it (``grid_index``): a value within tolerance of a grid value is
+    that grid value; otherwise a slice is inserted that copies the slice below it (0 below the grid).
+    """
+    if on_grid(axis_values, value):
+        return axis_values, tput, int(grid_index(axis_values, value))
+    at = int(grid_index(axis_values, value)) + 1
     below = np.take(tput, [at - 1], axis=axis) if at > 0 else np.zeros_like(np.take(tput, [0], axis=axis))
-    return np.insert(axis_values, at, value), np.concatenate(
+    stacked = np.concatenate(
         [np.take(tput, range(at), axis=axis), below, np.take(tput, range(at, tput.shape[axis]), axis=axis)],
         axis=axis,
     )
+    return np.insert(axis_values, at, value), stacked, at
 
 
 def _dominated(tput: np.ndarray) -> np.ndarray:
