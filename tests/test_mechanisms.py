@@ -6,8 +6,6 @@ profile), so CI sees the same examples every time.
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,7 +26,6 @@ from synergy_opt import (
 )
 from synergy_opt.evaluate import Evaluation, evaluate
 from synergy_opt.instance import Allocation
-from synergy_opt.mechanisms import MechanismUnavailableError
 from synergy_opt.mechanisms.demand import best_case_demands, job_floors
 from synergy_opt.mechanisms.drf import dominant_shares
 from synergy_opt.mechanisms.packing import (
@@ -466,11 +463,19 @@ def test_bad_orders_are_rejected_naming_the_ids(order: list[str], named: str) ->
     assert named in str(error.value)
 
 
-def test_opt_is_registered_and_fails_clearly_until_it_exists() -> None:
+def test_opt_is_registered_and_places_every_job() -> None:
     assert "opt" in MECHANISMS
-    if importlib.util.find_spec("synergy_opt.opt") is None:
-        with pytest.raises(MechanismUnavailableError, match=r"synergy_opt\.opt"):
-            run_mechanism(worked_example(), "opt")
-    else:
-        result = evaluate(worked_example(), run_mechanism(worked_example(), "opt"))
-        assert result.valid and not result.unplaced
+    result = evaluate(worked_example(), run_mechanism(worked_example(), "opt"))
+    assert result.valid and not result.unplaced and not result.floors_violated
+
+
+@pytest.mark.parametrize("name", sorted(MECHANISMS))
+def test_a_round_without_jobs_gives_an_empty_allocation(name: str) -> None:
+    empty = RoundInstance(Cluster(2), ())
+    assert run_mechanism(empty, name).jobs == {}
+
+
+@pytest.mark.parametrize("name", ["tune", "opt"])
+def test_unknown_options_are_bad_input(name: str) -> None:
+    with pytest.raises(InvalidInputError, match=r"options\.colour"):
+        run_mechanism(worked_example(), name, colour="blue")

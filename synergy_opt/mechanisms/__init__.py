@@ -15,14 +15,14 @@ shared :class:`~synergy_opt.mechanisms.state.ServerState`; every allocation is s
 
 from __future__ import annotations
 
-import importlib
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from synergy_opt.errors import SynergyError, UnknownNameError
+from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.drf import pack_drf
 from synergy_opt.mechanisms.greedy import pack_greedy
@@ -31,10 +31,6 @@ from synergy_opt.mechanisms.proportional import pack_proportional
 from synergy_opt.mechanisms.state import ServerState
 from synergy_opt.mechanisms.tetris import pack_tetris
 from synergy_opt.mechanisms.tune import pack_tune
-
-
-class MechanismUnavailableError(SynergyError):
-    """A registered mechanism whose implementation is not in this installation (yet)."""
 
 
 @dataclass(frozen=True)
@@ -47,8 +43,18 @@ class Mechanism:
     description: str
 
 
+def _check_options(function: Callable[..., Any], options: dict[str, Any]) -> None:
+    """Unknown options are bad input, not a TypeError from deep inside."""
+    accepted = set(inspect.signature(function).parameters) - {"instance", "order"}
+    for option, value in options.items():
+        if option not in accepted:
+            known = ", ".join(sorted(accepted)) or "none"
+            raise InvalidInputError(f"options.{option}", value, f"not an option here (options: {known})")
+
+
 def _packed(pack: Callable[..., ServerState]) -> Callable[..., Allocation]:
     def run(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocation:
+        _check_options(pack, options)
         return pack(instance, order, **options).to_allocation()
 
     run.__doc__ = pack.__doc__
@@ -56,16 +62,11 @@ def _packed(pack: Callable[..., ServerState]) -> Callable[..., Allocation]:
 
 
 def _opt(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocation:
-    # Imported here: Synergy-OPT lives in its own module, with solver dependencies the others do not need.
-    try:
-        module = importlib.import_module("synergy_opt.opt")
-    except ModuleNotFoundError as error:
-        if error.name != "synergy_opt.opt":
-            raise
-        raise MechanismUnavailableError(
-            "mechanism 'opt' needs synergy_opt.opt.solve_opt, which is not in this installation yet"
-        ) from None
-    return module.solve_opt(instance, **options).allocation
+    # Imported here: Synergy-OPT pulls in the model builders and solvers, which the heuristics do not need.
+    from synergy_opt.opt import solve_opt
+
+    _check_options(solve_opt, options)
+    return solve_opt(instance, **options).allocation
 
 
 MECHANISMS: dict[str, Mechanism] = {
@@ -109,13 +110,14 @@ def run_mechanism(
         For an unknown mechanism name.
     InvalidInputError
         For an ``order`` with unknown, repeated or missing job ids.
-    MechanismUnavailableError
-        For ``opt`` while :mod:`synergy_opt.opt` is not installed.
     """
     mechanism = MECHANISMS.get(name) if isinstance(name, str) else None
     if mechanism is None:
         raise UnknownNameError("mechanism", name, tuple(MECHANISMS))
-    return mechanism.run(instance, policy_order(instance, order), **options)
+    ranked = policy_order(instance, order)
+    if not instance.jobs:
+        return Allocation({})  # nothing to place; every mechanism agrees
+    return mechanism.run(instance, ranked, **options)
 
 
-__all__ = ["MECHANISMS", "Mechanism", "MechanismUnavailableError", "ServerState", "run_mechanism"]
+__all__ = ["MECHANISMS", "Mechanism", "ServerState", "run_mechanism"]
