@@ -210,6 +210,12 @@ def plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     size_text = str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
     out = args.out or Path("results") / f"bench-{size_text}-{stamp}.csv"
+    try:  # fail now, in one line, rather than after the whole grid has run
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with open(out, "a"):
+            pass
+    except OSError as error:
+        parser.error(f"--out {out}: cannot write there ({error.strerror})")
     options = RunOptions(time_limit=args.time_limit, opt_placement=args.opt_placement,
                          joint_consolidate=args.joint_consolidate)
     return Plan(specs, args.mechanisms, solvers, options, out)

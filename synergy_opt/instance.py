@@ -40,8 +40,12 @@ def _positive_int(name: str, value: Any) -> int:
     return int(value)
 
 
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
 def _positive_real(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if not _is_number(value):
         raise InvalidInputError(name, value, "must be a number")
     if not math.isfinite(value) or value <= 0:
         raise InvalidInputError(name, value, "must be a finite number > 0")
@@ -200,10 +204,10 @@ class Job:
         object.__setattr__(self, "gpus", _positive_int("gpus", self.gpus))
         if not isinstance(self.profile, Profile):
             raise InvalidInputError("profile", self.profile, "must be a Profile")
-        if not math.isfinite(self.arrival) or self.arrival < 0:
-            raise InvalidInputError("arrival", self.arrival, "must be finite and >= 0")
-        if self.work is not None and (not math.isfinite(self.work) or self.work <= 0):
-            raise InvalidInputError("work", self.work, "must be finite and > 0")
+        if not _is_number(self.arrival) or not math.isfinite(self.arrival) or self.arrival < 0:
+            raise InvalidInputError("arrival", self.arrival, "must be a finite number >= 0")
+        if self.work is not None:
+            object.__setattr__(self, "work", _positive_real("work", self.work))
 
 
 @dataclass(frozen=True)
@@ -264,7 +268,7 @@ class Placement:
         object.__setattr__(self, "gpus", _positive_int("gpus", self.gpus))
         for name in ("cpus", "mem_gb"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            if not _is_number(value):
                 raise InvalidInputError(name, value, "must be a number")
             if not math.isfinite(value) or value < 0:
                 raise InvalidInputError(name, value, "must be finite and >= 0")

@@ -20,6 +20,8 @@ def load_instance(source: str | os.PathLike[str] | Mapping[str, Any]) -> RoundIn
     """Read a round instance from a JSON file path or from the already-parsed dictionary."""
     if isinstance(source, Mapping):
         return instance_from_dict(source)
+    if not isinstance(source, (str, os.PathLike)):
+        raise InvalidInputError("source", source, "must be a path to a JSON file or an instance dictionary")
     path = Path(source)
     try:
         text = path.read_text()
@@ -98,6 +100,8 @@ def _job(where: str, raw: Any, ratio: int) -> Job:
         if name not in raw:
             raise InvalidInputError(f"{where}.{name}", None, "missing field")
     model = raw.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InvalidInputError(f"{where}.model", model, "must be a model name (a string)")
     try:
         if "profile" in raw:
             profile = _profile(raw["profile"], model)
@@ -110,8 +114,8 @@ def _job(where: str, raw: Any, ratio: int) -> Job:
             gpus=raw["gpus"],
             profile=profile,
             model=model,
-            arrival=float(raw.get("arrival", 0.0)),
-            work=None if raw.get("work") is None else float(raw["work"]),
+            arrival=raw.get("arrival", 0.0),
+            work=raw.get("work"),
         )
     except InvalidInputError as error:
         raise prefixed(error, where) from None

@@ -139,6 +139,7 @@ def test_medians_leave_a_score_empty_when_a_run_has_none() -> None:
         ["--no-such-flag"],
         ["--instances", "/no/such/dir"],
         ["--instances", "instances", "--gpus", "16"],
+        ["--gpus", "8", "--out", "/proc/no/such/place.csv"],
     ],
 )
 def test_bad_flags_exit_2_with_one_line(flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:

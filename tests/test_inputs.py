@@ -190,6 +190,28 @@ def test_missing_fields() -> None:
         so.load_instance(data)
 
 
+@pytest.mark.parametrize(
+    ("field", "value"), [("arrival", "abc"), ("arrival", None), ("work", "x"), ("work", -1), ("model", ["a"])]
+)
+def test_bad_job_fields(field: str, value: Any) -> None:
+    with pytest.raises(InvalidInputError) as error:
+        so.load_instance(edited(("jobs", 0, field), value))
+    assert error.value.field == f"jobs[0].{field}"
+
+
+@pytest.mark.parametrize("source", [[1], 5, None])
+def test_load_instance_needs_a_path_or_a_dictionary(source: Any) -> None:
+    with pytest.raises(InvalidInputError, match="source"):
+        so.load_instance(source)
+
+
+def test_solver_parameters_are_checked() -> None:
+    instance = so.load_instance(EXAMPLE)
+    for name, value in (("time_limit", "5"), ("time_limit", -1.0), ("mip_gap", float("nan")), ("threads", 0)):
+        with pytest.raises(InvalidInputError, match=name):
+            so.solve_ideal(instance, **{name: value})
+
+
 def test_bad_generator_arguments() -> None:
     with pytest.raises(InvalidInputError, match="gpus=100"):
         so.generate_round(100)

@@ -41,6 +41,10 @@ class SolverParams:
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for name in ("time_limit", "mip_gap"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise InvalidInputError(name, value, "must be a number")
         if self.time_limit is not None and not (math.isfinite(self.time_limit) and self.time_limit > 0):
             raise InvalidInputError("time_limit", self.time_limit, "must be a finite number of seconds > 0")
         if not (math.isfinite(self.mip_gap) and self.mip_gap >= 0):
