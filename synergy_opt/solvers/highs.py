@@ -111,7 +111,8 @@ def solve(model: LinearModel, params: SolverParams) -> SolveResult:
     run(h, params.threads)
     native = h.getModelStatus()
     if native == _M.kUnboundedOrInfeasible:
-        native = _M.kUnbounded if _feasible(model, params) else _M.kInfeasible
+        # Settled by a zero-objective solve: feasible rows mean unbounded; a probe cut short decides nothing.
+        native = {_M.kOptimal: _M.kUnbounded, _M.kInfeasible: _M.kInfeasible}.get(_probe(model, params), _M.kTimeLimit)
     solved = time.perf_counter()
 
     info = h.getInfo()
@@ -141,8 +142,10 @@ def solve(model: LinearModel, params: SolverParams) -> SolveResult:
     )
 
 
-def _feasible(model: LinearModel, params: SolverParams) -> bool:
-    """Whether the rows admit any point: HiGHS's presolve may only say "infeasible or unbounded"."""
+def _probe(model: LinearModel, params: SolverParams) -> highspy.HighsModelStatus:
+    """The status of the model with a zero objective (HiGHS's presolve may only say "infeasible or unbounded")."""
     h = to_highs(replace(model, objective=np.zeros_like(model.objective)))
+    if params.time_limit is not None:
+        h.setOptionValue("time_limit", float(params.time_limit))
     run(h, params.threads)
-    return bool(h.getModelStatus() == _M.kOptimal)
+    return h.getModelStatus()
