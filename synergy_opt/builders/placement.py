@@ -75,8 +75,10 @@ FORMULATIONS: tuple[Formulation, ...] = ("auto", "patterns", "compact")
 SHARE_TOLERANCE = 1e-6
 # Relative shortfall of a solution's job counts tolerated (and spread over its pieces) when reading it back.
 COVER_TOLERANCE = 1e-4
-# Feasible server patterns enumerated at most (beyond this the compact formulation is used).
-MAX_PATTERNS = 50_000
+# Feasible server patterns enumerated at most, and columns of the pattern model at most: beyond either the
+# compact formulation is used (HiGHS spends minutes in presolve on ~10^5 pattern columns, time limit or not).
+MAX_PATTERNS = 20_000
+MAX_PATTERN_COLUMNS = 50_000
 # Relative slack on capacities when enumerating patterns (20.83 GB x 24 must fit 500 GB).
 _FIT = 1e-9
 
@@ -270,7 +272,8 @@ def build_integral_milp(
     ----------
     formulation
         ``"patterns"`` (Q1-Q5, no server symmetry), ``"compact"`` (S1-S6 with ``R`` integer), or ``"auto"``:
-        patterns unless there are more than ``max_patterns`` feasible server patterns.
+        patterns unless there are more than ``max_patterns`` feasible server patterns (or the pattern model
+        would have more than ``MAX_PATTERN_COLUMNS`` columns).
     """
     if formulation not in FORMULATIONS:
         raise InvalidInputError("formulation", formulation, f"choose one of {', '.join(FORMULATIONS)}")
@@ -280,7 +283,8 @@ def build_integral_milp(
     if formulation != "compact":
         limit = max_patterns if formulation == "auto" else None
         patterns = _server_patterns(cluster, groups, limit)
-        if patterns is not None:
+        small = patterns is not None and patterns.gpus.shape[0] + patterns.cut_pattern.size <= MAX_PATTERN_COLUMNS
+        if patterns is not None and (small or formulation == "patterns"):
             model = _pattern_model(cluster, groups, patterns)
             return PlacementModel("milp-integral", "patterns", model, demands, groups, time.perf_counter() - start,
                                   patterns)
