@@ -164,7 +164,9 @@ def solve_placement(
         A registered backend; a backend that cannot solve the model raises :class:`SolverUnavailableError`.
     lp_solver
         For the MILPs, the backend of the LP solved first (default: ``solver`` when it solves LPs, else
-        the default backend). The LP's placement is returned when the MILP has nothing better.
+        the default backend). The LP's placement is returned when the MILP has nothing better. For a round
+        of 1-GPU jobs only, the min-split MILP first asks the integral-GPU MILP whether they pack with no
+        split (exact: 0 is the least possible), and is solved only if they do not.
     build_options
         Passed to the builder (e.g. ``objective="none"`` for the LP, ``formulation="compact"``).
 
@@ -193,9 +195,13 @@ def solve_placement(
         raise SolverUnavailableError(f"solver {solver!r} cannot solve integer models")
     lp_backend = lp_solver or (solver if spec.capabilities.continuous else DEFAULT_SOLVER)
     lp = _solve_lp(demands, lp_backend, params)
+    if kind == "milp" and demands.num_jobs and not build_options and bool(np.all(demands.gpus == 1)):
+        packed = _pack_whole(demands, solver, params, lp)
+        if packed is not None:
+            return packed
     placement = build_placement(demands, kind, **build_options)
     result = solve_model(placement.model, solver, params)
-    shares = placement.decode(result.x) if result.has_solution else None
+    shares = placement.decode(result.solution()) if result.has_solution else None
     own = _checked(kind, placement, result, shares, lp=lp)
     # Without a solution, or (min-split) with more split jobs than the LP's, the LP placement is returned: it
     # is a feasible min-split solution, and the only placement left to round for the integral-GPU MILP.
@@ -298,6 +304,18 @@ def solve_opt(
     return OptResult(rounded.allocation, ideal, placed, rounded.report, rounded.evaluation, timings, tuple(notes))
 
 
+def _pack_whole(demands: PlacementDemands, solver: str, params: SolverParams,
+                lp: PlacementResult) -> PlacementResult | None:
+    """A round of 1-GPU jobs only: 0 split jobs iff they pack integrally, which the integral-GPU MILP (server
+    patterns, no symmetry) decides much faster than the min-split MILP finds it. None if they do not pack."""
+    packing = build_placement(demands, "milp-integral")
+    result = solve_model(packing.model, solver, params)
+    if result.status is not Status.OPTIMAL:
+        return None
+    # 0 split jobs is the min-split MILP's lower bound, so this packing is optimal for it.
+    return _checked("milp", packing, result, packing.decode(result.solution()), lp=lp)
+
+
 def _solve_lp(demands: PlacementDemands, solver: str, params: SolverParams, **build_options: Any) -> PlacementResult:
     placement = build_placement_lp(demands, **build_options)
     reason = demands.infeasibility()
@@ -306,7 +324,7 @@ def _solve_lp(demands: PlacementDemands, solver: str, params: SolverParams, **bu
         result = SolveResult(status=Status.INFEASIBLE, solver=solver, message=reason)
         return _checked("lp", placement, result, None)
     result = solve_model(placement.model, solver, params)
-    shares = placement.decode(result.x) if result.has_solution else None
+    shares = placement.decode(result.solution()) if result.has_solution else None
     note = ""
     if shares is not None and result.is_vertex is not True:
         can = backend(solver).capabilities.vertex_lp

@@ -271,6 +271,26 @@ def test_min_split_milp_equals_brute_force(seed: int) -> None:
     shares = placement.decode(result.solution())
     assert_feasible(demands, shares)
     assert split_count(shares) <= expected
+    # solve_placement's answer (which packs 1-GPU rounds with the integral MILP first) agrees.
+    solved = solve_placement(demands, "milp")
+    assert solved.status is Status.OPTIMAL and solved.num_split == expected
+
+
+@settings(CI, max_examples=30)
+@given(seed=st.integers(0, 10**6), servers=st.integers(2, 5))
+def test_single_gpu_rounds_pack_whole_when_they_can(seed: int, servers: int) -> None:
+    """1-GPU jobs only: the min-split answer is 0 exactly when the integral-GPU MILP finds a packing."""
+    full = tiny_demands(seed, servers=servers, gpus_per_server=4, max_jobs=4 * servers)
+    ones = PlacementDemands(full.cluster, tuple(f"j{k}" for k in range(int(full.gpus.sum()))),
+                            np.ones(int(full.gpus.sum()), np.int64), np.repeat(full.cpus / full.gpus, full.gpus),
+                            np.repeat(full.mem_gb / full.gpus, full.gpus))
+    integral = solve_placement(ones, "milp-integral")
+    milp = solve_placement(ones, "milp")
+    assert milp.status is Status.OPTIMAL and milp.shares is not None
+    assert_feasible(ones, milp.shares)
+    assert (milp.num_split == 0) == (integral.status is Status.OPTIMAL)
+    direct = solve_model(build_min_split_milp(ones).model, "highs")
+    assert round(direct.objective) == milp.num_split
 
 
 @settings(CI, max_examples=25)

@@ -56,6 +56,7 @@ independent within a server, so the model is exact. It is used while the pattern
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -294,10 +295,12 @@ def build_integral_milp(
 
 def build_placement(demands: PlacementDemands, kind: PlacementKind, **options: object) -> PlacementModel:
     """Dispatch on ``kind`` ("lp", "milp" or "milp-integral")."""
-    builders = {"lp": build_placement_lp, "milp": build_min_split_milp, "milp-integral": build_integral_milp}
+    builders: dict[str, Callable[..., PlacementModel]] = {
+        "lp": build_placement_lp, "milp": build_min_split_milp, "milp-integral": build_integral_milp,
+    }
     if kind not in builders:
         raise InvalidInputError("placement", kind, f"choose one of {', '.join(PLACEMENT_KINDS)}")
-    return builders[kind](demands, **options)  # type: ignore[operator]
+    return builders[kind](demands, **options)
 
 
 # -- model pieces --------------------------------------------------------------------------------------------
