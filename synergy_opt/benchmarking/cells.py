@@ -24,7 +24,7 @@ from synergy_opt.ideal import IdealResult, solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.joint import JointResult, solve_joint
 from synergy_opt.mechanisms import run_mechanism
-from synergy_opt.opt import OptResult, solve_opt
+from synergy_opt.opt import OptResult, PlacementKind, solve_opt
 
 # The columns a cell produces, in CSV order; the per-instance references are appended by table.add_references.
 CELL_COLUMNS = (
@@ -41,7 +41,7 @@ class RunOptions:
     """Settings shared by every cell of one bench run."""
 
     time_limit: float | None = 5.0  # seconds per solve; None: no limit
-    opt_placement: str = "lp"
+    opt_placement: PlacementKind = "lp"
     # False: the joint MILP may split any job, so it bounds every mechanism (SPEC 4); True: the paper's rule.
     joint_consolidate: bool = False
     warm_up: bool = True  # first use of each (mechanism, solver) in a process runs untimed on a tiny round

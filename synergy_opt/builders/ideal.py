@@ -186,7 +186,7 @@ def _group_columns(
     gpus = instance.gpus
     # Jobs usually share profile objects (one per built-in model): work on the distinct matrices only.
     slot: dict[int, int] = {}
-    matrices = []
+    matrices: list[np.ndarray] = []
     job_matrix = np.empty(len(jobs), dtype=np.int64)
     for position, j in enumerate(jobs):
         profile = instance.jobs[j].profile

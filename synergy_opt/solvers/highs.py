@@ -29,7 +29,7 @@ _STATUS: dict[highspy.HighsModelStatus, Status | None] = {
     _M.kObjectiveBound: None,
     _M.kObjectiveTarget: None,
     _M.kInterrupt: None,
-    _M.kHighsInterrupt: None,
+    _M.kHighsInterrupt: None,  # type: ignore[attr-defined]  # in highspy, missing from its stubs
     _M.kMemoryLimit: None,
     _M.kModelEmpty: Status.OPTIMAL,
     _M.kNotset: Status.ERROR,

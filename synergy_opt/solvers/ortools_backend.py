@@ -387,9 +387,9 @@ def solve_scip(model: LinearModel, params: SolverParams) -> SolveResult:
     if x is None and status.has_solution:
         status = Status.ERROR  # "optimal" with no point to show for it
     objective = float(result.objective_value()) if x is not None else None
-    bound = float(termination.objective_bounds.dual_bound)
-    if not math.isfinite(bound) or status in (Status.INFEASIBLE, Status.UNBOUNDED, Status.ERROR):
-        bound = None
+    dual_bound = float(termination.objective_bounds.dual_bound)
+    usable = math.isfinite(dual_bound) and status not in (Status.INFEASIBLE, Status.UNBOUNDED, Status.ERROR)
+    bound = dual_bound if usable else None
     limit = f", limit {termination.limit.name}" if termination.limit is not None else ""
     return SolveResult(
         status=status,
