@@ -73,14 +73,8 @@ class IdealModel:
         return int(self.class_count.size)
 
     def decode(self, y: np.ndarray) -> np.ndarray:
-        """Column chosen for each job (job order) from an integral ``y``; jobs of a class share its counts."""
-        counts = np.rint(y).astype(np.int64)
-        slots = np.repeat(np.arange(counts.size), np.maximum(counts, 0))
-        if slots.size != self.class_jobs.size:
-            raise InvalidInputError("y", int(slots.size), f"integral y must assign {self.class_jobs.size} jobs")
-        chosen = np.empty(self.class_jobs.size, dtype=np.int64)
-        chosen[self.class_jobs] = slots
-        return chosen
+        """Column chosen for each job (job order) from an integral ``y``."""
+        return columns_of_jobs(y, self.class_jobs)
 
     def fractional_classes(self, y: np.ndarray, tolerance: float = 1e-6) -> np.ndarray:
         """Classes with a non-integral value in any of their columns (for LP relaxations)."""
@@ -90,6 +84,21 @@ class IdealModel:
     @cached_property
     def class_offsets(self) -> np.ndarray:
         return np.concatenate([[0], np.cumsum(self.class_count)])
+
+
+def columns_of_jobs(y: np.ndarray, class_jobs: np.ndarray) -> np.ndarray:
+    """Column of each job (job order) from integral class counts ``y`` whose columns are ordered by class.
+
+    Jobs of a class are interchangeable, so the class's jobs (``class_jobs``, grouped by class in class order)
+    take its columns in turn, as many of each as the column's count.
+    """
+    counts = np.rint(y).astype(np.int64)
+    slots = np.repeat(np.arange(counts.size), np.maximum(counts, 0))
+    if slots.size != class_jobs.size:
+        raise InvalidInputError("y", int(slots.size), f"integral y must assign {class_jobs.size} jobs")
+    chosen = np.empty(class_jobs.size, dtype=np.int64)
+    chosen[class_jobs] = slots
+    return chosen
 
 
 def build_ideal(
@@ -104,7 +113,7 @@ def build_ideal(
         raise InvalidInputError("objective", objective, f"choose one of {', '.join(OBJECTIVES)}")
     reductions = reductions or Reductions()
     cluster = instance.cluster
-    pieces = [_group_columns(instance, jobs, cpu, mem, reductions) for cpu, mem, jobs in _axis_groups(instance)]
+    pieces = [group_columns(instance, jobs, cpu, mem, reductions) for cpu, mem, jobs in axis_groups(instance)]
     # Classes are numbered across groups in the order the groups come.
     class_base = np.cumsum([0] + [p.class_count.size for p in pieces])
     pieces = [replace(p, col_class=p.col_class + base) for p, base in zip(pieces, class_base, strict=False)]
@@ -160,7 +169,7 @@ class _Columns:
     class_jobs: np.ndarray
 
 
-def _axis_groups(instance: RoundInstance) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def axis_groups(instance: RoundInstance) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Jobs grouped by the axes of their profiles: (CPU axis, memory axis, job indices) per group.
 
     Built-in and generated profiles all share one pair of axes, so there is one group in the usual case.
@@ -175,7 +184,7 @@ def _axis_groups(instance: RoundInstance) -> list[tuple[np.ndarray, np.ndarray, 
     return [(*axes[key], np.array(members)) for key, members in groups.items()]
 
 
-def _group_columns(
+def group_columns(
     instance: RoundInstance,
     jobs: np.ndarray,
     cpu: np.ndarray,

@@ -42,7 +42,14 @@ from typing import Literal
 
 import numpy as np
 
-from synergy_opt.builders.ideal import OBJECTIVES, Objective, Reductions, _axis_groups, _group_columns
+from synergy_opt.builders.ideal import (
+    OBJECTIVES,
+    Objective,
+    Reductions,
+    axis_groups,
+    columns_of_jobs,
+    group_columns,
+)
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Allocation, Cluster, Placement, RoundInstance
 from synergy_opt.model import LinearModel, ModelBuilder
@@ -140,14 +147,8 @@ class JointModel:
         return int(self.item_size.size)
 
     def job_columns(self, y: np.ndarray) -> np.ndarray:
-        """Column chosen for each job (job order) from an integral ``y``; jobs of a class share its counts."""
-        counts = np.rint(y).astype(np.int64)
-        slots = np.repeat(np.arange(counts.size), np.maximum(counts, 0))
-        if slots.size != self.class_jobs.size:
-            raise InvalidInputError("y", int(slots.size), f"integral y must assign {self.class_jobs.size} jobs")
-        chosen = np.empty(self.class_jobs.size, dtype=np.int64)
-        chosen[self.class_jobs] = slots
-        return chosen
+        """Column chosen for each job (job order) from an integral ``y``."""
+        return columns_of_jobs(y, self.class_jobs)
 
     def server_items(self, x: np.ndarray) -> np.ndarray:
         """``z[i, t]``: room for items of type ``t`` on server ``i`` in an integral solution ``x``."""
@@ -349,7 +350,7 @@ def _columns(
     instance: RoundInstance, consolidate: bool, split_penalty: float, reductions: JointReductions
 ) -> _JointColumns:
     """The ideal ILP's class columns, each given its placement modes, minus those that fit on no server."""
-    groups = [_group_columns(instance, jobs, cpu, mem, reductions.ideal()) for cpu, mem, jobs in _axis_groups(instance)]
+    groups = [group_columns(instance, jobs, cpu, mem, reductions.ideal()) for cpu, mem, jobs in axis_groups(instance)]
     base = np.cumsum([0] + [p.class_count.size for p in groups])
 
     def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:

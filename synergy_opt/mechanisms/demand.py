@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.instance import Profile, RoundInstance
+from synergy_opt.instance import RoundInstance, grid_index
 
 # Relative slack when comparing configs with caps and targets (grid values such as 20.83 are not exact).
 _TOLERANCE = 1e-9
@@ -78,13 +78,6 @@ def _axis_groups(instance: RoundInstance) -> list[_AxisGroup]:
     return groups
 
 
-def _grid_index(axis: np.ndarray, value: float) -> int:
-    """Index of the largest grid value ``<= value`` (-1 below the grid), read as the evaluator reads it."""
-    # The same lookup as Profile.throughput: a one-row probe profile whose entries are their own indices + 1.
-    probe = Profile(axis, np.array([1.0]), (np.arange(axis.size, dtype=float) + 1.0)[:, None])
-    return int(probe.throughput(value, 1.0)) - 1
-
-
 def job_floors(instance: RoundInstance) -> np.ndarray:
     """Each job's throughput at the GPU-proportional point (the same values as ``instance.floors``)."""
     return _floors(instance, _axis_groups(instance))
@@ -94,7 +87,7 @@ def _floors(instance: RoundInstance, groups: list[_AxisGroup]) -> np.ndarray:
     floors = np.zeros(len(instance.jobs))
     c_p, m_p = instance.cluster.cpu_per_gpu, instance.cluster.mem_gb_per_gpu
     for group in groups:
-        a, b = _grid_index(group.cpu_axis, c_p), _grid_index(group.mem_axis, m_p)
+        a, b = int(grid_index(group.cpu_axis, c_p)), int(grid_index(group.mem_axis, m_p))
         if a >= 0 and b >= 0:
             floors[group.jobs] = group.tput[group.row, a, b]
     return floors
