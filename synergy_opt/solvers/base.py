@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -104,6 +104,26 @@ class Capabilities:
 
 class Backend(Protocol):
     def solve(self, model: LinearModel, params: SolverParams) -> SolveResult: ...
+
+
+def settle_infeasible_or_unbounded(
+    model: LinearModel, params: SolverParams, solve: Callable[[LinearModel, SolverParams], SolveResult]
+) -> tuple[Status, str]:
+    """Settle a solver's "infeasible or unbounded" by solving for feasibility alone (zero objective).
+
+    Feasible means unbounded: for an LP by duality, for a MIP with rational data because its relaxation is
+    unbounded. A check cut short by a limit decides nothing: NO_SOLUTION, and the message says so.
+    """
+    if not model.objective.any():
+        return Status.INFEASIBLE, "infeasible or unbounded with a zero objective: infeasible"
+    probe = replace(model, name=f"{model.name}_feasibility", objective=np.zeros_like(model.objective),
+                    objective_offset=0.0)
+    result = solve(probe, params)
+    if result.has_solution:
+        return Status.UNBOUNDED, "infeasible or unbounded, and feasible: unbounded"
+    if result.status is Status.INFEASIBLE:
+        return Status.INFEASIBLE, "infeasible or unbounded, and proven infeasible"
+    return Status.NO_SOLUTION, f"infeasible or unbounded; the feasibility check ended {result.status.value}"
 
 
 def check_solution(model: LinearModel, x: np.ndarray) -> float:

@@ -6,13 +6,12 @@ import functools
 import os
 import sys
 import time
-from dataclasses import replace
 
 import highspy
 import numpy as np
 
 from synergy_opt.model import LinearModel
-from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, Status
+from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, Status, settle_infeasible_or_unbounded
 
 CAPABILITIES = Capabilities(integer=True, continuous=True, time_limit=True, mip_gap=True, vertex_lp=True)
 
@@ -22,7 +21,7 @@ _STATUS: dict[highspy.HighsModelStatus, Status | None] = {
     _M.kOptimal: Status.OPTIMAL,
     _M.kInfeasible: Status.INFEASIBLE,
     _M.kUnbounded: Status.UNBOUNDED,
-    _M.kUnboundedOrInfeasible: Status.ERROR,  # never looked up: settled first by a feasibility solve
+    _M.kUnboundedOrInfeasible: Status.ERROR,  # settled by settle_infeasible_or_unbounded instead
     _M.kTimeLimit: None,
     _M.kIterationLimit: None,
     _M.kSolutionLimit: None,
@@ -110,16 +109,15 @@ def solve(model: LinearModel, params: SolverParams) -> SolveResult:
     built = time.perf_counter()
     run(h, params.threads)
     native = h.getModelStatus()
-    if native == _M.kUnboundedOrInfeasible:
-        # Settled by a zero-objective solve: feasible rows mean unbounded; a probe cut short decides nothing.
-        native = {_M.kOptimal: _M.kUnbounded, _M.kInfeasible: _M.kInfeasible}.get(_probe(model, params), _M.kTimeLimit)
-    solved = time.perf_counter()
-
+    message = h.modelStatusToString(native)
     info = h.getInfo()
     has_incumbent = info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
     status = _STATUS.get(native, Status.ERROR)
-    if status is None:
+    if native == _M.kUnboundedOrInfeasible:
+        status, message = settle_infeasible_or_unbounded(model, params, solve)
+    elif status is None:
         status = Status.FEASIBLE if has_incumbent else Status.NO_SOLUTION
+    solved = time.perf_counter()
     x = np.array(h.getSolution().col_value, dtype=float) if status.has_solution else None
     objective = float(info.objective_function_value) if status.has_solution else None
     if model.is_mip:
@@ -136,16 +134,8 @@ def solve(model: LinearModel, params: SolverParams) -> SolveResult:
         x=x,
         build_seconds=built - start,
         solve_seconds=solved - built,
-        message=h.modelStatusToString(native),
+        message=message,
         is_vertex=is_vertex,
         native_status=str(native),
     )
 
-
-def _probe(model: LinearModel, params: SolverParams) -> highspy.HighsModelStatus:
-    """The status of the model with a zero objective (HiGHS's presolve may only say "infeasible or unbounded")."""
-    h = to_highs(replace(model, objective=np.zeros_like(model.objective)))
-    if params.time_limit is not None:
-        h.setOptionValue("time_limit", float(params.time_limit))
-    run(h, params.threads)
-    return h.getModelStatus()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
 from datetime import timedelta
 from fractions import Fraction
 from typing import Any
@@ -20,7 +19,7 @@ from ortools.sat.python import cp_model
 
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError
 from synergy_opt.model import LinearModel
-from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, Status
+from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, Status, settle_infeasible_or_unbounded
 
 CPSAT_CAPABILITIES = Capabilities(integer=True, continuous=False, time_limit=True, mip_gap=True, vertex_lp=False)
 # SCIP solves LPs by simplex, but presolve/postsolve through MathOpt does not promise a basic solution.
@@ -306,23 +305,13 @@ def _settle_infeasible_or_unbounded(model: LinearModel, params: SolverParams,
                                     primal: mathopt.FeasibilityStatus) -> tuple[Status, str]:
     """Settle "infeasible or unbounded": from SCIP's primal status if known, else by a zero-objective solve.
 
-    Feasible means unbounded (by duality for an LP; for a MIP with rational data, because its relaxation is
-    unbounded). Undecided stays INFEASIBLE, the native HiGHS backend's reading, and says so.
+    See :func:`synergy_opt.solvers.base.settle_infeasible_or_unbounded`.
     """
     if primal is mathopt.FeasibilityStatus.FEASIBLE:
         return Status.UNBOUNDED, "infeasible or unbounded, and primal feasible: unbounded"
     if primal is mathopt.FeasibilityStatus.INFEASIBLE:
         return Status.INFEASIBLE, "infeasible or unbounded, and primal infeasible"
-    if not model.objective.any():
-        return Status.INFEASIBLE, "infeasible or unbounded with a zero objective: infeasible"
-    probe = replace(model, name=f"{model.name}_feasibility", objective=np.zeros_like(model.objective),
-                    objective_offset=0.0)
-    result = solve_scip(probe, params)
-    if result.has_solution:
-        return Status.UNBOUNDED, "infeasible or unbounded, and feasible: unbounded"
-    if result.status is Status.INFEASIBLE:
-        return Status.INFEASIBLE, "infeasible or unbounded, and proven infeasible"
-    return Status.INFEASIBLE, f"infeasible or unbounded; the feasibility check ended {result.status.value}"
+    return settle_infeasible_or_unbounded(model, params, solve_scip)
 
 
 def _scip_parameters(params: SolverParams) -> mathopt.SolveParameters:

@@ -11,9 +11,8 @@ import math
 import re
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,14 @@ from pyomo.opt import TerminationCondition as LegacyTC
 
 from synergy_opt.errors import SolverUnavailableError
 from synergy_opt.model import LinearModel
-from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, Status, check_solution
+from synergy_opt.solvers.base import (
+    Capabilities,
+    SolveResult,
+    SolverParams,
+    Status,
+    check_solution,
+    settle_infeasible_or_unbounded,
+)
 
 CAPABILITIES = Capabilities(integer=True, continuous=True, time_limit=True, mip_gap=True, vertex_lp=True)
 
@@ -162,26 +168,6 @@ def _trivial_result(name: str, reason: str, build_seconds: float) -> SolveResult
                        native_status="trivially infeasible")
 
 
-def _settle_infeasible_or_unbounded(
-    model: LinearModel, params: SolverParams, solve: Callable[[LinearModel, SolverParams], SolveResult]
-) -> tuple[Status, str]:
-    """Settle an "infeasible or unbounded" verdict by solving for feasibility alone (zero objective).
-
-    Feasible means unbounded: for an LP by duality, for a MIP with rational data because its relaxation is
-    unbounded. Undecided (a limit) stays INFEASIBLE, the native HiGHS backend's reading, and says so.
-    """
-    if not model.objective.any():
-        return Status.INFEASIBLE, "infeasible or unbounded with a zero objective: infeasible"
-    probe = replace(model, name=f"{model.name}_feasibility", objective=np.zeros_like(model.objective),
-                    objective_offset=0.0)
-    result = solve(probe, params)
-    if result.has_solution:
-        return Status.UNBOUNDED, "infeasible or unbounded, and feasible: unbounded"
-    if result.status is Status.INFEASIBLE:
-        return Status.INFEASIBLE, "infeasible or unbounded, and proven infeasible"
-    return Status.INFEASIBLE, f"infeasible or unbounded; the feasibility check ended {result.status.value}"
-
-
 def _finite(value: Any) -> float | None:
     try:
         number = float(value)
@@ -237,7 +223,7 @@ def solve_highs(model: LinearModel, params: SolverParams) -> SolveResult:
     if status is None:
         status = Status.FEASIBLE if has_incumbent else Status.NO_SOLUTION
     elif native is ContribTC.infeasibleOrUnbounded:
-        status, note = _settle_infeasible_or_unbounded(model, params, solve_highs)
+        status, note = settle_infeasible_or_unbounded(model, params, solve_highs)
     values = None
     if status.has_solution and has_incumbent:
         primals = results.solution_loader.get_vars()
@@ -388,7 +374,7 @@ def _solve_shell(model: LinearModel, params: SolverParams, solver: str) -> Solve
     elif status is Status.OPTIMAL and values is None:
         status = Status.ERROR
     elif native is LegacyTC.infeasibleOrUnbounded:
-        status, note = _settle_infeasible_or_unbounded(model, params, solve_glpk if solver == "glpk" else solve_cbc)
+        status, note = settle_infeasible_or_unbounded(model, params, solve_glpk if solver == "glpk" else solve_cbc)
         notes.append(note)
     objective = float(model.objective @ values + model.objective_offset) if values is not None else None
 
