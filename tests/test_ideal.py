@@ -139,10 +139,15 @@ def test_proportional_point_off_the_grid_is_inserted() -> None:
 
 
 def test_tiny_time_limit_on_a_large_instance_returns_a_status() -> None:
-    instance = so.generate_round(2048, profile_noise=0.05, multi_gpu=True, seed=1)
+    """A noisy 2048-GPU round takes HiGHS seconds to prove; 10 ms returns a limit status, never an exception."""
+    instance = so.generate_round(2048, profile_noise=0.05, seed=1)
     result = so.solve_ideal(instance, time_limit=0.01)
-    assert result.status in (Status.OPTIMAL, Status.FEASIBLE, Status.NO_SOLUTION)
-    if result.status is Status.NO_SOLUTION:
+    assert result.status in (Status.FEASIBLE, Status.NO_SOLUTION), result.solve.message
+    assert result.solve_seconds < 30
+    if result.status is Status.FEASIBLE:
+        assert result.bound is not None and result.bound >= result.objective - 1e-9
+        check_choices(instance, result)
+    else:
         assert result.configs == {}
         with pytest.raises(so.NoSolutionError):
             _ = result.y
