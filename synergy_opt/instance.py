@@ -246,7 +246,12 @@ class RoundInstance:
     def floors(self) -> np.ndarray:
         """Each job's throughput at the GPU-proportional point (what GPU-proportional gives it)."""
         c_p, m_p = self.cluster.cpu_per_gpu, self.cluster.mem_gb_per_gpu
-        return np.array([job.profile.throughput(c_p, m_p) for job in self.jobs], dtype=float)
+        # Jobs usually share profile objects (one per built-in model): read each distinct one once.
+        floor_of: dict[int, float] = {}
+        for job in self.jobs:
+            if id(job.profile) not in floor_of:
+                floor_of[id(job.profile)] = job.profile.throughput(c_p, m_p)
+        return np.array([floor_of[id(job.profile)] for job in self.jobs], dtype=float)
 
     def floor(self, job_id: str) -> float:
         return float(self.floors[self.job_index[job_id]])

@@ -15,7 +15,6 @@ If no grid config passes the cap (a grid starting above it), the demand is the G
 Public API
 ----------
 ``best_case_demands(instance, threshold=0.0, server_cap=True) -> (cpu_per_gpu, mem_per_gpu)``
-``job_floors(instance) -> ndarray``: ``W`` at ``(c_p, m_p)`` per job, equal to ``instance.floors``.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.instance import RoundInstance, grid_index
+from synergy_opt.instance import RoundInstance
 
 # Relative slack when comparing configs with caps and targets (grid values such as 20.83 are not exact).
 _TOLERANCE = 1e-9
@@ -78,21 +77,6 @@ def _axis_groups(instance: RoundInstance) -> list[_AxisGroup]:
     return groups
 
 
-def job_floors(instance: RoundInstance) -> np.ndarray:
-    """Each job's throughput at the GPU-proportional point (the same values as ``instance.floors``)."""
-    return _floors(instance, _axis_groups(instance))
-
-
-def _floors(instance: RoundInstance, groups: list[_AxisGroup]) -> np.ndarray:
-    floors = np.zeros(len(instance.jobs))
-    c_p, m_p = instance.cluster.cpu_per_gpu, instance.cluster.mem_gb_per_gpu
-    for group in groups:
-        a, b = int(grid_index(group.cpu_axis, c_p)), int(grid_index(group.mem_axis, m_p))
-        if a >= 0 and b >= 0:
-            floors[group.jobs] = group.tput[group.row, a, b]
-    return floors
-
-
 def best_case_demands(
     instance: RoundInstance, threshold: float = 0.0, server_cap: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -121,7 +105,7 @@ def best_case_demands(
     cpu = np.full(n, c_p)
     mem = np.full(n, m_p)
     groups = _axis_groups(instance)
-    floors = _floors(instance, groups)
+    floors = instance.floors
     for group in groups:
         # One pass per distinct (profile, GPUs on a full server) pair: shared profiles cost one row.
         spread = np.minimum(instance.gpus[group.jobs], cluster.gpus_per_server)

@@ -40,7 +40,6 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Allocation, Placement, RoundInstance
-from synergy_opt.mechanisms.demand import job_floors
 
 # Building 16k validated Placements and an Allocation costs more than TUNE itself (0.3 s at 16384 GPUs), and
 # ServerState only ever holds valid ones (distinct servers, positive GPUs, finite non-negative CPU and memory),
@@ -105,7 +104,7 @@ class ServerState:
     @cached_property
     def floors(self) -> np.ndarray:
         """Each job's throughput at ``(c_p, m_p)``, in job order (what demotion must never go below)."""
-        return job_floors(self.instance)
+        return self.instance.floors
 
     def is_placed(self, job: int) -> bool:
         return self.placements[job] is not None
