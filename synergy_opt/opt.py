@@ -258,9 +258,6 @@ def solve_opt(
             f"solver {solver!r} solves integer models only and cannot solve the placement LP; "
             f"use placement='milp-integral' or an LP backend"
         )
-    if not instance.jobs:
-        # build_ideal cannot build a model without columns; an empty round has nothing to optimise anyway.
-        raise InvalidInputError("instance.jobs", (), "a round without jobs has nothing to place")
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
                           options=dict(options or {}))
     notes: list[str] = []

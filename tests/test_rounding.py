@@ -15,7 +15,7 @@ from synergy_opt import generate_round, solve_ideal, solve_opt
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError
 from synergy_opt.evaluate import Evaluation, evaluate
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
-from synergy_opt.opt import OptResult
+from synergy_opt.opt import OptResult, PlacementKind
 from synergy_opt.rounding import round_placement
 from synergy_opt.solvers import Status, available_solvers, backend
 from tests.random_instances import random_instance
@@ -161,12 +161,16 @@ def test_integer_only_backend_needs_the_integral_placement() -> None:
     assert_opt(instance, solve_opt(instance, solver="ortools-cpsat", placement="milp-integral"))
 
 
+@pytest.mark.parametrize("placement", ["lp", "milp", "milp-integral"])
+def test_a_round_without_jobs_gives_an_empty_allocation(placement: PlacementKind) -> None:
+    result = solve_opt(RoundInstance(Cluster(1), ()), placement=placement)
+    assert result.status is Status.OPTIMAL and result.allocation.jobs == {} and result.evaluation.valid
+
+
 def test_bad_arguments_raise_clearly() -> None:
     instance = generate_round(16, seed=0)
     with pytest.raises(InvalidInputError, match="placement"):
         solve_opt(instance, placement="exact")  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match="without jobs"):
-        solve_opt(RoundInstance(Cluster(1), ()))
     with pytest.raises(InvalidInputError, match="time_limit"):
         solve_opt(instance, time_limit=-1)
 
