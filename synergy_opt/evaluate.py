@@ -39,6 +39,8 @@ class JobScore:
     servers: tuple[int, ...]
     throughput: float
     floor: float
+    # Split with unequal CPU or memory per GPU across its servers (it runs at its poorest server's pace).
+    disproportionate: bool = False
 
     @property
     def placed(self) -> bool:
@@ -83,6 +85,11 @@ class Evaluation:
     @property
     def split_jobs(self) -> tuple[str, ...]:
         return tuple(job_id for job_id, score in self.jobs.items() if score.split)
+
+    @property
+    def disproportionate_splits(self) -> tuple[str, ...]:
+        """Split jobs whose CPU and memory are not in proportion to their GPUs on every server (SPEC 1)."""
+        return tuple(job_id for job_id, score in self.jobs.items() if score.disproportionate)
 
     @property
     def floors_violated(self) -> tuple[str, ...]:
@@ -153,12 +160,14 @@ def evaluate(instance: RoundInstance, allocation: Allocation, *, strict: bool = 
                 use[p.server] += (p.gpus, p.cpus, p.mem_gb)
         if parts and placed != job.gpus:
             problems.append(f"job {job.id!r} placed with {placed} GPUs but needs {job.gpus}")
+        uneven = False
         if parts and placed == job.gpus:
             per_gpu = np.array([(p.cpus / p.gpus, p.mem_gb / p.gpus) for p in parts])
             throughput = float(np.min(job.profile.throughput(per_gpu[:, 0], per_gpu[:, 1])))
+            uneven = bool(np.any(np.abs(per_gpu - per_gpu[0]) > CAPACITY_TOLERANCE * (1 + np.abs(per_gpu[0]))))
         else:
             throughput = 0.0
-        scores[job.id] = JobScore(job.id, job.gpus, placed, servers, throughput, float(floors[index]))
+        scores[job.id] = JobScore(job.id, job.gpus, placed, servers, throughput, float(floors[index]), uneven)
 
     capacity = np.array([cluster.gpus_per_server, cluster.cpus_per_server, cluster.mem_gb_per_server])
     over = use > capacity * (1 + CAPACITY_TOLERANCE)

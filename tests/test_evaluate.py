@@ -1,0 +1,98 @@
+"""The one evaluator: throughput by grid lookup, split jobs, floors, totals, and loud invalidity."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import synergy_opt as so
+from synergy_opt.evaluate import InvalidAllocationError, InvalidAllocationWarning, evaluate
+
+CLUSTER = so.Cluster(2, 4, 12, 200)  # proportional share: 3 CPUs and 50 GB per GPU
+PROFILE = so.Profile([1, 3, 6], [25, 50], [[0.2, 0.4], [0.5, 1.0], [0.8, 2.0]])
+INSTANCE = so.RoundInstance(CLUSTER, (so.Job("a", 2, PROFILE), so.Job("b", 4, PROFILE), so.Job("c", 1, PROFILE)))
+
+
+def allocation(**jobs: list[tuple[int, int, float, float]]) -> so.Allocation:
+    return so.Allocation({job: tuple(so.Placement(*part) for part in parts) for job, parts in jobs.items()})
+
+
+def quiet(alloc: so.Allocation) -> so.Evaluation:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InvalidAllocationWarning)
+        return evaluate(INSTANCE, alloc)
+
+
+def test_throughput_totals_and_utilisation() -> None:
+    result = evaluate(INSTANCE, allocation(
+        a=[(0, 2, 12, 100)],  # 6 CPUs, 50 GB per GPU: W = 2.0
+        b=[(1, 4, 12, 100)],  # 3 CPUs, 25 GB per GPU: W = 0.5
+        c=[(0, 1, 0, 0)],  # below the grid in both axes: 0
+    ))
+    assert result.valid and result.problems == ()
+    assert {j: s.throughput for j, s in result.jobs.items()} == {"a": 2.0, "b": 0.5, "c": 0.0}
+    assert result.objective == pytest.approx(2.5)
+    assert result.objective_gpu == pytest.approx(2 * 2.0 + 4 * 0.5)
+    assert result.floors_violated == ("b", "c")  # the floor is W(3, 50) = 1.0
+    assert result.unplaced == () and result.split_jobs == ()
+    assert result.utilisation == pytest.approx({"gpus": 7 / 8, "cpus": 24 / 24, "mem_gb": 200 / 400})
+    summary = result.summary()
+    assert summary["floors_violated"] == 2 and summary["jobs_unplaced"] == 0 and summary["valid"] is True
+
+
+def test_grid_lookup_never_over_claims() -> None:
+    """Off the grid, the largest grid point <= in each axis counts: 5.9 CPUs read as 3, 49.9 GB as 25."""
+    result = evaluate(INSTANCE, allocation(a=[(0, 2, 11.8, 99.8)]))
+    assert result.jobs["a"].throughput == 0.5
+    # A float hair below a grid value (20.83 x 3 / 3) still reads that value.
+    assert PROFILE.throughput(3 * (1 - 1e-12), 50) == 1.0
+
+
+def test_a_split_job_runs_at_its_poorest_server() -> None:
+    result = evaluate(INSTANCE, allocation(b=[(0, 2, 12, 100), (1, 2, 6, 100)]))
+    score = result.jobs["b"]
+    assert score.split and score.servers == (0, 1)
+    assert score.throughput == 1.0  # server 1 gives 3 CPUs per GPU (1.0), server 0 six (2.0)
+    assert result.split_jobs == ("b",) and result.disproportionate_splits == ("b",)
+    even = evaluate(INSTANCE, allocation(b=[(0, 2, 12, 100), (1, 2, 12, 100)]))
+    assert even.jobs["b"].throughput == 2.0 and even.disproportionate_splits == ()
+
+
+def test_unplaced_jobs_count_zero_and_are_listed() -> None:
+    result = evaluate(INSTANCE, allocation(a=[(0, 2, 6, 100)]))
+    assert result.valid and set(result.unplaced) == {"b", "c"}
+    assert result.jobs["b"].throughput == 0.0 and not result.jobs["b"].placed
+    assert result.floors_violated == ()  # only placed jobs are judged against their floor
+
+
+@pytest.mark.parametrize(
+    ("alloc", "problem"),
+    [
+        (allocation(a=[(0, 2, 13, 100)]), "server 0 uses 13 cpus of 12"),
+        (allocation(a=[(0, 2, 6, 150)], c=[(0, 1, 3, 60)]), "server 0 uses 210 mem_gb of 200"),
+        (allocation(b=[(0, 4, 6, 100)], c=[(0, 1, 3, 50)]), "server 0 uses 5 gpus of 4"),
+        (allocation(b=[(0, 3, 9, 150)]), "job 'b' placed with 3 GPUs but needs 4"),
+        (allocation(a=[(2, 2, 6, 100)]), "job 'a' on server 2, but the cluster has 2"),
+        (allocation(z=[(0, 1, 3, 50)]), "job 'z' is not in the instance"),
+    ],
+)
+def test_invalid_allocations_are_reported_loudly(alloc: so.Allocation, problem: str) -> None:
+    with pytest.warns(InvalidAllocationWarning, match="invalid allocation"):
+        result = evaluate(INSTANCE, alloc)
+    assert not result.valid and any(problem in p for p in result.problems), result.problems
+    with pytest.raises(InvalidAllocationError, match="invalid allocation"):
+        evaluate(INSTANCE, alloc, strict=True)
+    with pytest.raises(InvalidAllocationError):
+        result.check()
+
+
+def test_a_job_with_the_wrong_gpu_count_does_not_run() -> None:
+    result = quiet(allocation(b=[(0, 3, 9, 150)]))
+    assert result.jobs["b"].throughput == 0.0 and result.jobs["b"].gpus_placed == 3
+
+
+def test_capacity_tolerance_admits_float_noise_only() -> None:
+    third = 12 / 3
+    assert evaluate(INSTANCE, allocation(a=[(0, 2, third * 2, 100)], c=[(0, 1, third + 1e-12, 50)])).valid
+    assert not quiet(allocation(a=[(0, 2, 8.01, 100)], c=[(0, 1, 4, 50)])).valid
