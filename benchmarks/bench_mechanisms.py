@@ -8,7 +8,7 @@ Run from the repository root::
 For each size and trace (single-GPU and multi-GPU jobs, split 20/70/10, seed 0) and each mechanism, the
 allocation is computed ``--repeats`` times after one untimed warm-up, and the median wall time and process CPU
 time are kept (CPU time is what the mechanism costs when the machine is shared; the load average at start is
-recorded too). Each allocation is scored by :func:`synergy_opt.evaluate.evaluate`; up to ``--ilp-max-gpus`` the
+recorded too). Each allocation is scored by :func:`synergy_opt.evaluate`; up to ``--ilp-max-gpus`` the
 ideal ILP optimum (the upper bound) is solved once to report each mechanism's gap. Results go to
 ``benchmarks/results/mechanisms.csv``.
 """
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from synergy_opt import generate_round, run_mechanism, solve_ideal
-from synergy_opt.evaluate import evaluate
+from synergy_opt.evaluation import evaluate
 from synergy_opt.instance import RoundInstance
 
 SIZES = (128, 1024, 4096, 16384)

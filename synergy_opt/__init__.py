@@ -8,6 +8,7 @@ from synergy_opt.errors import (
     SynergyError,
     UnknownNameError,
 )
+from synergy_opt.evaluation import Evaluation, InvalidAllocationError, evaluate
 from synergy_opt.generate import generate_round
 from synergy_opt.ideal import IdealResult, JobConfig, solve_ideal
 from synergy_opt.instance import Allocation, Cluster, Job, Placement, Profile, RoundInstance
@@ -24,7 +25,9 @@ __all__ = [
     "MECHANISMS",
     "Allocation",
     "Cluster",
+    "Evaluation",
     "IdealResult",
+    "InvalidAllocationError",
     "InvalidInputError",
     "Job",
     "JobConfig",
@@ -45,6 +48,7 @@ __all__ = [
     "available_solvers",
     "build_ideal",
     "builtin_profile",
+    "evaluate",
     "generate_round",
     "load_instance",
     "model_names",

@@ -17,7 +17,7 @@ from synergy_opt.builders.joint import (
     build_joint_literal,
 )
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.evaluate import Evaluation, evaluate
+from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import SolvedModel

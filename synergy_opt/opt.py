@@ -24,7 +24,7 @@ from synergy_opt.builders.placement import (
     build_placement_lp,
 )
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError
-from synergy_opt.evaluate import Evaluation
+from synergy_opt.evaluation import Evaluation
 from synergy_opt.ideal import IdealResult, solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.rounding import RoundingReport, round_placement

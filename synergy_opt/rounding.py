@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.evaluate import Evaluation, evaluate
+from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.packing import place_with_fallback
 from synergy_opt.mechanisms.state import ServerState

@@ -13,7 +13,7 @@ from synergy_opt import generate_round, load_instance, run_mechanism, solve_idea
 from synergy_opt.bench import main
 from synergy_opt.benchmarking import add_references, medians, read_csv
 from synergy_opt.benchmarking.cells import TIMING_COLUMNS
-from synergy_opt.evaluate import evaluate
+from synergy_opt.evaluation import evaluate
 from synergy_opt.instance import RoundInstance
 from synergy_opt.solvers import available_solvers
 

@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 import synergy_opt as so
-from synergy_opt.evaluate import InvalidAllocationError, InvalidAllocationWarning, evaluate
+from synergy_opt.evaluation import InvalidAllocationError, InvalidAllocationWarning, evaluate
 
 CLUSTER = so.Cluster(2, 4, 12, 200)  # proportional share: 3 CPUs and 50 GB per GPU
 PROFILE = so.Profile([1, 3, 6], [25, 50], [[0.2, 0.4], [0.5, 1.0], [0.8, 2.0]])

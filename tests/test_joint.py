@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import synergy_opt as so
 from synergy_opt.builders.joint import JointReductions, build_joint, item_capacity, server_patterns
-from synergy_opt.evaluate import Evaluation, InvalidAllocationWarning, evaluate
+from synergy_opt.evaluation import Evaluation, InvalidAllocationWarning, evaluate
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
 from synergy_opt.joint import JointFormulation
 from synergy_opt.mechanisms import MECHANISMS, run_mechanism

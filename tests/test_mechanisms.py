@@ -1,6 +1,6 @@
 """Mechanisms (SPEC 3, 4): proportional, greedy, tune, drf, tetris; the shared state, demands and packing.
 
-Every allocation is scored by :func:`synergy_opt.evaluate.evaluate`. Hypothesis runs derandomized (a fixed
+Every allocation is scored by :func:`synergy_opt.evaluate`. Hypothesis runs derandomized (a fixed
 profile), so CI sees the same examples every time.
 """
 
@@ -24,7 +24,7 @@ from synergy_opt import (
     run_mechanism,
     solve_ideal,
 )
-from synergy_opt.evaluate import Evaluation, evaluate
+from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.instance import Allocation
 from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.mechanisms.drf import dominant_shares

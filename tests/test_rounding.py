@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from synergy_opt import generate_round, solve_ideal, solve_opt
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError
-from synergy_opt.evaluate import Evaluation, evaluate
+from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
 from synergy_opt.opt import OptResult, PlacementKind
 from synergy_opt.rounding import round_placement

@@ -1,6 +1,6 @@
 """Run one cell of the grid and score it as one flat row (a dict keyed by :data:`CELL_COLUMNS`).
 
-Every allocation is scored by :func:`synergy_opt.evaluate.evaluate`, the toolkit's one evaluator. The ideal
+Every allocation is scored by :func:`synergy_opt.evaluate`, the toolkit's one evaluator. The ideal
 ILP and its LP relaxation are not allocations (one super-machine, no servers): their rows carry the solver's
 objective and the totals of the chosen configs instead.
 """
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.benchmarking.grid import Cell
-from synergy_opt.evaluate import InvalidAllocationWarning, evaluate
+from synergy_opt.evaluation import InvalidAllocationWarning, evaluate
 from synergy_opt.generate import generate_round
 from synergy_opt.ideal import IdealResult, solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance

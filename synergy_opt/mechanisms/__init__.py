@@ -10,7 +10,7 @@
 
 ``order`` is the policy's priority order of job ids (default: as listed). Every mechanism packs into one
 shared :class:`~synergy_opt.mechanisms.state.ServerState`; every allocation is scored by
-:func:`synergy_opt.evaluate.evaluate`.
+:func:`synergy_opt.evaluate`.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def run_mechanism(
     Returns
     -------
     Allocation
-        Score it with :func:`synergy_opt.evaluate.evaluate`.
+        Score it with :func:`synergy_opt.evaluate`.
 
     Raises
     ------
