@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -178,8 +179,8 @@ def test_proportional_point_a_hair_off_a_grid_value(nudge: int) -> None:
 
 def test_round_without_jobs() -> None:
     empty = so.RoundInstance(so.Cluster(2), ())
-    for relax in (False, True):
-        result = so.solve_ideal(empty, relax=relax)
+    for relax, reductions in itertools.product((False, True), (Reductions(), Reductions.none())):
+        result = so.solve_ideal(empty, relax=relax, reductions=reductions)
         assert result.status is Status.OPTIMAL and result.objective == 0.0 and result.configs == {}
 
 

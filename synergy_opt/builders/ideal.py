@@ -139,7 +139,7 @@ def build_ideal(
     builder.add_rows("cpu", zeros, columns, col_gpus * col_cpu, upper=cluster.total_cpus, count=1)
     builder.add_rows("mem", zeros, columns, col_gpus * col_mem, upper=cluster.total_mem_gb, count=1)
     if not reductions.fix_below_floor:
-        floors = np.concatenate([p.class_floor for p in pieces])
+        floors = joined("class_floor", float)
         builder.add_rows("floor", col_class, columns, col_tput, lower=floors, count=class_count.size)
     model = builder.build()
     return IdealModel(

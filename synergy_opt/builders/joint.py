@@ -93,10 +93,7 @@ class JointReductions:
     order_servers: bool = False
 
     def __post_init__(self) -> None:
-        if self.merge_identical and not self.fix_below_floor:
-            raise InvalidInputError(
-                "reductions.merge_identical", True, "merging identical jobs needs fix_below_floor=True"
-            )
+        self.ideal()  # the ideal ILP's switches are checked where they are defined
 
     @classmethod
     def none(cls) -> JointReductions:
