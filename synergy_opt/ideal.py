@@ -5,14 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from synergy_opt.builders.ideal import IdealModel, Objective, Reductions, build_ideal
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.ideal_core import solve_core
 from synergy_opt.instance import RoundInstance
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import SolvedModel
+
+Method = Literal["auto", "core", "direct"]
+METHODS: tuple[Method, ...] = ("auto", "core", "direct")
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,7 @@ def solve_ideal(
     seed: int = 0,
     verbose: bool = False,
     options: Mapping[str, Any] | None = None,
+    method: Method = "auto",
 ) -> IdealResult:
     """Solve the ideal-allocation ILP (paper eqs. 1-7) of ``instance``, or its LP relaxation.
 
@@ -141,12 +147,29 @@ def solve_ideal(
         ``"job"``: sum of per-job throughput (eq. 1); ``"gpu"``: GPU-weighted.
     reductions
         Which exact reductions to apply (all by default); ``Reductions.none()`` gives the plain model.
+    method
+        ``"direct"``: hand the whole model to ``solver``. ``"core"``: HiGHS prices the two coupling rows and
+        an exact search settles the few jobs the prices leave open (:mod:`synergy_opt.ideal_core`); for the
+        ILP with floors fixed. ``"auto"``: ``"core"`` for the ``highs`` ILP when every class is one job (no
+        two jobs alike) and no backend ``options`` are given, else ``"direct"``.
     """
+    if method not in METHODS:
+        raise InvalidInputError("method", method, f"choose one of {', '.join(METHODS)}")
     ideal = build_ideal(instance, objective=objective, reductions=reductions)
     model = ideal.model.relaxed() if relax else ideal.model
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
                           options=dict(options or {}))
-    result = solve_model(model, solver, params)
+    if method == "auto":
+        unique_jobs = ideal.num_classes == len(instance.jobs)
+        use_core = solver == DEFAULT_SOLVER and not relax and not options and unique_jobs
+        method = "core" if use_core and "floor" not in model.con_blocks else "direct"
+    if method == "core":
+        if relax or "floor" in model.con_blocks:
+            raise InvalidInputError("method", method, "the core search solves the ILP with floors fixed "
+                                    "(relax=False, Reductions.fix_below_floor=True)")
+        result = solve_core(ideal, params)
+    else:
+        result = solve_model(model, solver, params)
     return IdealResult(
         status=result.status,
         objective=result.objective,

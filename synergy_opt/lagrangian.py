@@ -1,0 +1,119 @@
+"""The ideal ILP seen as a two-row multiple-choice knapsack, and the Lagrangian dual of its two rows.
+
+Pricing CPU and memory at multipliers ``lam = (lam_c, lam_m) >= 0`` gives, for every allocation ``y``,
+
+    sum W y  =  L(lam) - sum rc y - lam . slack(y),      L(lam) = lam . cap + sum_j n_j max_k (W_jk - lam . u_jk)
+
+with reduced costs ``rc_jk = max_k' (W_jk' - lam . u_jk') - (W_jk - lam . u_jk) >= 0``. So ``L(lam)`` bounds
+the ILP from above for *any* ``lam``, and a solution's *penalty* ``L - sum W y`` is its reduced costs plus its
+priced slack. At the minimising ``lam`` the bound equals the LP relaxation (the rows are the only coupling),
+which is what :func:`solve_dual` finds: Kelley's cutting planes on the convex, piecewise-linear ``L``, whose
+three-variable master LP is solved by HiGHS. It ends exactly, because ``L`` has finitely many pieces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import highspy
+import numpy as np
+
+from synergy_opt.builders.ideal import IdealModel
+
+
+@dataclass(frozen=True, eq=False)
+class Knapsack:
+    """Columns grouped by class (contiguous, in class order): value, CPU and memory use, class, count."""
+
+    value: np.ndarray
+    cpu: np.ndarray
+    mem: np.ndarray
+    col_class: np.ndarray
+    class_count: np.ndarray
+    capacity: np.ndarray  # (CPUs, GB)
+
+    @classmethod
+    def of(cls, ideal: IdealModel) -> Knapsack:
+        model = ideal.model
+        rows = [model.con_blocks[name].start for name in ("cpu", "mem")]
+        usage = model.matrix[rows].toarray()
+        return cls(
+            value=model.objective,
+            cpu=usage[0],
+            mem=usage[1],
+            col_class=ideal.col_class,
+            class_count=ideal.class_count.astype(float),
+            capacity=model.row_upper[rows].astype(float),
+        )
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        """First column of each class."""
+        return np.flatnonzero(np.r_[True, self.col_class[1:] != self.col_class[:-1]])
+
+    @cached_property
+    def ends(self) -> np.ndarray:
+        return np.r_[self.starts[1:], self.col_class.size]
+
+    def priced(self, lam: np.ndarray) -> np.ndarray:
+        return self.value - lam[0] * self.cpu - lam[1] * self.mem
+
+
+@dataclass(frozen=True, eq=False)
+class Dual:
+    """Multipliers, the bound ``L(lam)`` they give, and the reduced cost of every column."""
+
+    multipliers: np.ndarray
+    bound: float
+    reduced_cost: np.ndarray
+    iterations: int
+
+    def base_columns(self, knapsack: Knapsack) -> np.ndarray:
+        """Per class, its first column of zero reduced cost (a best column at these prices)."""
+        rc = self.reduced_cost
+        zero = np.where(rc <= 0, np.arange(rc.size), rc.size)
+        return np.minimum.reduceat(zero, knapsack.starts)
+
+
+def dual_value(knapsack: Knapsack, lam: np.ndarray) -> tuple[float, np.ndarray, float]:
+    """``L(lam)``, and the use and value of an even mix of each class's best columns (a subgradient's data)."""
+    priced = knapsack.priced(lam)
+    starts = knapsack.starts
+    best = np.maximum.reduceat(priced, starts)
+    is_best = priced >= best[knapsack.col_class]
+    # Any mix of best columns gives a subgradient; an even mix needs no tie-breaking.
+    share = (knapsack.class_count / np.add.reduceat(is_best.astype(float), starts))[knapsack.col_class] * is_best
+    use = np.array([share @ knapsack.cpu, share @ knapsack.mem])
+    return float(lam @ knapsack.capacity + knapsack.class_count @ best), use, float(share @ knapsack.value)
+
+
+def solve_dual(knapsack: Knapsack, tolerance: float = 1e-12, max_iterations: int = 500) -> Dual:
+    """Minimise ``L`` over ``lam >= 0`` by Kelley's cutting planes (see the module docstring)."""
+    master = highspy.Highs()
+    master.setOptionValue("output_flag", False)
+    inf = highspy.kHighsInf
+    # The master is bounded from the first cut on only inside a box; prices beyond it are never optimal
+    # (a price above the largest value per unit of use makes every column worse than using nothing more).
+    positive = np.concatenate([knapsack.cpu[knapsack.cpu > 0], knapsack.mem[knapsack.mem > 0], [1.0]])
+    box = 1e3 * (1.0 + np.abs(knapsack.value).max(initial=0.0)) / positive.min()
+    master.addVars(3, np.array([0.0, 0.0, -inf]), np.array([box, box, inf]))
+    master.changeColsCost(3, np.arange(3, dtype=np.int32), np.array([0.0, 0.0, 1.0]))
+    lam = np.zeros(2)
+    best_lam, best_bound = lam, np.inf
+    for iteration in range(1, max_iterations + 1):
+        bound, use, value = dual_value(knapsack, lam)
+        if bound < best_bound:
+            best_lam, best_bound = lam, bound
+        # L(mu) >= value + mu . (capacity - use) for every mu: a cut  theta - (capacity - use) . mu >= value.
+        slope = knapsack.capacity - use
+        master.addRow(value, inf, 3, np.arange(3, dtype=np.int32), np.array([-slope[0], -slope[1], 1.0]))
+        master.run()
+        solution = np.array(master.getSolution().col_value)
+        if best_bound - solution[2] <= tolerance * max(1.0, abs(best_bound)):
+            break
+        lam = np.maximum(solution[:2], 0.0)
+    priced = knapsack.priced(best_lam)
+    best = np.maximum.reduceat(priced, knapsack.starts)
+    reduced_cost = np.maximum(best[knapsack.col_class] - priced, 0.0)
+    return Dual(best_lam, best_bound, reduced_cost, iteration)
