@@ -21,7 +21,9 @@ import numpy as np
 from synergy_opt.lagrangian import Dual, Knapsack
 
 # Half-width of the exact CPU cost-to-go table; outside it the bound is 0 (still a valid bound).
-CPU_WINDOW = 1024
+CPU_WINDOW = 256
+# Consecutive core jobs are searched together up to this many combinations of their options.
+MAX_GROUP_OPTIONS = 32
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ def search(
     """The best solution of penalty <= ``threshold`` (exact unless ``beam``), or None when there is none."""
     base = dual.base_columns(knapsack)
     steps = _core_steps(knapsack, dual, base, threshold)
+    groups = _grouped(steps)
+    ends = np.cumsum([len(group.steps) for group in groups], dtype=np.int64)  # sub-steps done after each group
     counts = knapsack.class_count
     room = knapsack.capacity - np.array([counts @ knapsack.cpu[base], counts @ knapsack.mem[base]])
     lam = dual.multipliers
@@ -71,30 +75,22 @@ def search(
     cpu, mem, cost = np.zeros(1), np.zeros(1), np.zeros(1)
     trail: list[tuple[np.ndarray, np.ndarray]] = []
     max_states = 1
-    for index, step in enumerate(steps):
+    for group, done in zip(groups, ends, strict=True):
         if deadline is not None and time.perf_counter() > deadline:
             return SearchOutcome(None, False, len(steps), max_states)
-        options = step.cpu.size
-        cpu = (cpu[:, None] + step.cpu).ravel()
-        mem = (mem[:, None] + step.mem).ravel()
-        cost = (cost[:, None] + step.cost).ravel()
+        options = group.cpu.size
+        cpu = (cpu[:, None] + group.cpu).ravel()
+        mem = (mem[:, None] + group.mem).ravel()
+        cost = (cost[:, None] + group.cost).ravel()
         parent = np.repeat(np.arange(cost.size // options), options)
         choice = np.tile(np.arange(options), cost.size // options)
         estimate = cost + np.maximum(
-            _table_bound(cpu_to_go, index + 1, room[0] - cpu),
-            _mem_bound(room[1] - mem, mem_up[index + 1], mem_down[index + 1], lam[1], tolerance[1]),
+            _table_bound(cpu_to_go, done, room[0] - cpu),
+            _mem_bound(room[1] - mem, mem_up[done], mem_down[done], lam[1], tolerance[1]),
         )
         keep = estimate <= threshold
         cpu, mem, cost, parent, choice, estimate = (a[keep] for a in (cpu, mem, cost, parent, choice, estimate))
-        # One state per change of use: the cheapest (memory compared at a micro-GB to absorb rounding).
-        mem_key = np.round(mem, 6)
-        order = np.lexsort((cost, mem_key, cpu))
-        cpu, mem, mem_key, cost, parent, choice, estimate = (
-            a[order] for a in (cpu, mem, mem_key, cost, parent, choice, estimate)
-        )
-        first = np.ones(cost.size, dtype=bool)
-        first[1:] = (cpu[1:] != cpu[:-1]) | (mem_key[1:] != mem_key[:-1])
-        cpu, mem, cost, parent, choice, estimate = (a[first] for a in (cpu, mem, cost, parent, choice, estimate))
+        cpu, mem, cost, parent, choice, estimate = _undominated(cpu, mem, cost, parent, choice, estimate, lam=lam)
         if beam is not None and cost.size > beam:
             best = np.argpartition(estimate, beam)[:beam]
             cpu, mem, cost, parent, choice = (a[best] for a in (cpu, mem, cost, parent, choice))
@@ -110,13 +106,78 @@ def search(
         return SearchOutcome(None, True, len(steps), max_states)
     y = np.zeros(knapsack.value.size)
     np.add.at(y, base, counts)
-    for step, (parent, choice) in zip(reversed(steps), reversed(trail), strict=True):
-        option = int(choice[state])
-        if option:
-            y[step.columns[0]] -= 1
-            y[step.columns[option]] += 1
+    for group, (parent, choice) in zip(reversed(groups), reversed(trail), strict=True):
+        options = np.unravel_index(int(choice[state]), group.shape)
+        for step, option in zip(group.steps, options, strict=True):
+            if option:
+                y[step.columns[0]] -= 1
+                y[step.columns[option]] += 1
         state = int(parent[state])
     return SearchOutcome(CoreSolution(y, float(penalty.min())), True, len(steps), max_states)
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Consecutive steps taken as one: every combination of their options (the last step varies fastest).
+
+    Fewer, larger steps: the search's cost is mostly per step, not per state."""
+
+    steps: tuple[_Step, ...]
+    cpu: np.ndarray
+    mem: np.ndarray
+    cost: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(step.cpu.size for step in self.steps)
+
+
+def _grouped(steps: list[_Step], max_options: int = MAX_GROUP_OPTIONS) -> list[_Group]:
+    groups: list[_Group] = []
+    members: list[_Step] = []
+    combinations = 1
+    for step in steps:
+        if members and combinations * step.cpu.size > max_options:
+            groups.append(_combined(members))
+            members, combinations = [], 1
+        members.append(step)
+        combinations *= step.cpu.size
+    if members:
+        groups.append(_combined(members))
+    return groups
+
+
+def _combined(steps: list[_Step]) -> _Group:
+    def outer(name: str) -> np.ndarray:
+        total = getattr(steps[0], name)
+        for step in steps[1:]:
+            total = np.add.outer(total, getattr(step, name))
+        return np.ravel(total)
+
+    return _Group(tuple(steps), outer("cpu"), outer("mem"), outer("cost"))
+
+
+def _undominated(cpu: np.ndarray, mem: np.ndarray, cost: np.ndarray, *rest: np.ndarray, lam: np.ndarray
+                 ) -> tuple[np.ndarray, ...]:
+    """Drop every state another one dominates: the same CPU change, no more memory, no larger priced cost.
+
+    A state's penalty after any completion is ``cost - lam_m * mem`` plus terms the completion fixes, and
+    less memory keeps every completion feasible; so among equal CPU changes, only states whose priced cost
+    falls below that of every state with less memory can lead to a better solution.
+    """
+    priced = cost - lam[1] * mem
+    # Memory compared at a micro-GB, so that sums taken in another order count as equal.
+    order = np.lexsort((priced, np.round(mem, 6), cpu))
+    cpu, mem, cost, priced = cpu[order], mem[order], cost[order], priced[order]
+    rest = tuple(a[order] for a in rest)
+    group = np.cumsum(np.r_[True, cpu[1:] != cpu[:-1]]) if cpu.size else np.zeros(0, np.int64)
+    # A running minimum restarted at each CPU group: lower each group far below the ones before it.
+    drop = 2.0 * (np.ptp(priced) + 1.0) if priced.size else 0.0
+    running = np.minimum.accumulate(priced - drop * group) + drop * group
+    before = np.r_[np.inf, running[:-1]]
+    before[np.r_[True, group[1:] != group[:-1]] if group.size else []] = np.inf
+    keep = priced < before - 1e-12 * (1.0 + np.abs(priced))
+    return (cpu[keep], mem[keep], cost[keep], *(a[keep] for a in rest))
 
 
 def _core_steps(knapsack: Knapsack, dual: Dual, base: np.ndarray, threshold: float) -> list[_Step]:
@@ -126,46 +187,61 @@ def _core_steps(knapsack: Knapsack, dual: Dual, base: np.ndarray, threshold: flo
     """
     rc = dual.reduced_cost
     within = rc <= threshold
-    open_classes = np.flatnonzero(np.add.reduceat(within.astype(np.int64), knapsack.starts) >= 2)
-    steps: list[tuple[float, _Step]] = []
-    for klass in open_classes:
-        home = base[klass]
-        columns = np.arange(knapsack.starts[klass], knapsack.ends[klass])
-        columns = np.concatenate([[home], columns[within[columns] & (columns != home)]])
-        step = _Step(
-            columns=columns,
-            cpu=knapsack.cpu[columns] - knapsack.cpu[home],
-            mem=knapsack.mem[columns] - knapsack.mem[home],
-            cost=rc[columns] - rc[home],
-        )
-        steps.extend((float(step.cost[1:].min()), step) for _ in range(int(knapsack.class_count[klass])))
-    steps.sort(key=lambda pair: pair[0])
-    return [step for _, step in steps]
+    is_open = np.add.reduceat(within.astype(np.int64), knapsack.starts) >= 2
+    columns = np.flatnonzero(within & is_open[knapsack.col_class])
+    klass = knapsack.col_class[columns]
+    home = base[klass]
+    # Within each class, its base column first.
+    order = np.lexsort((columns != home, klass))
+    columns, klass, home = columns[order], klass[order], home[order]
+    cut = np.flatnonzero(klass[1:] != klass[:-1]) + 1
+    parts = [
+        np.split(values, cut)
+        for values in (columns, knapsack.cpu[columns] - knapsack.cpu[home],
+                       knapsack.mem[columns] - knapsack.mem[home], rc[columns])
+    ]
+    if not columns.size:
+        return []
+    first_alternative = np.minimum.reduceat(np.where(columns == home, np.inf, rc[columns]), np.r_[0, cut])
+    repeats = knapsack.class_count[klass[np.r_[0, cut]]].astype(np.int64)
+    steps = [_Step(*fields) for fields in zip(*parts, strict=True)]
+    ranked = np.argsort(first_alternative, kind="stable")
+    return [steps[i] for i in ranked for _ in range(repeats[i])]
 
 
 def _cpu_cost_to_go(steps: list[_Step], lam_cpu: float) -> np.ndarray | None:
     """``table[i, need + W]``: least cost of steps ``i..`` to add ``need`` CPUs or less, CPU slack priced.
 
-    Exact when every CPU change is integral (as for profiled CPU axes); otherwise there is no table.
+    Exact within the window when every CPU change is integral (as for profiled CPU axes); otherwise there is
+    no table. Outside the window the table reads 0, so it is a lower bound everywhere.
     """
+    if not any(step.cpu.any() for step in steps):
+        return None  # no CPU changes (or the CPU row relaxed away): the bound would be 0 everywhere
     if not all(np.array_equal(step.cpu, np.round(step.cpu)) for step in steps):
         return None
     width = 2 * CPU_WINDOW + 1
     need = np.arange(-CPU_WINDOW, CPU_WINDOW + 1)
+    shifts = [np.round(step.cpu).astype(np.int64) for step in steps]
+    pad = int(max(np.abs(shift).max() for shift in shifts))
     table = np.empty((len(steps) + 1, width))
     table[-1] = np.where(need >= 0, lam_cpu * need, np.inf)
+    padded = np.zeros(width + 2 * pad)  # 0 outside the window
+    positions = np.arange(width) + pad
     for index in range(len(steps) - 1, -1, -1):
-        after, row = table[index + 1], np.full(width, np.inf)
-        step = steps[index]
-        for change, cost in zip(np.round(step.cpu).astype(np.int64), step.cost, strict=True):
-            shifted = np.zeros(width)  # after[need - change]; 0 where that falls outside the window
-            if change >= 0:
-                shifted[change:] = after[: width - change]
-            else:
-                shifted[:change] = after[-change:]
-            np.minimum(row, shifted + cost, out=row)
-        table[index] = row
+        padded[pad:pad + width] = table[index + 1]
+        # table[index][need] = min over options of cost + table[index + 1][need - change]
+        gathered = padded[positions[None, :] - np.minimum(shifts[index], pad)[:, None]]
+        table[index] = (gathered + steps[index].cost[:, None]).min(axis=0)
     return table
+
+
+def root_bound(knapsack: Knapsack, dual: Dual, threshold: float) -> float:
+    """A lower bound on the penalty of every solution of penalty <= ``threshold``: CPU integrality alone."""
+    base = dual.base_columns(knapsack)
+    steps = _core_steps(knapsack, dual, base, threshold)
+    table = _cpu_cost_to_go(steps, dual.multipliers[0])
+    room = knapsack.capacity[0] - knapsack.class_count @ knapsack.cpu[base]
+    return float(_table_bound(table, 0, np.array([room]))[0])
 
 
 def _table_bound(table: np.ndarray | None, index: int, need: np.ndarray) -> np.ndarray:
@@ -178,14 +254,19 @@ def _table_bound(table: np.ndarray | None, index: int, need: np.ndarray) -> np.n
 
 def _mem_price_bounds(steps: list[_Step]) -> tuple[np.ndarray, np.ndarray]:
     """Per suffix of steps, the least cost per GB of adding memory, and of giving memory back."""
-    up = np.full(len(steps) + 1, np.inf)
-    down = np.full(len(steps) + 1, np.inf)
-    for index in range(len(steps) - 1, -1, -1):
-        step = steps[index]
-        more, less = step.mem > 0, step.mem < 0
-        up[index] = min(up[index + 1], (step.cost[more] / step.mem[more]).min(initial=np.inf))
-        down[index] = min(down[index + 1], (step.cost[less] / -step.mem[less]).min(initial=np.inf))
-    return up, down
+    if not steps:
+        return np.full(1, np.inf), np.full(1, np.inf)
+    mem = np.concatenate([step.mem for step in steps])
+    cost = np.concatenate([step.cost for step in steps])
+    starts = np.cumsum([0] + [step.mem.size for step in steps[:-1]])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        up = np.minimum.reduceat(np.where(mem > 0, cost / mem, np.inf), starts)
+        down = np.minimum.reduceat(np.where(mem < 0, cost / -mem, np.inf), starts)
+
+    def suffix_min(values: np.ndarray) -> np.ndarray:
+        return np.r_[np.minimum.accumulate(values[::-1])[::-1], np.inf]
+
+    return suffix_min(up), suffix_min(down)
 
 
 def _mem_bound(need: np.ndarray, up: float, down: float, lam_mem: float, tolerance: float) -> np.ndarray:

@@ -13,7 +13,7 @@ three-variable master LP is solved by HiGHS. It ends exactly, because ``L`` has 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import highspy
@@ -55,6 +55,14 @@ class Knapsack:
     @cached_property
     def ends(self) -> np.ndarray:
         return np.r_[self.starts[1:], self.col_class.size]
+
+    def without_row(self, row: int) -> Knapsack:
+        """The relaxation that drops CPU (``row`` 0) or memory (1); prices still count that row's use."""
+        usage = {"cpu": self.cpu, "mem": self.mem}
+        usage[("cpu", "mem")[row]] = np.zeros_like(self.cpu)
+        capacity = self.capacity.copy()
+        capacity[row] = 0.0
+        return replace(self, **usage, capacity=capacity)
 
     def priced(self, lam: np.ndarray) -> np.ndarray:
         return self.value - lam[0] * self.cpu - lam[1] * self.mem
@@ -101,7 +109,9 @@ def solve_dual(knapsack: Knapsack, tolerance: float = 1e-12, max_iterations: int
     master.changeColsCost(3, np.arange(3, dtype=np.int32), np.array([0.0, 0.0, 1.0]))
     lam = np.zeros(2)
     best_lam, best_bound = lam, np.inf
-    for iteration in range(1, max_iterations + 1):
+    iteration = 0
+    while iteration < max_iterations:
+        iteration += 1
         bound, use, value = dual_value(knapsack, lam)
         if bound < best_bound:
             best_lam, best_bound = lam, bound
