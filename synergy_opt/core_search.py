@@ -21,7 +21,7 @@ import numpy as np
 from synergy_opt.lagrangian import Dual, Knapsack
 
 # Half-width of the exact CPU cost-to-go table; outside it the bound is 0 (still a valid bound).
-CPU_WINDOW = 256
+CPU_WINDOW = 128
 # Consecutive core jobs are searched together up to this many combinations of their options.
 MAX_GROUP_OPTIONS = 32
 
@@ -37,7 +37,7 @@ class CoreSolution:
 @dataclass(frozen=True)
 class SearchOutcome:
     solution: CoreSolution | None  # the best solution of penalty <= threshold (any one found, with a beam)
-    complete: bool  # False when the deadline cut the search short
+    complete: bool  # False when the deadline or the state limit cut the search short
     core_jobs: int
     max_states: int
 
@@ -52,30 +52,75 @@ class _Step:
     cost: np.ndarray
 
 
+@dataclass(frozen=True, eq=False)
+class Core:
+    """What every search at one threshold shares: the core's steps and the bounds on the cost still to come."""
+
+    knapsack: Knapsack
+    dual: Dual
+    threshold: float
+    base: np.ndarray  # per class, the column the steps change from
+    steps: list[_Step]
+    groups: list[_Group]
+    ends: np.ndarray  # steps done after each group
+    room: np.ndarray  # capacity left by the base columns
+    cpu_to_go: np.ndarray | None
+    mem_up: np.ndarray
+    mem_down: np.ndarray
+
+    @property
+    def root_bound(self) -> float:
+        """A lower bound on the penalty of every solution of penalty <= ``threshold``: CPU integrality alone."""
+        return float(_table_bound(self.cpu_to_go, 0, self.room[:1])[0])
+
+
+def prepare(knapsack: Knapsack, dual: Dual, threshold: float) -> Core:
+    """The core of ``knapsack`` at ``threshold``, ready to search."""
+    base = dual.base_columns(knapsack)
+    steps = _core_steps(knapsack, dual, base, threshold)
+    groups = _grouped(steps, MAX_GROUP_OPTIONS)
+    counts = knapsack.class_count
+    mem_up, mem_down = _mem_price_bounds(steps)
+    return Core(
+        knapsack=knapsack,
+        dual=dual,
+        threshold=threshold,
+        base=base,
+        steps=steps,
+        groups=groups,
+        ends=np.cumsum([len(group.steps) for group in groups], dtype=np.int64),
+        room=knapsack.capacity - np.array([counts @ knapsack.cpu[base], counts @ knapsack.mem[base]]),
+        cpu_to_go=_cpu_cost_to_go(groups, dual.multipliers[0]),
+        mem_up=mem_up,
+        mem_down=mem_down,
+    )
+
+
 def search(
-    knapsack: Knapsack,
-    dual: Dual,
-    threshold: float,
+    core: Core,
     *,
     beam: int | None = None,
     deadline: float | None = None,
+    state_limit: int | None = None,
 ) -> SearchOutcome:
-    """The best solution of penalty <= ``threshold`` (exact unless ``beam``), or None when there is none."""
-    base = dual.base_columns(knapsack)
-    steps = _core_steps(knapsack, dual, base, threshold)
-    groups = _grouped(steps)
-    ends = np.cumsum([len(group.steps) for group in groups], dtype=np.int64)  # sub-steps done after each group
-    counts = knapsack.class_count
-    room = knapsack.capacity - np.array([counts @ knapsack.cpu[base], counts @ knapsack.mem[base]])
-    lam = dual.multipliers
-    tolerance = 1e-9 * np.maximum(1.0, np.abs(knapsack.capacity))
-    cpu_to_go = _cpu_cost_to_go(steps, lam[0])
-    mem_up, mem_down = _mem_price_bounds(steps)
+    """The best solution of penalty <= ``core.threshold`` (exact unless ``beam``), or None when there is none.
 
-    cpu, mem, cost = np.zeros(1), np.zeros(1), np.zeros(1)
+    The search stops incomplete when ``deadline`` (a ``time.perf_counter`` time) passes or a step keeps more
+    than ``state_limit`` states."""
+    knapsack, threshold, steps, room = core.knapsack, core.threshold, core.steps, core.room
+    lam = core.dual.multipliers
+    tolerance = 1e-9 * np.maximum(1.0, np.abs(knapsack.capacity))
+    if core.root_bound > threshold:
+        return SearchOutcome(None, True, len(steps), 0)
+
+    cpu: np.ndarray = np.zeros(1)
+    mem: np.ndarray = np.zeros(1)
+    cost: np.ndarray = np.zeros(1)
+    parent: np.ndarray
+    choice: np.ndarray
     trail: list[tuple[np.ndarray, np.ndarray]] = []
     max_states = 1
-    for group, done in zip(groups, ends, strict=True):
+    for index, (group, done) in enumerate(zip(core.groups, core.ends, strict=True)):
         if deadline is not None and time.perf_counter() > deadline:
             return SearchOutcome(None, False, len(steps), max_states)
         options = group.cpu.size
@@ -85,8 +130,8 @@ def search(
         parent = np.repeat(np.arange(cost.size // options), options)
         choice = np.tile(np.arange(options), cost.size // options)
         estimate = cost + np.maximum(
-            _table_bound(cpu_to_go, done, room[0] - cpu),
-            _mem_bound(room[1] - mem, mem_up[done], mem_down[done], lam[1], tolerance[1]),
+            _table_bound(core.cpu_to_go, index + 1, room[0] - cpu),
+            _mem_bound(room[1] - mem, core.mem_up[done], core.mem_down[done], lam[1], tolerance[1]),
         )
         keep = estimate <= threshold
         cpu, mem, cost, parent, choice, estimate = (a[keep] for a in (cpu, mem, cost, parent, choice, estimate))
@@ -96,6 +141,8 @@ def search(
             cpu, mem, cost, parent, choice = (a[best] for a in (cpu, mem, cost, parent, choice))
         trail.append((parent, choice))
         max_states = max(max_states, cost.size)
+        if state_limit is not None and cost.size > state_limit:
+            return SearchOutcome(None, False, len(steps), max_states)
         if cost.size == 0:
             return SearchOutcome(None, True, len(steps), max_states)
 
@@ -105,10 +152,10 @@ def search(
     if not np.isfinite(penalty[state]) or penalty[state] > threshold:
         return SearchOutcome(None, True, len(steps), max_states)
     y = np.zeros(knapsack.value.size)
-    np.add.at(y, base, counts)
-    for group, (parent, choice) in zip(reversed(groups), reversed(trail), strict=True):
-        options = np.unravel_index(int(choice[state]), group.shape)
-        for step, option in zip(group.steps, options, strict=True):
+    np.add.at(y, core.base, knapsack.class_count)
+    for group, (parent, choice) in zip(reversed(core.groups), reversed(trail), strict=True):
+        picks = [int(pick) for pick in np.unravel_index(int(choice[state]), group.shape)]
+        for step, option in zip(group.steps, picks, strict=True):
             if option:
                 y[step.columns[0]] -= 1
                 y[step.columns[option]] += 1
@@ -132,7 +179,7 @@ class _Group:
         return tuple(step.cpu.size for step in self.steps)
 
 
-def _grouped(steps: list[_Step], max_options: int = MAX_GROUP_OPTIONS) -> list[_Group]:
+def _grouped(steps: list[_Step], max_options: int) -> list[_Group]:
     groups: list[_Group] = []
     members: list[_Step] = []
     combinations = 1
@@ -209,39 +256,30 @@ def _core_steps(knapsack: Knapsack, dual: Dual, base: np.ndarray, threshold: flo
     return [steps[i] for i in ranked for _ in range(repeats[i])]
 
 
-def _cpu_cost_to_go(steps: list[_Step], lam_cpu: float) -> np.ndarray | None:
-    """``table[i, need + W]``: least cost of steps ``i..`` to add ``need`` CPUs or less, CPU slack priced.
+def _cpu_cost_to_go(groups: list[_Group], lam_cpu: float) -> np.ndarray | None:
+    """``table[g, need + W]``: least cost of groups ``g..`` to add ``need`` CPUs or less, CPU slack priced.
 
     Exact within the window when every CPU change is integral (as for profiled CPU axes); otherwise there is
     no table. Outside the window the table reads 0, so it is a lower bound everywhere.
     """
-    if not any(step.cpu.any() for step in steps):
+    if not any(group.cpu.any() for group in groups):
         return None  # no CPU changes (or the CPU row relaxed away): the bound would be 0 everywhere
-    if not all(np.array_equal(step.cpu, np.round(step.cpu)) for step in steps):
+    if not all(np.array_equal(group.cpu, np.round(group.cpu)) for group in groups):
         return None
     width = 2 * CPU_WINDOW + 1
     need = np.arange(-CPU_WINDOW, CPU_WINDOW + 1)
-    shifts = [np.round(step.cpu).astype(np.int64) for step in steps]
-    pad = int(max(np.abs(shift).max() for shift in shifts))
-    table = np.empty((len(steps) + 1, width))
+    shifts = [np.round(group.cpu).astype(np.int64) for group in groups]
+    pad = min(int(max(np.abs(shift).max() for shift in shifts)), width)
+    table = np.empty((len(groups) + 1, width))
     table[-1] = np.where(need >= 0, lam_cpu * need, np.inf)
     padded = np.zeros(width + 2 * pad)  # 0 outside the window
     positions = np.arange(width) + pad
-    for index in range(len(steps) - 1, -1, -1):
+    for index in range(len(groups) - 1, -1, -1):
         padded[pad:pad + width] = table[index + 1]
         # table[index][need] = min over options of cost + table[index + 1][need - change]
-        gathered = padded[positions[None, :] - np.minimum(shifts[index], pad)[:, None]]
-        table[index] = (gathered + steps[index].cost[:, None]).min(axis=0)
+        gathered = padded[positions[None, :] - np.clip(shifts[index], -pad, pad)[:, None]]
+        table[index] = (gathered + groups[index].cost[:, None]).min(axis=0)
     return table
-
-
-def root_bound(knapsack: Knapsack, dual: Dual, threshold: float) -> float:
-    """A lower bound on the penalty of every solution of penalty <= ``threshold``: CPU integrality alone."""
-    base = dual.base_columns(knapsack)
-    steps = _core_steps(knapsack, dual, base, threshold)
-    table = _cpu_cost_to_go(steps, dual.multipliers[0])
-    room = knapsack.capacity[0] - knapsack.class_count @ knapsack.cpu[base]
-    return float(_table_bound(table, 0, np.array([room]))[0])
 
 
 def _table_bound(table: np.ndarray | None, index: int, need: np.ndarray) -> np.ndarray:

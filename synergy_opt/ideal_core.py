@@ -21,13 +21,15 @@ import time
 import numpy as np
 
 from synergy_opt.builders.ideal import IdealModel
-from synergy_opt.core_search import CoreSolution, SearchOutcome, root_bound, search
+from synergy_opt.core_search import Core, CoreSolution, SearchOutcome, prepare, search
 from synergy_opt.lagrangian import Dual, Knapsack, solve_dual
 from synergy_opt.solvers.base import SolveResult, SolverParams, Status
 
 SOLVER_NAME = "highs-core"
 # States kept per step by the incumbent's beam search.
 BEAM_WIDTH = 16
+# While the threshold is low, an exact search of at most this many states per step is tried first.
+EXACT_STATE_LIMIT = 4096
 
 
 class _Deadline(Exception):
@@ -54,9 +56,11 @@ def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
 
     searcher = _Searcher(knapsack, dual, deadline)
     try:
-        incumbent = _incumbent(searcher, params.mip_gap)
+        incumbent, proven = _incumbent(searcher, params.mip_gap)
         if incumbent is None:
             return finish(Status.INFEASIBLE, None, "no allocation meets the capacities")
+        if proven:
+            return finish(Status.OPTIMAL, bound - incumbent.penalty, "optimal: exact core search")
         threshold = incumbent.penalty - params.mip_gap * max(abs(bound - incumbent.penalty), 1e-10)
         if threshold < 0 or searcher.relaxation_rules_out(threshold):
             return finish(Status.OPTIMAL, bound - max(threshold, 0.0), "optimal within the gap: "
@@ -73,63 +77,63 @@ def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
 
 
 class _Searcher:
-    """The searches of one solve, sharing its prices and deadline."""
+    """The searches of one solve, sharing its prices, its deadline and the prepared core of each threshold."""
 
     def __init__(self, knapsack: Knapsack, dual: Dual, deadline: float | None) -> None:
         self.knapsack = knapsack
         self.dual = dual
         self.deadline = deadline
         self.memory_alone = knapsack.without_row(0)
+        self._cores: dict[tuple[bool, float], Core] = {}
 
-    def _run(self, knapsack: Knapsack, threshold: float, beam: int | None = None) -> SearchOutcome:
-        outcome = search(knapsack, self.dual, threshold, beam=beam, deadline=self.deadline)
-        if not outcome.complete:
+    def _core(self, relaxed: bool, threshold: float) -> Core:
+        key = (relaxed, threshold)
+        if key not in self._cores:
+            if all(known != threshold for _, known in self._cores):
+                self._cores = {}  # thresholds only move on: keep the current one's cores
+            self._cores[key] = prepare(self.memory_alone if relaxed else self.knapsack, self.dual, threshold)
+        return self._cores[key]
+
+    def _run(self, core: Core, beam: int | None = None, state_limit: int | None = None) -> SearchOutcome:
+        outcome = search(core, beam=beam, deadline=self.deadline, state_limit=state_limit)
+        if not outcome.complete and self.deadline is not None and time.perf_counter() > self.deadline:
             raise _Deadline
         return outcome
 
     def relaxation_rules_out(self, threshold: float) -> bool:
-        """True when a one-row relaxation has no solution of penalty <= ``threshold``."""
-        return self.relaxed_solution(threshold) is None
-
-    def relaxed_solution(self, threshold: float) -> CoreSolution | None:
-        """The best solution of memory alone with penalty <= ``threshold``, unless CPU alone rules one out.
+        """True when a one-row relaxation has no solution of penalty <= ``threshold``.
 
         CPU alone is settled by the root of its exact cost-to-go table; memory alone needs a search.
         """
-        if root_bound(self.knapsack, self.dual, threshold) > threshold:
-            return None
-        return self._run(self.memory_alone, threshold).solution
-
-    def as_solution(self, relaxed: CoreSolution) -> CoreSolution | None:
-        """A relaxed solution that happens to fit the CPUs too, with its penalty in the full problem."""
-        knapsack = self.knapsack
-        if knapsack.cpu @ relaxed.y > knapsack.capacity[0] + 1e-9 * max(1.0, knapsack.capacity[0]):
-            return None
-        return CoreSolution(relaxed.y, self.dual.bound - float(knapsack.value @ relaxed.y))
+        if self._core(False, threshold).root_bound > threshold:
+            return True
+        return self._run(self._core(True, threshold)).solution is None
 
     def beam(self, threshold: float) -> CoreSolution | None:
-        return self._run(self.knapsack, threshold, BEAM_WIDTH).solution
+        return self._run(self._core(False, threshold), BEAM_WIDTH).solution
 
-    def exact(self, threshold: float) -> SearchOutcome:
-        return self._run(self.knapsack, threshold)
+    def exact(self, threshold: float, state_limit: int | None = None) -> SearchOutcome:
+        return self._run(self._core(False, threshold), state_limit=state_limit)
 
 
-def _incumbent(searcher: _Searcher, mip_gap: float) -> CoreSolution | None:
-    """A first solution, on a growing threshold that skips what a relaxation rules out: the relaxation's own
-    solution when it fits the CPUs, else a beam search's."""
+def _incumbent(searcher: _Searcher, mip_gap: float) -> tuple[CoreSolution | None, bool]:
+    """A first solution, and whether it is already known optimal.
+
+    On a threshold that doubles, skipping what a relaxation rules out: a beam search; when it finds nothing,
+    an exact search while that stays small (its solution is then the optimum; none rules the threshold out).
+    """
     dual, knapsack = searcher.dual, searcher.knapsack
     # No solution has a larger penalty than every job at its worst column with all capacity unused.
     worst = float(knapsack.class_count @ np.maximum.reduceat(dual.reduced_cost, knapsack.starts)
                   + dual.multipliers @ knapsack.capacity)
     threshold = max(mip_gap * abs(dual.bound), 1e-9 * max(1.0, abs(dual.bound)))
     while threshold < worst:
-        relaxed = searcher.relaxed_solution(threshold)
-        if relaxed is not None:
-            found = searcher.as_solution(relaxed)
-            # Taken only when as good as the threshold: a worse one would make the proof search wider.
-            if found is None or found.penalty > threshold:
-                found = searcher.beam(threshold)
+        if not searcher.relaxation_rules_out(threshold):
+            found = searcher.beam(threshold)
             if found is not None:
-                return found
-        threshold *= 4
-    return searcher.exact(worst).solution
+                return found, False
+            exact = searcher.exact(threshold, state_limit=EXACT_STATE_LIMIT)
+            if exact.solution is not None:
+                return exact.solution, True
+        threshold *= 2
+    return searcher.exact(worst).solution, True
