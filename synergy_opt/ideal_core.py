@@ -42,8 +42,6 @@ def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
     deadline = None if params.time_limit is None else start + params.time_limit
     knapsack = Knapsack.of(ideal)
     built = time.perf_counter()
-    dual = solve_dual(knapsack)
-    bound = dual.bound
     incumbent: CoreSolution | None = None
 
     def finish(status: Status, upper: float | None, message: str) -> SolveResult:
@@ -54,6 +52,11 @@ def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
             solve_seconds=time.perf_counter() - built, message=message, native_status=message,
         )
 
+    if not knapsack.value.size:
+        incumbent = CoreSolution(np.zeros(0), 0.0)
+        return finish(Status.OPTIMAL, 0.0, "optimal: a round without jobs")
+    dual = solve_dual(knapsack)
+    bound = dual.bound
     searcher = _Searcher(knapsack, dual, deadline)
     try:
         incumbent, proven = _incumbent(searcher, params.mip_gap)

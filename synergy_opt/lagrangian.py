@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-import highspy
 import numpy as np
 
 from synergy_opt.builders.ideal import IdealModel
@@ -98,6 +97,8 @@ def dual_value(knapsack: Knapsack, lam: np.ndarray) -> tuple[float, np.ndarray, 
 
 def solve_dual(knapsack: Knapsack, tolerance: float = 1e-12, max_iterations: int = 500) -> Dual:
     """Minimise ``L`` over ``lam >= 0`` by Kelley's cutting planes (see the module docstring)."""
+    import highspy  # imported on use, as the backends are: importing the package loads no solver
+
     master = highspy.Highs()
     master.setOptionValue("output_flag", False)
     inf = highspy.kHighsInf

@@ -1,0 +1,148 @@
+"""The ideal ILP's structured method: Lagrangian prices, one-row relaxations, beam and exact core searches.
+
+Cross-checked against brute force, against HiGHS solving the whole model directly, and against the LP.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import synergy_opt as so
+import synergy_opt.ideal_core as ideal_core
+from synergy_opt.builders.ideal import Reductions, build_ideal
+from synergy_opt.core_search import prepare, search
+from synergy_opt.lagrangian import Knapsack, dual_value, solve_dual
+from synergy_opt.solvers import Status
+from synergy_opt.solvers.base import check_solution
+from tests.random_instances import brute_force_ideal, random_instance
+from tests.test_ideal import check_choices
+
+# Each path of the method: as shipped; beam searches that keep one state; exact searches that stop at once
+# (so that every incumbent comes from a beam and every proof from the final search).
+PATHS = {
+    "default": {},
+    "narrow-beam": {"BEAM_WIDTH": 1},
+    "beam-only": {"EXACT_STATE_LIMIT": 0},
+}
+
+
+def core(instance: so.RoundInstance, **kwargs: object) -> so.IdealResult:
+    result = so.solve_ideal(instance, method="core", mip_gap=0.0, **kwargs)  # type: ignore[arg-type]
+    assert result.status is Status.OPTIMAL, result.solve.message
+    assert result.solver == "highs-core"
+    assert check_solution(result.ideal.model, result.solve.solution()) < 1e-9
+    return result
+
+
+def direct(instance: so.RoundInstance, **kwargs: object) -> so.IdealResult:
+    result = so.solve_ideal(instance, method="direct", mip_gap=0.0, **kwargs)  # type: ignore[arg-type]
+    assert result.status is Status.OPTIMAL, result.solve.message
+    return result
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_core_equals_brute_force_on_300_random_instances(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in PATHS[path].items():
+        monkeypatch.setattr(ideal_core, name, value)
+    rng = np.random.default_rng(99)
+    for _ in range(300):
+        instance = random_instance(rng, max_jobs=7, max_axis=4)
+        gpu_weighted = bool(rng.random() < 0.3)
+        result = core(instance, objective="gpu" if gpu_weighted else "job")
+        assert result.objective == pytest.approx(brute_force_ideal(instance, gpu_weighted), abs=1e-6), instance
+        assert result.bound is not None and result.bound >= result.objective - 1e-9
+        if not gpu_weighted:
+            check_choices(instance, result)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_core_equals_direct_highs_on_generated_rounds(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Noisy rounds of 16-256 GPUs, single- and multi-GPU: the same optimum as HiGHS on the whole model."""
+    for name, value in PATHS[path].items():
+        monkeypatch.setattr(ideal_core, name, value)
+    for seed in range(12):
+        gpus = (16, 64, 128, 256)[seed % 4]
+        instance = so.generate_round(gpus, multi_gpu=seed % 2 == 1, seed=seed, profile_noise=0.05)
+        assert core(instance).objective == pytest.approx(direct(instance).objective, rel=1e-9)
+
+
+def test_identical_jobs_are_searched_one_by_one() -> None:
+    """Without noise jobs merge into classes of many; the core method expands them and agrees."""
+    for seed in range(4):
+        instance = so.generate_round(64, multi_gpu=seed % 2 == 1, seed=seed)
+        result = core(instance)
+        assert result.ideal.num_classes < len(instance.jobs)
+        assert result.objective == pytest.approx(direct(instance).objective, rel=1e-9)
+
+
+def test_the_gap_contract_holds_on_a_large_noisy_round() -> None:
+    """At the default relative gap the core result is within 1e-6 of the optimum, and its bound is valid."""
+    instance = so.generate_round(1024, profile_noise=0.05, seed=0)
+    result = so.solve_ideal(instance, method="core")
+    optimum = direct(instance).objective
+    assert result.status is Status.OPTIMAL
+    assert optimum * (1 - 1e-6) - 1e-9 <= result.objective <= optimum + 1e-9
+    assert result.bound is not None and result.bound >= optimum - 1e-9
+    lp = so.solve_ideal(instance, relax=True)
+    assert result.bound <= lp.objective + 1e-9
+
+
+def test_auto_uses_the_core_method_only_where_it_applies() -> None:
+    noisy = so.generate_round(64, profile_noise=0.05, seed=1)
+    assert so.solve_ideal(noisy).solver == "highs-core"
+    assert so.solve_ideal(noisy, relax=True).solver == "highs"
+    assert so.solve_ideal(noisy, solver="ortools-scip").solver == "ortools-scip"
+    assert so.solve_ideal(noisy, options={"presolve": "off"}).solver == "highs"
+    assert so.solve_ideal(noisy, reductions=Reductions.none()).solver == "highs"
+    assert so.solve_ideal(so.generate_round(64, seed=1)).solver == "highs"  # identical jobs merged
+
+
+def test_method_errors_name_the_field() -> None:
+    instance = so.generate_round(16, profile_noise=0.05, seed=0)
+    with pytest.raises(so.InvalidInputError, match="method"):
+        so.solve_ideal(instance, method="fastest")  # type: ignore[arg-type]
+    with pytest.raises(so.InvalidInputError, match="method"):
+        so.solve_ideal(instance, method="core", relax=True)
+    with pytest.raises(so.InvalidInputError, match="method"):
+        so.solve_ideal(instance, method="core", reductions=Reductions.none())
+
+
+def test_round_without_jobs() -> None:
+    result = so.solve_ideal(so.RoundInstance(so.Cluster(2), ()), method="core")
+    assert result.status is Status.OPTIMAL and result.objective == 0.0 and result.configs == {}
+
+
+def test_tiny_time_limit_returns_a_status() -> None:
+    instance = so.generate_round(4096, profile_noise=0.05, seed=2)
+    result = so.solve_ideal(instance, method="core", time_limit=0.001)
+    assert result.status in (Status.FEASIBLE, Status.NO_SOLUTION), result.solve.message
+    assert result.bound is not None
+
+
+def test_dual_bound_is_the_lp_relaxation_and_bounds_every_price() -> None:
+    rng = np.random.default_rng(5)
+    for seed in range(6):
+        instance = so.generate_round(128, multi_gpu=seed % 2 == 1, seed=seed, profile_noise=0.05)
+        ideal = build_ideal(instance)
+        knapsack = Knapsack.of(ideal)
+        dual = solve_dual(knapsack)
+        lp = so.solve_ideal(instance, relax=True)
+        assert dual.bound == pytest.approx(lp.objective, rel=1e-9)
+        optimum = direct(instance).objective
+        for _ in range(5):  # weak duality at any prices
+            assert dual_value(knapsack, rng.uniform(0, 1, 2) * dual.multipliers * 3)[0] >= optimum - 1e-9
+        assert np.all(dual.reduced_cost >= 0)
+
+
+def test_exact_search_finds_nothing_below_the_optimal_penalty_and_the_optimum_at_it() -> None:
+    instance = so.generate_round(256, profile_noise=0.05, seed=4)
+    knapsack = Knapsack.of(build_ideal(instance))
+    dual = solve_dual(knapsack)
+    penalty = dual.bound - direct(instance).objective
+    assert penalty > 0  # this round has an integrality gap, so the search has work to do
+    assert search(prepare(knapsack, dual, penalty * (1 - 1e-6))).solution is None
+    found = search(prepare(knapsack, dual, penalty * (1 + 1e-6))).solution
+    assert found is not None and found.penalty == pytest.approx(penalty, abs=1e-9)
+    beam = search(prepare(knapsack, dual, 4 * penalty), beam=4).solution
+    assert beam is None or beam.penalty <= 4 * penalty + 1e-12
