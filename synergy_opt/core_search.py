@@ -212,17 +212,23 @@ def _undominated(cpu: np.ndarray, mem: np.ndarray, cost: np.ndarray, *rest: np.n
     less memory keeps every completion feasible; so among equal CPU changes, only states whose priced cost
     falls below that of every state with less memory can lead to a better solution.
     """
+    if not cost.size:
+        return (cpu, mem, cost, *rest)
     priced = cost - lam[1] * mem
     # Memory compared at a micro-GB, so that sums taken in another order count as equal.
     order = np.lexsort((priced, np.round(mem, 6), cpu))
     cpu, mem, cost, priced = cpu[order], mem[order], cost[order], priced[order]
     rest = tuple(a[order] for a in rest)
-    group = np.cumsum(np.r_[True, cpu[1:] != cpu[:-1]]) if cpu.size else np.zeros(0, np.int64)
+    starts_group = np.empty(cpu.size, dtype=bool)
+    starts_group[0] = True
+    np.not_equal(cpu[1:], cpu[:-1], out=starts_group[1:])
+    group = np.cumsum(starts_group)
     # A running minimum restarted at each CPU group: lower each group far below the ones before it.
-    drop = 2.0 * (np.ptp(priced) + 1.0) if priced.size else 0.0
+    drop = 2.0 * (np.ptp(priced) + 1.0)
     running = np.minimum.accumulate(priced - drop * group) + drop * group
-    before = np.r_[np.inf, running[:-1]]
-    before[np.r_[True, group[1:] != group[:-1]] if group.size else []] = np.inf
+    before = np.empty(cpu.size)
+    before[1:] = running[:-1]
+    before[starts_group] = np.inf
     keep = priced < before - 1e-12 * (1.0 + np.abs(priced))
     return (cpu[keep], mem[keep], cost[keep], *(a[keep] for a in rest))
 

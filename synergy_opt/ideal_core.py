@@ -1,9 +1,9 @@
 """The ideal ILP solved through its structure: Lagrangian prices, then an exact search of the core.
 
 1. :func:`~synergy_opt.lagrangian.solve_dual` prices CPU and memory; its bound ``L`` equals the LP relaxation.
-2. For a threshold ``t`` growing fourfold from the allowed gap: if a relaxation (one row dropped) has no
-   solution of penalty <= ``t``, neither has the ILP, so ``t`` grows; else a beam search over the columns of
-   reduced cost <= ``t`` tries for an incumbent, of penalty ``p``.
+2. For a threshold ``t`` doubling from four times the allowed gap: a beam search over the columns of
+   reduced cost <= ``t`` tries for an incumbent, of penalty ``p``; failing that, an exact search while it
+   keeps few states (its solution is then the optimum, and none means ``t`` must grow).
 3. Proof: no solution is better than the incumbent by more than ``gap = mip_gap * |objective|`` (a MIP
    solver's relative-gap contract) when the relaxations, or else an exact search, find no solution of
    penalty <= ``p - gap``; a better one an exact search finds is then the best there is.
@@ -122,21 +122,21 @@ class _Searcher:
 def _incumbent(searcher: _Searcher, mip_gap: float) -> tuple[CoreSolution | None, bool]:
     """A first solution, and whether it is already known optimal.
 
-    On a threshold that doubles, skipping what a relaxation rules out: a beam search; when it finds nothing,
-    an exact search while that stays small (its solution is then the optimum; none rules the threshold out).
+    On a threshold that doubles: a beam search; when it finds nothing, an exact search while that stays
+    small (its solution is then the optimum; none rules the threshold out).
     """
     dual, knapsack = searcher.dual, searcher.knapsack
     # No solution has a larger penalty than every job at its worst column with all capacity unused.
     worst = float(knapsack.class_count @ np.maximum.reduceat(dual.reduced_cost, knapsack.starts)
                   + dual.multipliers @ knapsack.capacity)
-    threshold = max(mip_gap * abs(dual.bound), 1e-9 * max(1.0, abs(dual.bound)))
+    # Lower thresholds rarely hold a solution (a noisy round's LP gap is several mip_gap): start at four.
+    threshold = max(4 * mip_gap * abs(dual.bound), 1e-9 * max(1.0, abs(dual.bound)))
     while threshold < worst:
-        if not searcher.relaxation_rules_out(threshold):
-            found = searcher.beam(threshold)
-            if found is not None:
-                return found, False
-            exact = searcher.exact(threshold, state_limit=EXACT_STATE_LIMIT)
-            if exact.solution is not None:
-                return exact.solution, True
+        found = searcher.beam(threshold)
+        if found is not None:
+            return found, False
+        exact = searcher.exact(threshold, state_limit=EXACT_STATE_LIMIT)
+        if exact.solution is not None:
+            return exact.solution, True
         threshold *= 2
     return searcher.exact(worst).solution, True
