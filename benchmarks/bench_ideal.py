@@ -1,7 +1,7 @@
 """Ideal-allocation ILP: build + solve seconds against cluster size (issue 2's speed targets).
 
     python benchmarks/bench_ideal.py [--sizes 128,1024,16384] [--repeats 5] [--time-limit 120]
-                                     [--direct-up-to 1024]
+                                     [--direct-up-to 1024] [--seeds 0,1,2]
 
 Single-GPU (20,70,10) instances, HiGHS, with and without ``profile_noise=0.05``, at the default relative gap
 (1e-6). Two methods: ``auto`` (what ``solve_ideal`` does by default: the core method of
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import statistics
 import time
 from pathlib import Path
@@ -26,8 +27,8 @@ ARTIFACT_SECONDS = {128: 0.57, 512: 2.7, 1024: 13.4, 2048: 24.5}
 RESULTS = Path(__file__).resolve().parent / "results" / "ideal.csv"
 
 
-def measure(gpus: int, noise: float, method: str, repeats: int, time_limit: float) -> dict[str, object]:
-    instance = so.generate_round(gpus, profile_noise=noise, seed=0)
+def measure(gpus: int, noise: float, seed: int, method: str, repeats: int, time_limit: float) -> dict[str, object]:
+    instance = so.generate_round(gpus, profile_noise=noise, seed=seed)
     runs = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -38,6 +39,7 @@ def measure(gpus: int, noise: float, method: str, repeats: int, time_limit: floa
     return {
         "gpus": gpus,
         "profile_noise": noise,
+        "seed": seed,
         "method": method,
         "solver": result.solver,
         "status": result.status.value,
@@ -58,15 +60,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--time-limit", type=float, default=120.0)
     parser.add_argument("--direct-up-to", type=int, default=1024)
+    parser.add_argument("--seeds", default="0", help="generator seeds of the noisy rounds")
     args = parser.parse_args()
     rows = []
     for noise in (0.0, 0.05):
-        for method in ("auto", "direct"):
+        seeds = [int(seed) for seed in args.seeds.split(",")] if noise else [0]
+        for method, seed in itertools.product(("auto", "direct"), seeds):
             for gpus in (int(size) for size in args.sizes.split(",")):
                 if method == "direct" and noise > 0 and gpus > args.direct_up_to:
                     continue
                 repeats = args.repeats if method == "auto" or noise == 0 else 1
-                row = measure(gpus, noise, method, repeats, args.time_limit)
+                row = measure(gpus, noise, seed, method, repeats, args.time_limit)
                 rows.append(row)
                 print(" ".join(f"{key}={value:.4g}" if isinstance(value, float) else f"{key}={value}"
                                for key, value in row.items()), flush=True)
@@ -81,9 +85,9 @@ def main() -> None:
 
 def _add_speedups(rows: list[dict[str, object]]) -> None:
     """Direct time over auto time, for each size and noise measured both ways in this run."""
-    direct = {(row["gpus"], row["profile_noise"]): row for row in rows if row["method"] == "direct"}
+    direct = {(row["gpus"], row["profile_noise"], row["seed"]): row for row in rows if row["method"] == "direct"}
     for row in rows:
-        other = direct.get((row["gpus"], row["profile_noise"]))
+        other = direct.get((row["gpus"], row["profile_noise"], row["seed"]))
         ratio = float(other["total_ms"]) / float(row["total_ms"]) if other and row["method"] == "auto" else ""  # type: ignore[arg-type]
         row["direct_over_auto"] = ratio
 

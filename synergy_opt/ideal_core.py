@@ -26,8 +26,8 @@ from synergy_opt.lagrangian import Dual, Knapsack, solve_dual
 from synergy_opt.solvers.base import SolveResult, SolverParams, Status
 
 SOLVER_NAME = "highs-core"
-# States kept per step by the incumbent's beam search.
-BEAM_WIDTH = 16
+# States kept per step by the incumbent's beam searches: a narrow one, then a wider one at the same threshold.
+BEAM_WIDTHS = (16, 64)
 # While the threshold is low, an exact search of at most this many states per step is tried first.
 EXACT_STATE_LIMIT = 4096
 
@@ -113,7 +113,11 @@ class _Searcher:
         return self._run(self._core(True, threshold)).solution is None
 
     def beam(self, threshold: float) -> CoreSolution | None:
-        return self._run(self._core(False, threshold), BEAM_WIDTH).solution
+        for width in BEAM_WIDTHS:
+            found = self._run(self._core(False, threshold), width).solution
+            if found is not None:
+                return found
+        return None
 
     def exact(self, threshold: float, state_limit: int | None = None) -> SearchOutcome:
         return self._run(self._core(False, threshold), state_limit=state_limit)
@@ -122,7 +126,7 @@ class _Searcher:
 def _incumbent(searcher: _Searcher, mip_gap: float) -> tuple[CoreSolution | None, bool]:
     """A first solution, and whether it is already known optimal.
 
-    On a threshold that doubles: a beam search; when it finds nothing, an exact search while that stays
+    On a threshold that doubles: beam searches; when they find nothing, an exact search while that stays
     small (its solution is then the optimum; none rules the threshold out).
     """
     dual, knapsack = searcher.dual, searcher.knapsack

@@ -22,7 +22,7 @@ from tests.test_ideal import check_choices
 # (so that every incumbent comes from a beam and every proof from the final search).
 PATHS = {
     "default": {},
-    "narrow-beam": {"BEAM_WIDTH": 1},
+    "narrow-beam": {"BEAM_WIDTHS": (1,)},
     "beam-only": {"EXACT_STATE_LIMIT": 0},
 }
 
