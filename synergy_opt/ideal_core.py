@@ -26,10 +26,14 @@ from synergy_opt.lagrangian import Dual, Knapsack, solve_dual
 from synergy_opt.solvers.base import SolveResult, SolverParams, Status
 
 SOLVER_NAME = "highs-core"
-# States kept per step by the incumbent's beam searches: a narrow one, then a wider one at the same threshold.
+# States kept per step by the incumbent's beam searches: a narrow one, and a wider one at the same threshold.
 BEAM_WIDTHS = (16, 64)
 # While the threshold is low, an exact search of at most this many states per step is tried first.
 EXACT_STATE_LIMIT = 4096
+# A proof search past this many states stops, for a wider beam to look for a better incumbent (this often).
+PROOF_STATE_LIMIT = 50_000
+WIDE_BEAM = 512
+IMPROVEMENTS = 3
 
 
 class _Deadline(Exception):
@@ -64,11 +68,18 @@ def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
             return finish(Status.INFEASIBLE, None, "no allocation meets the capacities")
         if proven:
             return finish(Status.OPTIMAL, bound - incumbent.penalty, "optimal: exact core search")
-        threshold = incumbent.penalty - params.mip_gap * max(abs(bound - incumbent.penalty), 1e-10)
-        if threshold < 0 or searcher.relaxation_rules_out(threshold):
-            return finish(Status.OPTIMAL, bound - max(threshold, 0.0), "optimal within the gap: "
-                          f"{dual.iterations} cuts; a one-row relaxation rules out anything better")
-        proof = searcher.exact(threshold)
+        for attempt in range(IMPROVEMENTS + 1):
+            threshold = incumbent.penalty - params.mip_gap * max(abs(bound - incumbent.penalty), 1e-10)
+            if threshold < 0 or searcher.relaxation_rules_out(threshold):
+                return finish(Status.OPTIMAL, bound - max(threshold, 0.0), "optimal within the gap: "
+                              f"{dual.iterations} cuts; a one-row relaxation rules out anything better")
+            # A proof that grows large is retried after a wider beam finds a better incumbent, if it can.
+            proof = searcher.exact(threshold, state_limit=None if attempt == IMPROVEMENTS else PROOF_STATE_LIMIT)
+            better = None if proof.complete else searcher.beam(threshold, widths=(WIDE_BEAM,))
+            if better is None:
+                proof = proof if proof.complete else searcher.exact(threshold)
+                break
+            incumbent = better
     except _Deadline:
         status = Status.NO_SOLUTION if incumbent is None else Status.FEASIBLE
         return finish(status, bound, "time limit during the core search")
@@ -112,8 +123,8 @@ class _Searcher:
             return True
         return self._run(self._core(True, threshold)).solution is None
 
-    def beam(self, threshold: float) -> CoreSolution | None:
-        for width in BEAM_WIDTHS:
+    def beam(self, threshold: float, widths: tuple[int, ...]) -> CoreSolution | None:
+        for width in widths:
             found = self._run(self._core(False, threshold), width).solution
             if found is not None:
                 return found
@@ -126,8 +137,8 @@ class _Searcher:
 def _incumbent(searcher: _Searcher, mip_gap: float) -> tuple[CoreSolution | None, bool]:
     """A first solution, and whether it is already known optimal.
 
-    On a threshold that doubles: beam searches; when they find nothing, an exact search while that stays
-    small (its solution is then the optimum; none rules the threshold out).
+    On a threshold that doubles: a narrow beam search; when it finds nothing, an exact search while that
+    stays small (its solution is then the optimum; none rules the threshold out), else a wider beam.
     """
     dual, knapsack = searcher.dual, searcher.knapsack
     # No solution has a larger penalty than every job at its worst column with all capacity unused.
@@ -136,11 +147,16 @@ def _incumbent(searcher: _Searcher, mip_gap: float) -> tuple[CoreSolution | None
     # Lower thresholds rarely hold a solution (a noisy round's LP gap is several mip_gap): start at four.
     threshold = max(4 * mip_gap * abs(dual.bound), 1e-9 * max(1.0, abs(dual.bound)))
     while threshold < worst:
-        found = searcher.beam(threshold)
+        narrow, wide = BEAM_WIDTHS
+        found = searcher.beam(threshold, (narrow,))
         if found is not None:
             return found, False
         exact = searcher.exact(threshold, state_limit=EXACT_STATE_LIMIT)
         if exact.solution is not None:
             return exact.solution, True
+        if not exact.complete:  # too large to settle exactly: a wider beam before the threshold grows
+            found = searcher.beam(threshold, (wide,))
+            if found is not None:
+                return found, False
         threshold *= 2
     return searcher.exact(worst).solution, True
