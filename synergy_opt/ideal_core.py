@@ -71,8 +71,8 @@ def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
         for attempt in range(IMPROVEMENTS + 1):
             threshold = incumbent.penalty - params.mip_gap * max(abs(bound - incumbent.penalty), 1e-10)
             if threshold < 0 or searcher.relaxation_rules_out(threshold):
-                return finish(Status.OPTIMAL, bound - max(threshold, 0.0), "optimal within the gap: "
-                              f"{dual.iterations} cuts; a one-row relaxation rules out anything better")
+                return finish(Status.OPTIMAL, bound - max(threshold, searcher.ruled_out), "optimal within the "
+                              f"gap: {dual.iterations} cuts; nothing better is left after the searches")
             # A proof that grows large is retried after a wider beam finds a better incumbent, if it can.
             proof = searcher.exact(threshold, state_limit=None if attempt == IMPROVEMENTS else PROOF_STATE_LIMIT)
             better = None if proof.complete else searcher.beam(threshold, widths=(WIDE_BEAM,))
@@ -82,12 +82,12 @@ def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
             incumbent = better
     except _Deadline:
         status = Status.NO_SOLUTION if incumbent is None else Status.FEASIBLE
-        return finish(status, bound, "time limit during the core search")
+        return finish(status, bound - searcher.ruled_out, "time limit during the core search")
     summary = f"core of {proof.core_jobs} jobs searched, {proof.max_states} states at most"
     if proof.solution is not None and proof.solution.penalty < incumbent.penalty:
         incumbent = proof.solution
         return finish(Status.OPTIMAL, bound - incumbent.penalty, f"optimal: {summary}")
-    return finish(Status.OPTIMAL, bound - threshold, f"optimal within the gap: {summary}")
+    return finish(Status.OPTIMAL, bound - max(threshold, searcher.ruled_out), f"optimal within the gap: {summary}")
 
 
 class _Searcher:
@@ -99,6 +99,7 @@ class _Searcher:
         self.deadline = deadline
         self.memory_alone = knapsack.without_row(0)
         self._cores: dict[tuple[bool, float], Core] = {}
+        self.ruled_out = 0.0  # the largest threshold known to hold no solution: L - ruled_out is a bound
 
     def _core(self, relaxed: bool, threshold: float) -> Core:
         key = (relaxed, threshold)
@@ -119,9 +120,13 @@ class _Searcher:
 
         CPU alone is settled by the root of its exact cost-to-go table; memory alone needs a search.
         """
-        if self._core(False, threshold).root_bound > threshold:
+        if threshold <= self.ruled_out:
             return True
-        return self._run(self._core(True, threshold)).solution is None
+        empty = (self._core(False, threshold).root_bound > threshold
+                 or self._run(self._core(True, threshold)).solution is None)
+        if empty:
+            self.ruled_out = threshold
+        return empty
 
     def beam(self, threshold: float, widths: tuple[int, ...]) -> CoreSolution | None:
         for width in widths:
@@ -131,7 +136,10 @@ class _Searcher:
         return None
 
     def exact(self, threshold: float, state_limit: int | None = None) -> SearchOutcome:
-        return self._run(self._core(False, threshold), state_limit=state_limit)
+        outcome = self._run(self._core(False, threshold), state_limit=state_limit)
+        if outcome.complete and outcome.solution is None:
+            self.ruled_out = max(self.ruled_out, threshold)
+        return outcome
 
 
 def _incumbent(searcher: _Searcher, mip_gap: float) -> tuple[CoreSolution | None, bool]:
