@@ -3,10 +3,11 @@
 1. :func:`~synergy_opt.lagrangian.solve_dual` prices CPU and memory; its bound ``L`` equals the LP relaxation.
 2. For a threshold ``t`` doubling from four times the allowed gap: a beam search over the columns of
    reduced cost <= ``t`` tries for an incumbent, of penalty ``p``; failing that, an exact search while it
-   keeps few states (its solution is then the optimum, and none means ``t`` must grow).
+   keeps few states (its solution is then the optimum, and none means ``t`` must grow), else a wider beam.
 3. Proof: no solution is better than the incumbent by more than ``gap = mip_gap * |objective|`` (a MIP
    solver's relative-gap contract) when the relaxations, or else an exact search, find no solution of
-   penalty <= ``p - gap``; a better one an exact search finds is then the best there is.
+   penalty <= ``p - gap``; a better one an exact search finds is then the best there is. An exact search
+   that grows large first gives a much wider beam the chance of a better incumbent (a lower ``p``).
 
 The relaxations matter: integrality in memory alone makes nearly all of the gap between the LP and the ILP
 on noisy instances, and a one-row search proves it with a few hundred states where the two-row one needs
@@ -30,7 +31,8 @@ SOLVER_NAME = "highs-core"
 BEAM_WIDTHS = (16, 64)
 # While the threshold is low, an exact search of at most this many states per step is tried first.
 EXACT_STATE_LIMIT = 4096
-# A proof search past this many states stops, for a wider beam to look for a better incumbent (this often).
+# A proof search past this many states stops for a beam this wide to look for a better incumbent, at most
+# this many times; then the proof runs to the end.
 PROOF_STATE_LIMIT = 50_000
 WIDE_BEAM = 512
 IMPROVEMENTS = 3
