@@ -27,6 +27,7 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import RoundInstance, grid_index, on_grid
 from synergy_opt.model import LinearModel, ModelBuilder
+from synergy_opt.profile_groups import ProfileGroup, profile_groups
 
 Objective = Literal["job", "gpu"]
 OBJECTIVES: tuple[Objective, ...] = ("job", "gpu")
@@ -113,7 +114,7 @@ def build_ideal(
         raise InvalidInputError("objective", objective, f"choose one of {', '.join(OBJECTIVES)}")
     reductions = reductions or Reductions()
     cluster = instance.cluster
-    pieces = [group_columns(instance, jobs, cpu, mem, reductions) for cpu, mem, jobs in axis_groups(instance)]
+    pieces = [group_columns(instance, group, reductions) for group in profile_groups(instance)]
     # Classes are numbered across groups in the order the groups come.
     class_base = np.cumsum([0] + [p.class_count.size for p in pieces])
     pieces = [replace(p, col_class=p.col_class + base) for p, base in zip(pieces, class_base, strict=False)]
@@ -169,42 +170,12 @@ class _Columns:
     class_jobs: np.ndarray
 
 
-def axis_groups(instance: RoundInstance) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Jobs grouped by the axes of their profiles: (CPU axis, memory axis, job indices) per group.
-
-    Built-in and generated profiles all share one pair of axes, so there is one group in the usual case.
-    """
-    groups: dict[tuple[bytes, bytes], list[int]] = {}
-    axes: dict[tuple[bytes, bytes], tuple[np.ndarray, np.ndarray]] = {}
-    for index, job in enumerate(instance.jobs):
-        profile = job.profile
-        key = (profile.cpu_per_gpu.tobytes(), profile.mem_gb_per_gpu.tobytes())
-        groups.setdefault(key, []).append(index)
-        axes.setdefault(key, (profile.cpu_per_gpu, profile.mem_gb_per_gpu))
-    return [(*axes[key], np.array(members)) for key, members in groups.items()]
-
-
-def group_columns(
-    instance: RoundInstance,
-    jobs: np.ndarray,
-    cpu: np.ndarray,
-    mem: np.ndarray,
-    reductions: Reductions,
-) -> _Columns:
+def group_columns(instance: RoundInstance, group: ProfileGroup, reductions: Reductions) -> _Columns:
+    """The columns of one group of jobs sharing profile axes; jobs work on their distinct matrices only."""
     cluster = instance.cluster
     gpus = instance.gpus
-    # Jobs usually share profile objects (one per built-in model): work on the distinct matrices only.
-    slot: dict[int, int] = {}
-    matrices: list[np.ndarray] = []
-    job_matrix = np.empty(len(jobs), dtype=np.int64)
-    for position, j in enumerate(jobs):
-        profile = instance.jobs[j].profile
-        index = slot.get(id(profile))
-        if index is None:
-            index = slot[id(profile)] = len(matrices)
-            matrices.append(profile.tput)
-        job_matrix[position] = index
-    tput = np.stack(matrices)  # (distinct, A, B)
+    jobs, job_matrix, tput = group.jobs, group.row, group.tput  # tput: (distinct, A, B)
+    cpu, mem = group.cpu_axis, group.mem_axis
     # Put the proportional point on the grid; new rows/columns read the grid below them (never over-claim).
     cpu, tput, a_p = _with_axis_value(cpu, tput, cluster.cpu_per_gpu, axis=1)
     mem, tput, b_p = _with_axis_value(mem, tput, cluster.mem_gb_per_gpu, axis=2)

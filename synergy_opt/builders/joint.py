@@ -46,13 +46,13 @@ from synergy_opt.builders.ideal import (
     OBJECTIVES,
     Objective,
     Reductions,
-    axis_groups,
     columns_of_jobs,
     group_columns,
 )
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Allocation, Cluster, Placement, RoundInstance
 from synergy_opt.model import LinearModel, ModelBuilder
+from synergy_opt.profile_groups import profile_groups
 
 Formulation = Literal["patterns", "servers"]
 FORMULATIONS: tuple[Formulation, ...] = ("patterns", "servers")
@@ -347,7 +347,7 @@ def _columns(
     instance: RoundInstance, consolidate: bool, split_penalty: float, reductions: JointReductions
 ) -> _JointColumns:
     """The ideal ILP's class columns, each given its placement modes, minus those that fit on no server."""
-    groups = [group_columns(instance, jobs, cpu, mem, reductions.ideal()) for cpu, mem, jobs in axis_groups(instance)]
+    groups = [group_columns(instance, group, reductions.ideal()) for group in profile_groups(instance)]
     base = np.cumsum([0] + [p.class_count.size for p in groups])
 
     def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:

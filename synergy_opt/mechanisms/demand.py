@@ -19,62 +19,14 @@ Public API
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import RoundInstance
+from synergy_opt.profile_groups import ProfileGroup, profile_groups
 
 # Relative slack when comparing configs with caps and targets (grid values such as 20.83 are not exact).
 _TOLERANCE = 1e-9
-
-
-@dataclass(frozen=True)
-class _AxisGroup:
-    """Distinct profiles sharing both axes: ``tput[r]`` is profile ``r``; job ``jobs[k]`` uses ``row[k]``."""
-
-    cpu_axis: np.ndarray
-    mem_axis: np.ndarray
-    tput: np.ndarray  # (profiles, cpu, mem)
-    jobs: np.ndarray
-    row: np.ndarray
-
-
-def _axis_groups(instance: RoundInstance) -> list[_AxisGroup]:
-    """The jobs grouped by profile axes; a profile object shared by many jobs is stacked once."""
-    jobs = instance.jobs
-    keys = np.fromiter((id(job.profile) for job in jobs), dtype=np.int64, count=len(jobs))
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    profiles = [jobs[int(j)].profile for j in first]
-    # Exact grouping by axes, vectorised: per pair of axis lengths, peel off the rows equal to the first one
-    # (rounds hold one or a few distinct axis pairs, however many profiles).
-    cpu_len = np.fromiter((p.cpu_per_gpu.size for p in profiles), dtype=np.int64, count=len(profiles))
-    mem_len = np.fromiter((p.mem_gb_per_gpu.size for p in profiles), dtype=np.int64, count=len(profiles))
-    length_key = cpu_len * (mem_len.max() + 1) + mem_len
-    members_of: list[np.ndarray] = []
-    for key in np.unique(length_key):
-        left = np.flatnonzero(length_key == key)
-        axes = np.hstack([
-            np.array([profiles[u].cpu_per_gpu for u in left]), np.array([profiles[u].mem_gb_per_gpu for u in left])
-        ])
-        while left.size:
-            same = (axes == axes[0]).all(axis=1)
-            members_of.append(left[same])
-            left, axes = left[~same], axes[~same]
-    row_of = np.empty(len(profiles), dtype=np.int64)
-    group_of = np.empty(len(profiles), dtype=np.int64)
-    for g, members in enumerate(members_of):
-        row_of[members] = np.arange(members.size)
-        group_of[members] = g
-    job_group = group_of[inverse]
-    groups = []
-    for g, members in enumerate(members_of):
-        in_group = np.flatnonzero(job_group == g)
-        head = profiles[int(members[0])]
-        tput = np.stack([profiles[int(u)].tput for u in members])
-        groups.append(_AxisGroup(head.cpu_per_gpu, head.mem_gb_per_gpu, tput, in_group, row_of[inverse[in_group]]))
-    return groups
 
 
 def best_case_demands(
@@ -104,7 +56,7 @@ def best_case_demands(
     n = len(instance.jobs)
     cpu = np.full(n, c_p)
     mem = np.full(n, m_p)
-    groups = _axis_groups(instance)
+    groups = profile_groups(instance)
     floors = instance.floors
     for group in groups:
         # One pass per distinct (profile, GPUs on a full server) pair: shared profiles cost one row.
@@ -121,7 +73,7 @@ def best_case_demands(
 
 
 def _pair_demands(
-    group: _AxisGroup,
+    group: ProfileGroup,
     tput: np.ndarray,
     spread: np.ndarray,
     floor: np.ndarray,
