@@ -4,11 +4,12 @@ With multipliers ``lam`` (:mod:`synergy_opt.lagrangian`), a solution's penalty i
 priced slack, and both are >= 0. So a solution of penalty <= ``threshold`` uses only columns of reduced cost
 <= ``threshold``: every job with one such column is fixed at it, and the rest (the core, a few dozen jobs
 per thousand) are searched. The search is a dynamic programme over the core jobs whose states are the
-change in CPU and memory use against the jobs' best-priced columns; states with the same change keep the
-cheaper, and a state is dropped when its cost plus a lower bound on the cost still to come exceeds the
-threshold. The bounds: an exact table of the cheapest way to bring CPU use to capacity (CPU counts are
-integral), and the cheapest reduced cost per GB of memory. With ``beam`` set, only that many of the most
-promising states survive each step: a quick heuristic for a first incumbent, not a proof.
+change in CPU and memory use against the jobs' best-priced columns; a state is dropped when another with
+the same CPU change, no more memory and no larger priced cost exists, or when its cost plus a lower bound
+on the cost still to come exceeds the threshold. The bounds: an exact table of the cheapest way to bring
+CPU use to capacity (CPU counts are integral), and the cheapest reduced cost per GB of memory. With
+``beam`` set, only that many of the most promising states survive each step: a quick heuristic for a first
+incumbent, not a proof.
 """
 
 from __future__ import annotations
@@ -59,7 +60,6 @@ class Core:
     knapsack: Knapsack
     dual: Dual
     threshold: float
-    base: np.ndarray  # per class, the column the steps change from
     steps: list[_Step]
     groups: list[_Group]
     ends: np.ndarray  # steps done after each group
@@ -76,8 +76,8 @@ class Core:
 
 def prepare(knapsack: Knapsack, dual: Dual, threshold: float) -> Core:
     """The core of ``knapsack`` at ``threshold``, ready to search."""
-    base = dual.base_columns(knapsack)
-    steps = _core_steps(knapsack, dual, base, threshold)
+    base = dual.base_columns
+    steps = _core_steps(knapsack, dual, threshold)
     groups = _grouped(steps, MAX_GROUP_OPTIONS)
     counts = knapsack.class_count
     mem_up, mem_down = _mem_price_bounds(steps)
@@ -85,7 +85,6 @@ def prepare(knapsack: Knapsack, dual: Dual, threshold: float) -> Core:
         knapsack=knapsack,
         dual=dual,
         threshold=threshold,
-        base=base,
         steps=steps,
         groups=groups,
         ends=np.cumsum([len(group.steps) for group in groups], dtype=np.int64),
@@ -149,10 +148,11 @@ def search(
     feasible = (cpu <= room[0] + tolerance[0]) & (mem <= room[1] + tolerance[1])
     penalty = np.where(feasible, cost + lam[0] * (room[0] - cpu) + lam[1] * (room[1] - mem), np.inf)
     state = int(np.argmin(penalty))
-    if not np.isfinite(penalty[state]) or penalty[state] > threshold:
+    best_penalty = float(penalty[state])
+    if not np.isfinite(best_penalty) or best_penalty > threshold:
         return SearchOutcome(None, True, len(steps), max_states)
     y = np.zeros(knapsack.value.size)
-    np.add.at(y, core.base, knapsack.class_count)
+    np.add.at(y, core.dual.base_columns, knapsack.class_count)
     for group, (parent, choice) in zip(reversed(core.groups), reversed(trail), strict=True):
         picks = [int(pick) for pick in np.unravel_index(int(choice[state]), group.shape)]
         for step, option in zip(group.steps, picks, strict=True):
@@ -160,7 +160,7 @@ def search(
                 y[step.columns[0]] -= 1
                 y[step.columns[option]] += 1
         state = int(parent[state])
-    return SearchOutcome(CoreSolution(y, float(penalty.min())), True, len(steps), max_states)
+    return SearchOutcome(CoreSolution(y, best_penalty), True, len(steps), max_states)
 
 
 @dataclass(frozen=True)
@@ -233,7 +233,7 @@ def _undominated(cpu: np.ndarray, mem: np.ndarray, cost: np.ndarray, *rest: np.n
     return (cpu[keep], mem[keep], cost[keep], *(a[keep] for a in rest))
 
 
-def _core_steps(knapsack: Knapsack, dual: Dual, base: np.ndarray, threshold: float) -> list[_Step]:
+def _core_steps(knapsack: Knapsack, dual: Dual, threshold: float) -> list[_Step]:
     """The core jobs (a class of ``n`` jobs gives ``n`` steps), those with a near-tie first.
 
     Near-tied jobs come first so that the per-GB price bound of the later steps does not see their ~0 cost.
@@ -242,8 +242,10 @@ def _core_steps(knapsack: Knapsack, dual: Dual, base: np.ndarray, threshold: flo
     within = rc <= threshold
     is_open = np.add.reduceat(within.astype(np.int64), knapsack.starts) >= 2
     columns = np.flatnonzero(within & is_open[knapsack.col_class])
+    if not columns.size:
+        return []
     klass = knapsack.col_class[columns]
-    home = base[klass]
+    home = dual.base_columns[klass]
     # Within each class, its base column first.
     order = np.lexsort((columns != home, klass))
     columns, klass, home = columns[order], klass[order], home[order]
@@ -253,8 +255,6 @@ def _core_steps(knapsack: Knapsack, dual: Dual, base: np.ndarray, threshold: flo
         for values in (columns, knapsack.cpu[columns] - knapsack.cpu[home],
                        knapsack.mem[columns] - knapsack.mem[home], rc[columns])
     ]
-    if not columns.size:
-        return []
     first_alternative = np.minimum.reduceat(np.where(columns == home, np.inf, rc[columns]), np.r_[0, cut])
     repeats = knapsack.class_count[klass[np.r_[0, cut]]].astype(np.int64)
     steps = [_Step(*fields) for fields in zip(*parts, strict=True)]

@@ -51,10 +51,6 @@ class Knapsack:
         """First column of each class."""
         return np.flatnonzero(np.r_[True, self.col_class[1:] != self.col_class[:-1]])
 
-    @cached_property
-    def ends(self) -> np.ndarray:
-        return np.r_[self.starts[1:], self.col_class.size]
-
     def without_row(self, row: int) -> Knapsack:
         """The relaxation that drops CPU (``row`` 0) or memory (1); prices still count that row's use."""
         usage = {"cpu": self.cpu, "mem": self.mem}
@@ -63,31 +59,28 @@ class Knapsack:
         capacity[row] = 0.0
         return replace(self, **usage, capacity=capacity)
 
-    def priced(self, lam: np.ndarray) -> np.ndarray:
-        return self.value - lam[0] * self.cpu - lam[1] * self.mem
+    def priced(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every column's value net of its priced use, and each class's best such value."""
+        priced = self.value - lam[0] * self.cpu - lam[1] * self.mem
+        return priced, np.maximum.reduceat(priced, self.starts)
 
 
 @dataclass(frozen=True, eq=False)
 class Dual:
-    """Multipliers, the bound ``L(lam)`` they give, and the reduced cost of every column."""
+    """Multipliers, the bound ``L(lam)`` they give, the reduced cost of every column, and per class its
+    first column of zero reduced cost (a best column at these prices: the one the searches change from)."""
 
     multipliers: np.ndarray
     bound: float
     reduced_cost: np.ndarray
+    base_columns: np.ndarray
     iterations: int
-
-    def base_columns(self, knapsack: Knapsack) -> np.ndarray:
-        """Per class, its first column of zero reduced cost (a best column at these prices)."""
-        rc = self.reduced_cost
-        zero = np.where(rc <= 0, np.arange(rc.size), rc.size)
-        return np.minimum.reduceat(zero, knapsack.starts)
 
 
 def dual_value(knapsack: Knapsack, lam: np.ndarray) -> tuple[float, np.ndarray, float]:
     """``L(lam)``, and the use and value of an even mix of each class's best columns (a subgradient's data)."""
-    priced = knapsack.priced(lam)
+    priced, best = knapsack.priced(lam)
     starts = knapsack.starts
-    best = np.maximum.reduceat(priced, starts)
     is_best = priced >= best[knapsack.col_class]
     # Any mix of best columns gives a subgradient; an even mix needs no tie-breaking.
     share = (knapsack.class_count / np.add.reduceat(is_best.astype(float), starts))[knapsack.col_class] * is_best
@@ -124,7 +117,8 @@ def solve_dual(knapsack: Knapsack, tolerance: float = 1e-12, max_iterations: int
         if best_bound - solution[2] <= tolerance * max(1.0, abs(best_bound)):
             break
         lam = np.maximum(solution[:2], 0.0)
-    priced = knapsack.priced(best_lam)
-    best = np.maximum.reduceat(priced, knapsack.starts)
+    priced, best = knapsack.priced(best_lam)
     reduced_cost = np.maximum(best[knapsack.col_class] - priced, 0.0)
-    return Dual(best_lam, best_bound, reduced_cost, iteration)
+    zero = np.where(reduced_cost <= 0, np.arange(reduced_cost.size), reduced_cost.size)
+    base_columns = np.minimum.reduceat(zero, knapsack.starts)
+    return Dual(best_lam, best_bound, reduced_cost, base_columns, iteration)
