@@ -159,12 +159,14 @@ def solve_ideal(
     model = ideal.model.relaxed() if relax else ideal.model
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
                           options=dict(options or {}))
+    # The core search takes the ILP whose floors are fixed (no floor rows to keep).
+    core_applies = not relax and "floor" not in model.con_blocks
     if method == "auto":
         unique_jobs = ideal.num_classes == len(instance.jobs)
-        use_core = solver == DEFAULT_SOLVER and not relax and not options and unique_jobs
-        method = "core" if use_core and "floor" not in model.con_blocks else "direct"
+        use_core = core_applies and solver == DEFAULT_SOLVER and not options and unique_jobs
+        method = "core" if use_core else "direct"
     if method == "core":
-        if relax or "floor" in model.con_blocks:
+        if not core_applies:
             raise InvalidInputError("method", method, "the core search solves the ILP with floors fixed "
                                     "(relax=False, Reductions.fix_below_floor=True)")
         result = solve_core(ideal, params)
