@@ -8,7 +8,7 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
-from synergy_opt.profiles import TASKS, model_info, models_by_task
+from synergy_opt.profiles import TASKS, cpu_gpu_ratios, model_info, models_by_task
 
 GPUS_PER_SERVER = 8
 MEM_GB_PER_SERVER = 500.0
@@ -45,15 +45,11 @@ def generate_round(
     rng = np.random.default_rng(seed)
     cluster = Cluster(gpus // GPUS_PER_SERVER, GPUS_PER_SERVER, GPUS_PER_SERVER * cpu_per_gpu, MEM_GB_PER_SERVER)
     demands = _gpu_demands(rng, gpus, multi_gpu)
-    names = _models(rng, len(demands), split)
-    infos = {name: model_info(name, cpu_per_gpu) for name in set(names)}
-    durations = _durations_min(rng, len(demands))
-    noise = rng.standard_normal((len(demands), *next(iter(infos.values())).profile.tput.shape))
+    names = draw_models(rng, len(demands), split)
+    durations = draw_durations_min(rng, len(demands))
+    profiles = job_profiles(rng, names, cpu_per_gpu, profile_noise)
     jobs = []
-    for index, (demand, name) in enumerate(zip(demands, names, strict=True)):
-        profile = infos[name].profile
-        if profile_noise > 0:
-            profile = _noisy(profile, noise[index], profile_noise)
+    for index, (demand, name, profile) in enumerate(zip(demands, names, profiles, strict=True)):
         floor = profile.throughput(cluster.cpu_per_gpu, cluster.mem_gb_per_gpu)
         jobs.append(Job(f"j{index}", int(demand), profile, model=name, work=float(durations[index] * max(floor, 1e-9))))
     metadata: dict[str, Any] = {
@@ -71,11 +67,22 @@ def generate_round(
 def _check(gpus: int, split: tuple[float, float, float], profile_noise: float) -> None:
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < GPUS_PER_SERVER or gpus % GPUS_PER_SERVER:
         raise InvalidInputError("gpus", gpus, f"must be a positive multiple of {GPUS_PER_SERVER}")
+    check_generator_args(split, profile_noise)
+
+
+def check_generator_args(
+    split: tuple[float, float, float], profile_noise: float, seed: int = 0, cpu_per_gpu: int = 3
+) -> None:
+    """The arguments :func:`generate_round` and the trace generator share."""
     weights = np.asarray(split, dtype=float)
     if weights.shape != (len(TASKS),) or not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
         raise InvalidInputError("split", split, "must be three non-negative percentages (image, language, speech)")
     if not np.isfinite(profile_noise) or profile_noise < 0:
         raise InvalidInputError("profile_noise", profile_noise, "must be finite and >= 0")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InvalidInputError("seed", seed, "must be an integer >= 0")
+    if cpu_per_gpu not in cpu_gpu_ratios():
+        raise InvalidInputError("cpu_per_gpu", cpu_per_gpu, f"profiled CPU:GPU ratios are {cpu_gpu_ratios()}")
 
 
 def _gpu_demands(rng: np.random.Generator, gpus: int, multi_gpu: bool) -> np.ndarray:
@@ -92,7 +99,15 @@ def _gpu_demands(rng: np.random.Generator, gpus: int, multi_gpu: bool) -> np.nda
     return np.array(demands, dtype=np.int64)
 
 
-def _models(rng: np.random.Generator, count: int, split: tuple[float, float, float]) -> list[str]:
+def draw_gpu_demands(rng: np.random.Generator, count: int, multi_gpu: bool) -> np.ndarray:
+    """``count`` independent GPU demands: all 1, or the multi-GPU mix (``MULTI_GPU_DEMANDS``)."""
+    if not multi_gpu:
+        return np.ones(count, dtype=np.int64)
+    return rng.choice(MULTI_GPU_DEMANDS, size=count, p=MULTI_GPU_WEIGHTS).astype(np.int64)
+
+
+def draw_models(rng: np.random.Generator, count: int, split: tuple[float, float, float]) -> list[str]:
+    """A built-in model per job: its task by the workload ``split``, uniform within the task."""
     weights = np.asarray(split, dtype=float)
     by_task = models_by_task()
     tasks = rng.choice(len(TASKS), size=count, p=weights / weights.sum())
@@ -104,11 +119,31 @@ def _models(rng: np.random.Generator, count: int, split: tuple[float, float, flo
     return names
 
 
-def _durations_min(rng: np.random.Generator, count: int) -> np.ndarray:
+def draw_durations_min(rng: np.random.Generator, count: int) -> np.ndarray:
     """Duration at proportional share: ``10^x`` minutes, ``x ~ U[1.5, 3]`` w.p. 0.8, else ``U[3, 4]``."""
     short = rng.random(count) < 0.8
     exponent = np.where(short, rng.uniform(1.5, 3.0, count), rng.uniform(3.0, 4.0, count))
     return np.power(10.0, exponent)
+
+
+def job_profiles(
+    rng: np.random.Generator, names: list[str], cpu_per_gpu: int, profile_noise: float
+) -> list[Profile]:
+    """Each job's matrix: its model's built-in profile, with per-job noise when ``profile_noise > 0``.
+
+    Draws from ``rng`` job after job, so the first ``k`` profiles of ``n`` are those of ``k`` (traces grow).
+    """
+    infos = {name: model_info(name, cpu_per_gpu) for name in set(names)}
+    if not infos:
+        return []
+    noise = rng.standard_normal((len(names), *next(iter(infos.values())).profile.tput.shape))
+    profiles = []
+    for index, name in enumerate(names):
+        profile = infos[name].profile
+        if profile_noise > 0:
+            profile = _noisy(profile, noise[index], profile_noise)
+        profiles.append(profile)
+    return profiles
 
 
 def _noisy(profile: Profile, normal: np.ndarray, sigma: float) -> Profile:
