@@ -1,0 +1,223 @@
+"""Traces: the jobs a simulation replays, and the production-derived trace generator (SPEC 5, paper 5.1).
+
+A trace is a table of jobs: ``id``, ``arrival_s``, ``gpus``, ``duration_s`` (its run time alone at the
+GPU-proportional share), ``model`` (a built-in profile) or an explicit ``profile``, and ``profiling_s`` (time
+spent profiling it on arrival before it can first run; 0 unless the trace says so).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.generate import (
+    check_generator_args,
+    draw_durations_min,
+    draw_gpu_demands,
+    draw_models,
+    job_profiles,
+)
+from synergy_opt.instance import Profile, _is_number, _positive_int, prefixed
+
+GENERATOR = "synergy_opt.generate_trace"
+# Jobs are drawn in blocks, each from its own seed: the first k jobs of a longer trace are those of a k-job
+# trace, so a simulation can draw more arrivals when its monitored jobs are still running.
+_BLOCK = 1024
+TRACE_COLUMNS = ("id", "arrival_s", "gpus", "duration_s", "model", "profiling_s")
+
+
+def _finite(name: str, value: Any, *, positive: bool) -> float:
+    if not _is_number(value) or not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise InvalidInputError(name, value, f"must be a finite number {'> 0' if positive else '>= 0'}")
+    return float(value)
+
+
+@dataclass(frozen=True, eq=False)
+class TraceJob:
+    """One job of a trace."""
+
+    id: str
+    arrival_s: float
+    gpus: int
+    duration_s: float
+    profile: Profile
+    model: str | None = None
+    profiling_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise InvalidInputError("id", self.id, "must be a non-empty string")
+        object.__setattr__(self, "arrival_s", _finite("arrival_s", self.arrival_s, positive=False))
+        object.__setattr__(self, "gpus", _positive_int("gpus", self.gpus))
+        object.__setattr__(self, "duration_s", _finite("duration_s", self.duration_s, positive=True))
+        object.__setattr__(self, "profiling_s", _finite("profiling_s", self.profiling_s, positive=False))
+        if not isinstance(self.profile, Profile):
+            raise InvalidInputError("profile", self.profile, "must be a Profile")
+        if self.model is not None and not isinstance(self.model, str):
+            raise InvalidInputError("model", self.model, "must be a model name (a string) or None")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TraceJob):
+            return NotImplemented
+        return self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    @property
+    def _key(self) -> tuple[Any, ...]:
+        return (self.id, self.arrival_s, self.gpus, self.duration_s, self.profile, self.model, self.profiling_s)
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """The jobs of a simulation, in trace order (the order ``monitor`` positions refer to).
+
+    ``metadata`` records what made the trace; a generated trace can :meth:`extend` itself with more
+    arrivals from the same generator.
+    """
+
+    jobs: tuple[TraceJob, ...]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        jobs = tuple(self.jobs)
+        seen: set[str] = set()
+        for index, job in enumerate(jobs):
+            if not isinstance(job, TraceJob):
+                raise InvalidInputError(f"jobs[{index}]", job, "must be a TraceJob")
+            if job.id in seen:
+                raise InvalidInputError(f"jobs[{index}].id", job.id, "duplicate job id")
+            seen.add(job.id)
+        object.__setattr__(self, "jobs", jobs)
+        object.__setattr__(self, "metadata", dict(self.metadata))
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Trace):
+            return NotImplemented
+        return self.jobs == other.jobs and self.metadata == other.metadata
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @property
+    def static(self) -> bool:
+        """Every job arrives at time 0."""
+        return all(job.arrival_s == 0 for job in self.jobs)
+
+    @property
+    def extendable(self) -> bool:
+        """Made by :func:`generate_trace`, so more arrivals can be drawn."""
+        return self.metadata.get("generator") == GENERATOR and self.metadata.get("load") is not None
+
+    def extend(self, jobs: int) -> Trace:
+        """The same generated trace with ``jobs`` jobs (its first ``len(self)`` jobs unchanged)."""
+        if not self.extendable:
+            raise InvalidInputError("trace", self.metadata.get("generator"), "only a generated dynamic trace extends")
+        params = {key: self.metadata[key] for key in _GENERATOR_PARAMS}
+        params["split"] = tuple(params["split"])
+        return generate_trace(jobs=jobs, **params)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per job: the columns of ``TRACE_COLUMNS``."""
+        rows = [
+            (job.id, job.arrival_s, job.gpus, job.duration_s, job.model, job.profiling_s) for job in self.jobs
+        ]
+        return pd.DataFrame(rows, columns=list(TRACE_COLUMNS))
+
+
+_GENERATOR_PARAMS = ("load", "split", "multi_gpu", "seed", "cpu_per_gpu", "profile_noise")
+
+
+def generate_trace(
+    jobs: int = 1000,
+    load: float | None = 9.0,
+    split: tuple[float, float, float] = (20, 70, 10),
+    multi_gpu: bool = False,
+    seed: int = 0,
+    cpu_per_gpu: int = 3,
+    profile_noise: float = 0.0,
+) -> Trace:
+    """A production-derived trace (SPEC 5), deterministic per seed.
+
+    Parameters
+    ----------
+    jobs
+        Number of jobs.
+    load
+        Poisson arrivals at ``load`` jobs per hour (exponential gaps, the first job at 0); ``None`` for a
+        static trace with every job at 0.
+    split
+        Percentages of (image, language, speech) models; the model is uniform within its task.
+    multi_gpu
+        False: every job asks for 1 GPU; True: the multi-GPU mix of :func:`synergy_opt.generate_round`
+        (1, 2, 4, 8, 16 GPUs with probabilities .70, .10, .12, .05, .03).
+    cpu_per_gpu
+        The CPU:GPU ratio whose built-in profiles the jobs carry (3, or the artifact's 4, 5, 6).
+    profile_noise
+        Per-job log-normal noise on each matrix, as in :func:`synergy_opt.generate_round`.
+
+    Durations at the proportional share are ``10^x`` minutes, ``x ~ U[1.5, 3]`` with probability 0.8 and
+    ``U[3, 4]`` otherwise. The first ``k`` jobs do not depend on ``jobs``: a longer trace extends a shorter one.
+    """
+    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 0:
+        raise InvalidInputError("jobs", jobs, "must be an integer >= 0")
+    jobs = int(jobs)
+    if load is not None:
+        load = _finite("load", load, positive=True)
+    check_generator_args(split, profile_noise, seed, cpu_per_gpu)
+    parts = [_block(seed, block, load, split, multi_gpu, cpu_per_gpu, profile_noise)
+             for block in range(-(-jobs // _BLOCK))]
+    offset = 0.0
+    trace_jobs: list[TraceJob] = []
+    for gaps, demands, names, minutes, profiles in parts:
+        arrivals = offset + np.cumsum(gaps)
+        offset = float(arrivals[-1]) if arrivals.size else offset
+        for row in range(len(names)):
+            index = len(trace_jobs)
+            if index == jobs:
+                break
+            trace_jobs.append(TraceJob(
+                f"j{index}", float(arrivals[row]), int(demands[row]), float(60.0 * minutes[row]), profiles[row],
+                model=names[row],
+            ))
+    metadata = {"generator": GENERATOR, "jobs": jobs, "load": load, "split": list(split), "multi_gpu": multi_gpu,
+                "seed": seed, "cpu_per_gpu": cpu_per_gpu, "profile_noise": profile_noise}
+    return Trace(tuple(trace_jobs), metadata)
+
+
+def _block(
+    seed: int, block: int, load: float | None, split: tuple[float, float, float], multi_gpu: bool,
+    cpu_per_gpu: int, profile_noise: float,
+) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray, list[Profile]]:
+    rng = np.random.default_rng([seed, block])
+    if load is None:
+        gaps = np.zeros(_BLOCK)
+    else:
+        gaps = rng.exponential(3600.0 / load, _BLOCK)
+        if block == 0:
+            gaps[0] = 0.0  # the first job opens the trace
+    demands = draw_gpu_demands(rng, _BLOCK, multi_gpu)
+    names = draw_models(rng, _BLOCK, split)
+    minutes = draw_durations_min(rng, _BLOCK)
+    profiles = job_profiles(rng, names, cpu_per_gpu, profile_noise)
+    return gaps, demands, names, minutes, profiles
+
+
+def trace_job_from_fields(where: str, fields: Mapping[str, Any], profile: Profile) -> TraceJob:
+    """A TraceJob from parsed fields, its errors prefixed with ``where`` (the row or JSON path)."""
+    try:
+        return TraceJob(
+            fields["id"], fields["arrival_s"], fields["gpus"], fields["duration_s"], profile,
+            model=fields.get("model"), profiling_s=fields.get("profiling_s", 0.0),
+        )
+    except InvalidInputError as error:
+        raise prefixed(error, where) from None
