@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import synergy_opt as so
-from synergy_opt.builders.joint import JointReductions, build_joint, item_capacity, server_patterns
 from synergy_opt.evaluation import Evaluation, InvalidAllocationWarning, evaluate
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
 from synergy_opt.joint import JointFormulation
+from synergy_opt.joint.model import JointReductions, build_joint, item_capacity, server_patterns
 from synergy_opt.mechanisms import MECHANISMS, run_mechanism
 from synergy_opt.solvers import Status, available_solvers, backend
 

@@ -8,17 +8,11 @@ from functools import cached_property
 from typing import Any, Literal
 
 from synergy_opt.builders.ideal import Objective
-from synergy_opt.builders.joint import (
-    FORMULATIONS,
-    JointModel,
-    JointReductions,
-    LiteralJointModel,
-    build_joint,
-    build_joint_literal,
-)
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.joint.literal import LiteralJointModel, build_joint_literal
+from synergy_opt.joint.model import FORMULATIONS, JointModel, JointReductions, build_joint
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import SolvedModel
 
