@@ -13,8 +13,10 @@ from functools import cached_property
 
 import numpy as np
 
-from synergy_opt.errors import SynergyError
+from synergy_opt.errors import InvalidInputError, SynergyError
 from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.validation import allocation as allocation_rule
+from synergy_opt.validation import boolean, checked, round_instance
 
 # Relative slack on capacities: 24 CPUs split as 3 x 8.000000001 is not an overload.
 CAPACITY_TOLERANCE = 1e-7
@@ -22,7 +24,7 @@ RESOURCES = ("gpus", "cpus", "mem_gb")
 
 
 class InvalidAllocationError(SynergyError):
-    """An allocation that exceeds a capacity, names an unknown job or server, or has a GPU-count mismatch."""
+    """An allocation that exceeds a capacity or gives a job another GPU count than it asks for."""
 
 
 class InvalidAllocationWarning(UserWarning):
@@ -131,21 +133,28 @@ class Evaluation:
         }
 
 
+@checked(instance=round_instance, allocation=allocation_rule, strict=boolean)
 def evaluate(instance: RoundInstance, allocation: Allocation, *, strict: bool = False) -> Evaluation:
     """Score ``allocation`` on ``instance``.
 
     Parameters
     ----------
+    instance, allocation
+        The round and where its jobs run (either may be given in its JSON form, a dict).
     strict
         Raise :class:`InvalidAllocationError` on an invalid allocation instead of warning.
+
+    Raises
+    ------
+    InvalidInputError
+        For an allocation of another round: a job id the instance does not have, or a server the cluster
+        does not have (an allocation that overloads a server or gives a job the wrong GPU count is invalid,
+        and reported in ``problems``).
     """
+    _check_same_round(instance, allocation)
     cluster = instance.cluster
     use = np.zeros((cluster.servers, 3))
     problems: list[str] = []
-    known = instance.job_index
-    for job_id in allocation.jobs:
-        if job_id not in known:
-            problems.append(f"job {job_id!r} is not in the instance")
 
     floors = instance.floors
     scores: dict[str, JobScore] = {}
@@ -154,10 +163,7 @@ def evaluate(instance: RoundInstance, allocation: Allocation, *, strict: bool = 
         placed = sum(p.gpus for p in parts)
         servers = tuple(p.server for p in parts)
         for p in parts:
-            if p.server >= cluster.servers:
-                problems.append(f"job {job.id!r} on server {p.server}, but the cluster has {cluster.servers}")
-            else:
-                use[p.server] += (p.gpus, p.cpus, p.mem_gb)
+            use[p.server] += (p.gpus, p.cpus, p.mem_gb)
         if parts and placed != job.gpus:
             problems.append(f"job {job.id!r} placed with {placed} GPUs but needs {job.gpus}")
         uneven = False
@@ -181,3 +187,18 @@ def evaluate(instance: RoundInstance, allocation: Allocation, *, strict: bool = 
             evaluation.check()
         warnings.warn(f"invalid allocation: {'; '.join(problems[:5])}", InvalidAllocationWarning, stacklevel=2)
     return evaluation
+
+
+def _check_same_round(instance: RoundInstance, allocation: Allocation) -> None:
+    known = instance.job_index
+    servers = instance.cluster.servers
+    for job_id, parts in allocation.jobs.items():
+        if job_id not in known:
+            ids = [name for name in allocation.jobs if name not in known]
+            raise InvalidInputError(f"allocation.jobs[{job_id!r}]", job_id, f"no such job in this round ({len(ids)} "
+                                    f"of the allocation's {len(allocation.jobs)} jobs are not): an allocation of "
+                                    "another round?")
+        for index, part in enumerate(parts):
+            if part.server >= servers:
+                raise InvalidInputError(f"allocation.jobs[{job_id!r}][{index}].server", part.server,
+                                        f"the cluster has servers 0..{servers - 1}")

@@ -6,17 +6,29 @@ from typing import Any
 
 import numpy as np
 
-from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
 from synergy_opt.profiles import TASKS, cpu_gpu_ratios, model_info, models_by_task
+from synergy_opt.validation import SEED, Integer, Number, Rule, Weights, boolean, checked
 
 GPUS_PER_SERVER = 8
 MEM_GB_PER_SERVER = 500.0
 # Multi-GPU trace: the artifact's synthetic 1/2/4/8-GPU split with a Philly-like 16-GPU tail.
 MULTI_GPU_DEMANDS = np.array([1, 2, 4, 8, 16])
 MULTI_GPU_WEIGHTS = np.array([0.70, 0.10, 0.12, 0.05, 0.03])
+MAX_GPUS = 2**20
+# A log-normal factor with sigma 5 already spans e^(+-25); beyond, throughputs overflow to inf.
+MAX_PROFILE_NOISE = 5.0
+# The rules of the arguments generate_round and the trace generator share (synergy_opt.validation).
+GENERATOR_ARGUMENTS: dict[str, Rule] = {
+    "split": Weights(len(TASKS), "percentages of image, language, speech models"),
+    "multi_gpu": boolean,
+    "seed": SEED,
+    "profile_noise": Number(0, MAX_PROFILE_NOISE),
+    "cpu_per_gpu": Integer(among=cpu_gpu_ratios()),
+}
 
 
+@checked(gpus=Integer(GPUS_PER_SERVER, MAX_GPUS, step=GPUS_PER_SERVER), **GENERATOR_ARGUMENTS)
 def generate_round(
     gpus: int = 128,
     split: tuple[float, float, float] = (20, 70, 10),
@@ -41,7 +53,6 @@ def generate_round(
     cpu_per_gpu
         CPU:GPU ratio of the servers; 3 (default) or one of the artifact's profiled variants 4, 5, 6.
     """
-    _check(gpus, split, profile_noise)
     rng = np.random.default_rng(seed)
     cluster = Cluster(gpus // GPUS_PER_SERVER, GPUS_PER_SERVER, GPUS_PER_SERVER * cpu_per_gpu, MEM_GB_PER_SERVER)
     demands = _gpu_demands(rng, gpus, multi_gpu)
@@ -64,25 +75,13 @@ def generate_round(
     return RoundInstance(cluster, tuple(jobs), metadata)
 
 
-def _check(gpus: int, split: tuple[float, float, float], profile_noise: float) -> None:
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < GPUS_PER_SERVER or gpus % GPUS_PER_SERVER:
-        raise InvalidInputError("gpus", gpus, f"must be a positive multiple of {GPUS_PER_SERVER}")
-    check_generator_args(split, profile_noise)
-
-
 def check_generator_args(
     split: tuple[float, float, float], profile_noise: float, seed: int = 0, cpu_per_gpu: int = 3
 ) -> None:
-    """The arguments :func:`generate_round` and the trace generator share."""
-    weights = np.asarray(split, dtype=float)
-    if weights.shape != (len(TASKS),) or not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
-        raise InvalidInputError("split", split, "must be three non-negative percentages (image, language, speech)")
-    if not np.isfinite(profile_noise) or profile_noise < 0:
-        raise InvalidInputError("profile_noise", profile_noise, "must be finite and >= 0")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise InvalidInputError("seed", seed, "must be an integer >= 0")
-    if cpu_per_gpu not in cpu_gpu_ratios():
-        raise InvalidInputError("cpu_per_gpu", cpu_per_gpu, f"profiled CPU:GPU ratios are {cpu_gpu_ratios()}")
+    """The arguments :func:`generate_round` and the trace generator share, by ``GENERATOR_ARGUMENTS``."""
+    given = {"split": split, "profile_noise": profile_noise, "seed": seed, "cpu_per_gpu": cpu_per_gpu}
+    for name, value in given.items():
+        GENERATOR_ARGUMENTS[name](name, value)
 
 
 def _gpu_demands(rng: np.random.Generator, gpus: int, multi_gpu: bool) -> np.ndarray:

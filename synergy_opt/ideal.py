@@ -9,12 +9,21 @@ from typing import Any, Literal
 
 import numpy as np
 
-from synergy_opt.builders.ideal import IdealModel, Objective, Reductions, build_ideal
+from synergy_opt.builders.ideal import OBJECTIVE, IdealModel, Objective, Reductions, build_ideal
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.ideal_core import solve_core
 from synergy_opt.instance import RoundInstance
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import SolvedModel
+from synergy_opt.validation import (
+    SOLVER_ARGUMENTS,
+    InstanceOf,
+    OneOf,
+    Optional,
+    boolean,
+    checked,
+    round_instance,
+)
 
 Method = Literal["auto", "core", "direct"]
 METHODS: tuple[Method, ...] = ("auto", "core", "direct")
@@ -120,6 +129,8 @@ class IdealResult(SolvedModel):
         return tuple(jobs[j].id for j in np.concatenate(members or [np.zeros(0, np.int64)]))
 
 
+@checked(instance=round_instance, relax=boolean, objective=OBJECTIVE, reductions=Optional(InstanceOf(Reductions)),
+         method=OneOf(METHODS), **SOLVER_ARGUMENTS)
 def solve_ideal(
     instance: RoundInstance,
     solver: str = DEFAULT_SOLVER,
@@ -153,8 +164,8 @@ def solve_ideal(
         ILP with floors fixed. ``"auto"``: ``"core"`` for the ``highs`` ILP when every class is one job (no
         two jobs alike) and no backend ``options`` are given, else ``"direct"``.
     """
-    if method not in METHODS:
-        raise InvalidInputError("method", method, f"choose one of {', '.join(METHODS)}")
+    if method == "core" and options:
+        raise InvalidInputError("options", options, "the core method takes no backend options (method='direct' does)")
     ideal = build_ideal(instance, objective=objective, reductions=reductions)
     model = ideal.model.relaxed() if relax else ideal.model
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,

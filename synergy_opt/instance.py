@@ -6,8 +6,7 @@ value; the JSON layer (:mod:`synergy_opt.io`) prefixes the path of the field ins
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -15,6 +14,16 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
+from synergy_opt.validation import (
+    MAX_GPUS_PER_SERVER,
+    MAX_SERVERS,
+    InstanceOf,
+    Integer,
+    Number,
+    Optional,
+    real_array,
+    text,
+)
 
 # Relative slack when reading a grid: 20.83 GB * 3 GPUs / 3 GPUs must still read the 20.83 column.
 _GRID_TOLERANCE = 1e-9
@@ -34,30 +43,19 @@ def on_grid(axis: np.ndarray, value: float) -> bool:
     return below >= 0 and axis[below] >= value * (1 - _GRID_TOLERANCE)
 
 
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InvalidInputError(name, value, "must be an integer >= 1")
-    return int(value)
-
-
-def _is_number(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
-
-
-def _positive_real(name: str, value: Any) -> float:
-    if not _is_number(value):
-        raise InvalidInputError(name, value, "must be a number")
-    if not math.isfinite(value) or value <= 0:
-        raise InvalidInputError(name, value, "must be a finite number > 0")
-    return float(value)
+# The fields' rules (synergy_opt.validation), named once.
+_SERVERS = Integer(1, MAX_SERVERS)
+_GPUS = Integer(1, MAX_GPUS_PER_SERVER * MAX_SERVERS)
+_PLACED_GPUS = Integer(1, MAX_GPUS_PER_SERVER)
+_SERVER_ID = Integer(0, MAX_SERVERS - 1)
+_POSITIVE = Number(0, low_open=True)
+_NON_NEGATIVE = Number(0)
+_NAME = Optional(text)
 
 
 def _axis(name: str, values: Any) -> np.ndarray:
-    try:
-        axis = np.array(values, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidInputError(name, values, "must be a list of numbers") from None
-    if axis.ndim != 1 or axis.size == 0:
+    axis = real_array(name, values, ndim=1)
+    if axis.size == 0:
         raise InvalidInputError(name, values, "must be a non-empty list of numbers")
     if not np.all(np.isfinite(axis)) or np.any(axis <= 0):
         raise InvalidInputError(name, values, "every value must be finite and > 0")
@@ -83,10 +81,7 @@ class Profile:
     def __post_init__(self) -> None:
         cpu = _axis("cpu_per_gpu", self.cpu_per_gpu)
         mem = _axis("mem_gb_per_gpu", self.mem_gb_per_gpu)
-        try:
-            tput = np.array(self.tput, dtype=float)
-        except (TypeError, ValueError):
-            raise InvalidInputError("tput", self.tput, "must be a matrix of numbers") from None
+        tput = real_array("tput", self.tput, ndim=2)
         if tput.shape != (cpu.size, mem.size):
             raise InvalidInputError(
                 "tput", self.tput,
@@ -97,6 +92,7 @@ class Profile:
             a, b = (int(i) for i in bad[0])
             raise InvalidInputError(f"tput[{a}][{b}]", float(tput[a, b]), "throughput must be finite and >= 0")
         tput.flags.writeable = False
+        object.__setattr__(self, "name", _NAME("name", self.name))
         object.__setattr__(self, "cpu_per_gpu", cpu)
         object.__setattr__(self, "mem_gb_per_gpu", mem)
         object.__setattr__(self, "tput", tput)
@@ -149,12 +145,10 @@ class Cluster:
     mem_gb_per_server: float = 500
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "servers", _positive_int("servers", self.servers))
-        object.__setattr__(self, "gpus_per_server", _positive_int("gpus_per_server", self.gpus_per_server))
-        object.__setattr__(self, "cpus_per_server", _positive_real("cpus_per_server", self.cpus_per_server))
-        object.__setattr__(
-            self, "mem_gb_per_server", _positive_real("mem_gb_per_server", self.mem_gb_per_server)
-        )
+        object.__setattr__(self, "servers", _SERVERS("servers", self.servers))
+        object.__setattr__(self, "gpus_per_server", _PLACED_GPUS("gpus_per_server", self.gpus_per_server))
+        object.__setattr__(self, "cpus_per_server", _POSITIVE("cpus_per_server", self.cpus_per_server))
+        object.__setattr__(self, "mem_gb_per_server", _POSITIVE("mem_gb_per_server", self.mem_gb_per_server))
 
     @property
     def total_gpus(self) -> int:
@@ -199,15 +193,12 @@ class Job:
     work: float | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, str) or not self.id:
-            raise InvalidInputError("id", self.id, "must be a non-empty string")
-        object.__setattr__(self, "gpus", _positive_int("gpus", self.gpus))
-        if not isinstance(self.profile, Profile):
-            raise InvalidInputError("profile", self.profile, "must be a Profile")
-        if not _is_number(self.arrival) or not math.isfinite(self.arrival) or self.arrival < 0:
-            raise InvalidInputError("arrival", self.arrival, "must be a finite number >= 0")
-        if self.work is not None:
-            object.__setattr__(self, "work", _positive_real("work", self.work))
+        text("id", self.id)
+        object.__setattr__(self, "gpus", _GPUS("gpus", self.gpus))
+        InstanceOf(Profile)("profile", self.profile)
+        object.__setattr__(self, "model", _NAME("model", self.model))
+        object.__setattr__(self, "arrival", _NON_NEGATIVE("arrival", self.arrival))
+        object.__setattr__(self, "work", Optional(_POSITIVE)("work", self.work))
 
 
 @dataclass(frozen=True)
@@ -219,10 +210,16 @@ class RoundInstance:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        InstanceOf(Cluster)("cluster", self.cluster)
+        if isinstance(self.jobs, (str, Mapping)) or not isinstance(self.jobs, Iterable):
+            raise InvalidInputError("jobs", self.jobs, "must be a sequence of Job")
         jobs = tuple(self.jobs)
         object.__setattr__(self, "jobs", jobs)
+        if not isinstance(self.metadata, Mapping):
+            raise InvalidInputError("metadata", self.metadata, "must be a dict")
         seen: set[str] = set()
         for index, job in enumerate(jobs):
+            InstanceOf(Job)(f"jobs[{index}]", job)
             if job.id in seen:
                 raise InvalidInputError(f"jobs[{index}].id", job.id, "duplicate job id")
             seen.add(job.id)
@@ -267,17 +264,10 @@ class Placement:
     mem_gb: float
 
     def __post_init__(self) -> None:
-        if isinstance(self.server, bool) or not isinstance(self.server, (int, np.integer)) or self.server < 0:
-            raise InvalidInputError("server", self.server, "must be an integer >= 0")
-        object.__setattr__(self, "server", int(self.server))
-        object.__setattr__(self, "gpus", _positive_int("gpus", self.gpus))
-        for name in ("cpus", "mem_gb"):
-            value = getattr(self, name)
-            if not _is_number(value):
-                raise InvalidInputError(name, value, "must be a number")
-            if not math.isfinite(value) or value < 0:
-                raise InvalidInputError(name, value, "must be finite and >= 0")
-            object.__setattr__(self, name, float(value))
+        object.__setattr__(self, "server", _SERVER_ID("server", self.server))
+        object.__setattr__(self, "gpus", _PLACED_GPUS("gpus", self.gpus))
+        object.__setattr__(self, "cpus", _NON_NEGATIVE("cpus", self.cpus))
+        object.__setattr__(self, "mem_gb", _NON_NEGATIVE("mem_gb", self.mem_gb))
 
     def to_dict(self) -> dict[str, Any]:
         return {"server": self.server, "gpus": self.gpus, "cpus": _plain(self.cpus), "mem_gb": _plain(self.mem_gb)}
@@ -290,12 +280,21 @@ class Allocation:
     jobs: Mapping[str, tuple[Placement, ...]]
 
     def __post_init__(self) -> None:
+        if not isinstance(self.jobs, Mapping):
+            raise InvalidInputError("jobs", self.jobs, "must be a dict of job id -> placements")
         jobs: dict[str, tuple[Placement, ...]] = {}
         for job_id, placements in self.jobs.items():
+            where = f"jobs[{job_id!r}]"
+            if not isinstance(job_id, str) or not job_id:
+                raise InvalidInputError("jobs", job_id, "a job id is a non-empty string")
+            if isinstance(placements, (str, Mapping)) or not isinstance(placements, Iterable):
+                raise InvalidInputError(where, placements, "must be a sequence of Placement")
             parts = tuple(placements)
+            for index, part in enumerate(parts):
+                InstanceOf(Placement)(f"{where}[{index}]", part)
             servers = [p.server for p in parts]
             if len(set(servers)) != len(servers):
-                raise InvalidInputError(f"jobs[{job_id!r}]", servers, "a job may appear once per server")
+                raise InvalidInputError(where, servers, "a job may appear once per server")
             if parts:
                 jobs[job_id] = tuple(sorted(parts, key=lambda p: p.server))
         object.__setattr__(self, "jobs", jobs)
@@ -309,6 +308,8 @@ class Allocation:
             raise InvalidInputError("jobs", data, "an allocation is {'jobs': {job id: [placements]}}")
         jobs: dict[str, tuple[Placement, ...]] = {}
         for job_id, parts in data["jobs"].items():
+            if not isinstance(job_id, str) or not job_id:
+                raise InvalidInputError("jobs", job_id, "a job id is a non-empty string")
             if not isinstance(parts, list):
                 raise InvalidInputError(f"jobs[{job_id!r}]", parts, "must be a list of placements")
             placed = []
@@ -323,7 +324,7 @@ class Allocation:
                     placed.append(Placement(part["server"], part["gpus"], part["cpus"], part["mem_gb"]))
                 except InvalidInputError as error:
                     raise prefixed(error, where) from None
-            jobs[str(job_id)] = tuple(placed)
+            jobs[job_id] = tuple(placed)
         return cls(jobs)
 
     def gpus_of(self, job_id: str) -> int:

@@ -1,4 +1,10 @@
-"""Round instances as versioned JSON files (format ``synergy-round/1``), loaded and saved in one call."""
+"""Round instances as versioned JSON files (format ``synergy-round/1``), loaded and saved in one call.
+
+Files are read as UTF-8 (at most ``synergy_opt.files.MAX_TEXT_BYTES``); metadata may nest at most
+``synergy_opt.validation.MAX_JSON_DEPTH`` levels; a number no float holds (``1e400``, 5000 digits) is an error
+naming its JSON path. Saving checks the whole instance, metadata included, before a file is opened, and
+writes atomically (a temporary file renamed into place).
+"""
 
 from __future__ import annotations
 
@@ -9,38 +15,69 @@ from pathlib import Path
 from typing import Any
 
 from synergy_opt.errors import InvalidInputError
+from synergy_opt.files import atomic_open, read_text
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance, prefixed
-from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, builtin_profile, cpu_gpu_ratios
+from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, cpu_gpu_ratios, model_info
+from synergy_opt.validation import MAX_JSON_DEPTH, OutOfRange, checked, json_value, path, round_instance
 
 FORMAT = "synergy-round/1"
 _CLUSTER_FIELDS = ("servers", "gpus_per_server", "cpus_per_server", "mem_gb_per_server")
+# Integers longer than this are kept as their text and reported with their path (Python refuses > 4300 digits).
+_MAX_INT_DIGITS = 100
 
 
 def load_instance(source: str | os.PathLike[str] | Mapping[str, Any]) -> RoundInstance:
-    """Read a round instance from a JSON file path or from the already-parsed dictionary."""
+    """Read a round instance from a JSON file path or from the already-parsed dictionary.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``path`` (unreadable, too large, not UTF-8, malformed or too deeply nested JSON) or the JSON
+        path of the field at fault (e.g. ``jobs[3].profile.tput[1][0]``).
+    """
     if isinstance(source, Mapping):
         return instance_from_dict(source)
     if not isinstance(source, (str, os.PathLike)):
         raise InvalidInputError("source", source, "must be a path to a JSON file or an instance dictionary")
-    path = Path(source)
+    return instance_from_dict(read_json(Path(source)))
+
+
+def read_json(source: Path) -> Any:
+    """The JSON document in the file ``source``; an integer too long for any field, or a NaN or Infinity
+    literal, is an error naming its JSON path."""
+    text = read_text(source)
+    odd: list[OutOfRange] = []
+
+    def mark(literal: str) -> OutOfRange:
+        odd.append(OutOfRange(literal))
+        return odd[-1]
+
     try:
-        text = path.read_text()
-    except OSError as error:
-        raise InvalidInputError("path", str(path), f"cannot read: {error.strerror}") from None
-    try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=lambda s: int(s) if len(s) <= _MAX_INT_DIGITS else mark(s),
+                          parse_constant=mark)
     except json.JSONDecodeError as error:
         raise InvalidInputError(
-            "path", str(path), f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}"
+            "path", str(source), f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}"
         ) from None
-    return instance_from_dict(data)
+    except RecursionError:
+        raise InvalidInputError("path", str(source), f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    if odd:
+        _raise_at(data, "")
+    return data
 
 
+@checked(instance=round_instance, path=path)
 def save_instance(instance: RoundInstance, path: str | os.PathLike[str]) -> Path:
-    """Write ``instance`` as JSON; jobs whose profile is their model's built-in one are saved by name."""
+    """Write ``instance`` as JSON; jobs whose profile is their model's built-in one are saved by name.
+
+    The instance is checked (metadata must be JSON: no sets, NaN or other objects) before any file is opened;
+    the file is written to a temporary name and renamed, so it is never left half-written. File-system
+    faults (a folder as ``path``, no permission) raise ``OSError``.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(instance_to_dict(instance), indent=1) + "\n")
+    text = json.dumps(instance_to_dict(instance), indent=1, allow_nan=False) + "\n"
+    with atomic_open(target, encoding="utf-8") as handle:
+        handle.write(text)
     return target
 
 
@@ -60,7 +97,7 @@ def instance_to_dict(instance: RoundInstance) -> dict[str, Any]:
         jobs.append(entry)
     data: dict[str, Any] = {"format": FORMAT, "cluster": instance.cluster.to_dict(), "jobs": jobs}
     if instance.metadata:
-        data["metadata"] = dict(instance.metadata)
+        data["metadata"] = json_value("metadata", dict(instance.metadata))
     return data
 
 
@@ -78,7 +115,7 @@ def instance_from_dict(data: Any) -> RoundInstance:
     metadata = data.get("metadata", {})
     if not isinstance(metadata, Mapping):
         raise InvalidInputError("metadata", metadata, "must be an object")
-    return RoundInstance(cluster, jobs, dict(metadata))
+    return RoundInstance(cluster, jobs, json_value("metadata", metadata))
 
 
 def _cluster(raw: Any) -> Cluster:
@@ -106,11 +143,11 @@ def _job(where: str, raw: Any, ratio: int) -> Job:
         if "profile" in raw:
             profile = _profile(raw["profile"], model)
         elif model is not None:
-            profile = builtin_profile(model, ratio)
+            profile = model_info(model, ratio).profile
         else:
             raise InvalidInputError("model", None, "a job needs a built-in 'model' name or an inline 'profile'")
         return Job(
-            id=raw["id"] if not isinstance(raw["id"], int) else str(raw["id"]),
+            id=raw["id"],
             gpus=raw["gpus"],
             profile=profile,
             model=model,
@@ -141,6 +178,15 @@ def _profile_ratio(cluster: Cluster) -> int:
 
 def _is_builtin(model: str, ratio: int, profile: Profile) -> bool:
     try:
-        return builtin_profile(model, ratio) == profile
+        return model_info(model, ratio).profile == profile
     except InvalidInputError:
         return False
+
+
+def _raise_at(value: Any, where: str, depth: int = 0) -> None:
+    """Raise, naming its path, for the first number the parser marked as out of range (or NaN/Infinity)."""
+    if isinstance(value, OutOfRange) or depth > MAX_JSON_DEPTH:
+        json_value(where, value, depth)  # raises
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        _raise_at(item, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key, depth + 1)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.builders.placement import (
+    PLACEMENT_BUILDERS,
     PLACEMENT_KINDS,
     PlacementDemands,
     PlacementKind,
@@ -29,6 +30,16 @@ from synergy_opt.ideal import IdealResult, solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.rounding import RoundingReport, round_placement
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, backend, solve_model
+from synergy_opt.validation import (
+    SOLVER,
+    SOLVER_ARGUMENTS,
+    OneOf,
+    Optional,
+    check_keyword_options,
+    checked,
+    named_options,
+    round_instance,
+)
 
 # Seconds allowed to a placement MILP when no time limit is given: an exact packing MILP can be slow to prove
 # infeasible, and the LP placement is always there to round instead.
@@ -210,6 +221,8 @@ def solve_placement(
     return own
 
 
+@checked(instance=round_instance, placement=OneOf(PLACEMENT_KINDS), ideal_solver=Optional(SOLVER),
+         placement_options=Optional(named_options), **SOLVER_ARGUMENTS)
 def solve_opt(
     instance: RoundInstance,
     solver: str = DEFAULT_SOLVER,
@@ -251,8 +264,8 @@ def solve_opt(
         (e.g. a time limit), GPU-proportional demands are placed instead and ``notes`` says so; when the
         placement ends without one, the LP's is rounded.
     """
-    if placement not in PLACEMENT_KINDS:
-        raise InvalidInputError("placement", placement, f"choose one of {', '.join(PLACEMENT_KINDS)}")
+    placement_options = check_keyword_options(PLACEMENT_BUILDERS[placement], placement_options,
+                                              "placement_options", skip=("demands",))
     if placement == "lp" and not backend(solver).capabilities.continuous:
         raise SolverUnavailableError(
             f"solver {solver!r} solves integer models only and cannot solve the placement LP; "

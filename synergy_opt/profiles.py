@@ -17,6 +17,7 @@ from typing import Any
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.instance import Profile
+from synergy_opt.validation import Integer, OneOf, checked
 
 TASKS = ("image", "language", "speech")
 DEFAULT_CPU_GPU_RATIO = 3
@@ -83,6 +84,7 @@ def model_info(name: str, cpu_gpu_ratio: int = DEFAULT_CPU_GPU_RATIO) -> ModelIn
     )
 
 
+@checked(name=OneOf(model_names), cpu_gpu_ratio=Integer(among=cpu_gpu_ratios()))
 def builtin_profile(name: str, cpu_gpu_ratio: int = DEFAULT_CPU_GPU_RATIO) -> Profile:
     """The sensitivity matrix of built-in model ``name`` (see :func:`model_names`)."""
     return model_info(name, cpu_gpu_ratio).profile

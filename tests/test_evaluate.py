@@ -7,6 +7,7 @@ import warnings
 import pytest
 
 import synergy_opt as so
+from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import InvalidAllocationError, InvalidAllocationWarning, evaluate
 
 CLUSTER = so.Cluster(2, 4, 12, 200)  # proportional share: 3 CPUs and 50 GB per GPU
@@ -73,8 +74,6 @@ def test_unplaced_jobs_count_zero_and_are_listed() -> None:
         (allocation(a=[(0, 2, 6, 150)], c=[(0, 1, 3, 60)]), "server 0 uses 210 mem_gb of 200"),
         (allocation(b=[(0, 4, 6, 100)], c=[(0, 1, 3, 50)]), "server 0 uses 5 gpus of 4"),
         (allocation(b=[(0, 3, 9, 150)]), "job 'b' placed with 3 GPUs but needs 4"),
-        (allocation(a=[(2, 2, 6, 100)]), "job 'a' on server 2, but the cluster has 2"),
-        (allocation(z=[(0, 1, 3, 50)]), "job 'z' is not in the instance"),
     ],
 )
 def test_invalid_allocations_are_reported_loudly(alloc: so.Allocation, problem: str) -> None:
@@ -85,6 +84,20 @@ def test_invalid_allocations_are_reported_loudly(alloc: so.Allocation, problem: 
         evaluate(INSTANCE, alloc, strict=True)
     with pytest.raises(InvalidAllocationError):
         result.check()
+
+
+@pytest.mark.parametrize(
+    ("alloc", "field"),
+    [
+        (allocation(a=[(2, 2, 6, 100)]), "allocation.jobs['a'][0].server"),
+        (allocation(z=[(0, 1, 3, 50)]), "allocation.jobs['z']"),
+    ],
+)
+def test_an_allocation_of_another_round_is_bad_input(alloc: so.Allocation, field: str) -> None:
+    # A job or server the round does not have is not an allocation of this round: an error naming it.
+    with pytest.raises(InvalidInputError) as error:
+        evaluate(INSTANCE, alloc)
+    assert error.value.field == field
 
 
 def test_a_job_with_the_wrong_gpu_count_does_not_run() -> None:

@@ -217,5 +217,5 @@ def test_bad_generator_arguments() -> None:
         so.generate_round(100)
     with pytest.raises(InvalidInputError, match="split"):
         so.generate_round(16, split=(1, -1, 0))
-    with pytest.raises(InvalidInputError, match="cpu_gpu_ratio"):
+    with pytest.raises(InvalidInputError, match="cpu_per_gpu=7"):
         so.generate_round(16, cpu_per_gpu=7)

@@ -28,9 +28,11 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import RoundInstance, grid_index, on_grid
 from synergy_opt.model import LinearModel, ModelBuilder
 from synergy_opt.profile_groups import ProfileGroup, profile_groups
+from synergy_opt.validation import InstanceOf, OneOf, Optional, boolean, checked, round_instance
 
 Objective = Literal["job", "gpu"]
 OBJECTIVES: tuple[Objective, ...] = ("job", "gpu")
+OBJECTIVE = OneOf(OBJECTIVES)
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,8 @@ class Reductions:
     merge_identical: bool = True
 
     def __post_init__(self) -> None:
+        for name in ("fix_below_floor", "drop_dominated", "merge_identical"):
+            boolean(f"reductions.{name}", getattr(self, name))
         # A merged class has one assignment row, so a per-job floor row cannot be stated for it.
         if self.merge_identical and not self.fix_below_floor:
             raise InvalidInputError(
@@ -102,6 +106,7 @@ def columns_of_jobs(y: np.ndarray, class_jobs: np.ndarray) -> np.ndarray:
     return chosen
 
 
+@checked(instance=round_instance, objective=OBJECTIVE, reductions=Optional(InstanceOf(Reductions)))
 def build_ideal(
     instance: RoundInstance,
     *,
@@ -110,8 +115,6 @@ def build_ideal(
 ) -> IdealModel:
     """Build the ideal-allocation ILP of ``instance`` (see the module docstring for the equations)."""
     start = time.perf_counter()
-    if objective not in OBJECTIVES:
-        raise InvalidInputError("objective", objective, f"choose one of {', '.join(OBJECTIVES)}")
     reductions = reductions or Reductions()
     cluster = instance.cluster
     pieces = [group_columns(instance, group, reductions) for group in profile_groups(instance)]

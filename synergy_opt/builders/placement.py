@@ -293,14 +293,16 @@ def build_integral_milp(
     return PlacementModel("milp-integral", "compact", model, demands, groups, time.perf_counter() - start)
 
 
+PLACEMENT_BUILDERS: dict[str, Callable[..., PlacementModel]] = {
+    "lp": build_placement_lp, "milp": build_min_split_milp, "milp-integral": build_integral_milp,
+}
+
+
 def build_placement(demands: PlacementDemands, kind: PlacementKind, **options: object) -> PlacementModel:
     """Dispatch on ``kind`` ("lp", "milp" or "milp-integral")."""
-    builders: dict[str, Callable[..., PlacementModel]] = {
-        "lp": build_placement_lp, "milp": build_min_split_milp, "milp-integral": build_integral_milp,
-    }
-    if kind not in builders:
+    if kind not in PLACEMENT_BUILDERS:
         raise InvalidInputError("placement", kind, f"choose one of {', '.join(PLACEMENT_KINDS)}")
-    return builders[kind](demands, **options)
+    return PLACEMENT_BUILDERS[kind](demands, **options)
 
 
 # -- model pieces --------------------------------------------------------------------------------------------

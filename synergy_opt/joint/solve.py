@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
-from synergy_opt.builders.ideal import Objective
+from synergy_opt.builders.ideal import OBJECTIVE, Objective
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.instance import Allocation, RoundInstance
@@ -15,6 +15,16 @@ from synergy_opt.joint.literal import LiteralJointModel, build_joint_literal
 from synergy_opt.joint.model import FORMULATIONS, JointModel, JointReductions, build_joint
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import SolvedModel
+from synergy_opt.validation import (
+    SOLVER_ARGUMENTS,
+    InstanceOf,
+    Number,
+    OneOf,
+    Optional,
+    boolean,
+    checked,
+    round_instance,
+)
 
 JointFormulation = Literal["patterns", "servers", "literal"]
 
@@ -73,6 +83,9 @@ class JointResult(SolvedModel):
         ))
 
 
+@checked(instance=round_instance, consolidate=boolean, split_penalty=Number(0, 1), objective=OBJECTIVE,
+         reductions=Optional(InstanceOf(JointReductions)), formulation=OneOf((*FORMULATIONS, "literal")),
+         upper_bound=Optional(Number()), **SOLVER_ARGUMENTS)
 def solve_joint(
     instance: RoundInstance,
     solver: str = DEFAULT_SOLVER,

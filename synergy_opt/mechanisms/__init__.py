@@ -15,14 +15,12 @@ shared :class:`~synergy_opt.mechanisms.state.ServerState`; every allocation is s
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.drf import pack_drf
 from synergy_opt.mechanisms.greedy import pack_greedy
@@ -31,6 +29,7 @@ from synergy_opt.mechanisms.proportional import pack_proportional
 from synergy_opt.mechanisms.state import ServerState
 from synergy_opt.mechanisms.tetris import pack_tetris
 from synergy_opt.mechanisms.tune import pack_tune
+from synergy_opt.validation import OneOf, Optional, check_keyword_options, checked, ids, round_instance
 
 
 @dataclass(frozen=True)
@@ -43,19 +42,10 @@ class Mechanism:
     description: str
 
 
-def _check_options(function: Callable[..., Any], options: dict[str, Any]) -> None:
-    """Unknown options are bad input, not a TypeError from deep inside."""
-    accepted = set(inspect.signature(function).parameters) - {"instance", "order"}
-    for option, value in options.items():
-        if option not in accepted:
-            known = ", ".join(sorted(accepted)) or "none"
-            raise InvalidInputError(f"options.{option}", value, f"not an option here (options: {known})")
-
-
 def _packed(pack: Callable[..., ServerState]) -> Callable[..., Allocation]:
     def run(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocation:
-        _check_options(pack, options)
-        return pack(instance, order, **options).to_allocation()
+        checked_options = check_keyword_options(pack, options, skip=("instance", "order"))
+        return pack(instance, order, **checked_options).to_allocation()
 
     run.__doc__ = pack.__doc__
     return run
@@ -65,8 +55,7 @@ def _opt(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocati
     # Imported here: Synergy-OPT pulls in the model builders and solvers, which the heuristics do not need.
     from synergy_opt.opt import solve_opt
 
-    _check_options(solve_opt, options)
-    return solve_opt(instance, **options).allocation
+    return solve_opt(instance, **check_keyword_options(solve_opt, options, skip=("instance",))).allocation
 
 
 MECHANISMS: dict[str, Mechanism] = {
@@ -82,6 +71,7 @@ MECHANISMS: dict[str, Mechanism] = {
 }
 
 
+@checked(instance=round_instance, name=OneOf(tuple(MECHANISMS)), order=Optional(ids))
 def run_mechanism(
     instance: RoundInstance, name: str, order: Iterable[str] | None = None, **options: Any
 ) -> Allocation:
@@ -111,9 +101,7 @@ def run_mechanism(
     InvalidInputError
         For an ``order`` with unknown, repeated or missing job ids.
     """
-    mechanism = MECHANISMS.get(name) if isinstance(name, str) else None
-    if mechanism is None:
-        raise UnknownNameError("mechanism", name, tuple(MECHANISMS))
+    mechanism = MECHANISMS[name]
     ranked = policy_order(instance, order)
     if not instance.jobs:
         return Allocation({})  # nothing to place; every mechanism agrees

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
-import math
-from collections.abc import Callable, Mapping
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
 
-from synergy_opt.errors import InvalidInputError, NoSolutionError
+from synergy_opt.errors import NoSolutionError
 from synergy_opt.model import LinearModel
+from synergy_opt.validation import SOLVER_ARGUMENTS
 
 
 class Status(enum.Enum):
@@ -41,16 +44,9 @@ class SolverParams:
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("time_limit", "mip_gap"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise InvalidInputError(name, value, "must be a number")
-        if self.time_limit is not None and not (math.isfinite(self.time_limit) and self.time_limit > 0):
-            raise InvalidInputError("time_limit", self.time_limit, "must be a finite number of seconds > 0")
-        if not (math.isfinite(self.mip_gap) and self.mip_gap >= 0):
-            raise InvalidInputError("mip_gap", self.mip_gap, "must be finite and >= 0")
-        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
-            raise InvalidInputError("threads", self.threads, "must be an integer >= 1 or None")
+        # The same rules as the solve_* functions' arguments; values come out as plain Python scalars.
+        for name in ("time_limit", "mip_gap", "threads", "seed", "verbose", "options"):
+            object.__setattr__(self, name, SOLVER_ARGUMENTS[name](name, getattr(self, name)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,6 +131,23 @@ def check_solution(model: LinearModel, x: np.ndarray) -> float:
     frac = np.abs(x - np.round(x))[model.integer]
     parts = [np.zeros(1), rows, cols, frac]
     return float(max(part.max(initial=0.0) for part in parts))
+
+
+@contextlib.contextmanager
+def silenced_output() -> Iterator[None]:
+    """Send what C/C++ libraries print to stdout and stderr to /dev/null meanwhile (file descriptors 1, 2)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
 
 
 class SolvedModel:

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import functools
-import os
-import sys
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import highspy
 import numpy as np
 
+from synergy_opt.errors import InvalidInputError
 from synergy_opt.model import LinearModel
-from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, Status, settle_infeasible_or_unbounded
+from synergy_opt.solvers.base import (
+    Capabilities,
+    SolveResult,
+    SolverParams,
+    Status,
+    settle_infeasible_or_unbounded,
+    silenced_output,
+)
+from synergy_opt.validation import unknown_option
 
 CAPABILITIES = Capabilities(integer=True, continuous=True, time_limit=True, mip_gap=True, vertex_lp=True)
 
@@ -55,15 +64,32 @@ def run(h: highspy.Highs, threads: int | None) -> None:
 @functools.cache
 def _swallow_banner() -> None:
     """HiGHS prints a banner from C++ when the process makes its first Highs object: send it to /dev/null."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 1)
-            highspy.Highs()
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
+    with silenced_output():
+        highspy.Highs()
+
+
+_OPTION_TYPES = {highspy.HighsOptionType.kBool: "a bool", highspy.HighsOptionType.kInt: "an integer",
+                 highspy.HighsOptionType.kDouble: "a number", highspy.HighsOptionType.kString: "a string"}
+
+
+@functools.cache
+def option_names() -> tuple[str, ...]:
+    """Every HiGHS option, as highspy lists them."""
+    return tuple(name for name in dir(highspy.HighsOptions()) if not name.startswith("_"))
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Each option is set on a fresh Highs object: HiGHS itself rejects unknown names and bad values."""
+    _swallow_banner()
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    for key, value in options.items():
+        status, kind = h.getOptionType(key)
+        if status != highspy.HighsStatus.kOk:
+            raise unknown_option("HiGHS", key, value, option_names(), "highspy.HighsOptions")
+        if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
+            raise InvalidInputError(f"options.{key}", value, f"HiGHS rejects this value ({key} is "
+                                    f"{_OPTION_TYPES.get(kind, 'an option')}, within HiGHS's range)")
 
 
 def to_highs(model: LinearModel) -> highspy.Highs:

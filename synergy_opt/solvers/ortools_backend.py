@@ -6,8 +6,10 @@ Both consume the neutral :class:`~synergy_opt.model.LinearModel` and return the 
 
 from __future__ import annotations
 
+import functools
 import math
 import time
+from collections.abc import Mapping
 from datetime import timedelta
 from fractions import Fraction
 from typing import Any
@@ -15,11 +17,20 @@ from typing import Any
 import numpy as np
 from ortools.math_opt import model_pb2
 from ortools.math_opt.python import mathopt
+from ortools.sat import sat_parameters_pb2
 from ortools.sat.python import cp_model
 
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError
 from synergy_opt.model import LinearModel
-from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, Status, settle_infeasible_or_unbounded
+from synergy_opt.solvers.base import (
+    Capabilities,
+    SolveResult,
+    SolverParams,
+    Status,
+    settle_infeasible_or_unbounded,
+    silenced_output,
+)
+from synergy_opt.validation import unknown_option
 
 CPSAT_CAPABILITIES = Capabilities(integer=True, continuous=False, time_limit=True, mip_gap=True, vertex_lp=False)
 # SCIP solves LPs by simplex, but presolve/postsolve through MathOpt does not promise a basic solution.
@@ -166,6 +177,19 @@ def _cpsat_model(model: LinearModel, rows: tuple[np.ndarray, np.ndarray, np.ndar
     return cp, x
 
 
+def check_cpsat_options(options: Mapping[str, Any]) -> None:
+    """Names must be fields of the ``SatParameters`` proto, values of the field's type (the proto checks)."""
+    fields = sat_parameters_pb2.SatParameters.DESCRIPTOR.fields_by_name
+    probe = sat_parameters_pb2.SatParameters()
+    for key, value in options.items():
+        if key not in fields:
+            raise unknown_option("CP-SAT", key, value, fields, "ortools.sat.sat_parameters_pb2.SatParameters")
+        try:
+            setattr(probe, key, value)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"options.{key}", value, f"not a value CP-SAT takes for it: {exc}") from None
+
+
 def _cpsat_solver(params: SolverParams) -> cp_model.CpSolver:
     solver = cp_model.CpSolver()
     p = solver.parameters
@@ -175,11 +199,8 @@ def _cpsat_solver(params: SolverParams) -> cp_model.CpSolver:
     p.num_workers = 0 if params.threads is None else int(params.threads)  # 0: CP-SAT picks from the cores
     p.random_seed = int(params.seed)
     p.log_search_progress = bool(params.verbose)
-    for key, value in params.options.items():
-        try:
-            setattr(p, key, value)
-        except (AttributeError, TypeError, ValueError) as exc:
-            raise InvalidInputError("options", key, f"not a CP-SAT parameter of that type: {exc}") from None
+    for key, value in params.options.items():  # checked by check_cpsat_options
+        setattr(p, key, value)
     return solver
 
 
@@ -312,6 +333,30 @@ def _settle_infeasible_or_unbounded(model: LinearModel, params: SolverParams,
     if primal is mathopt.FeasibilityStatus.INFEASIBLE:
         return Status.INFEASIBLE, "infeasible or unbounded, and primal infeasible"
     return settle_infeasible_or_unbounded(model, params, solve_scip)
+
+
+@functools.cache
+def _scip_accepts(key: str, value: bool | int | float | str) -> bool:
+    """Whether SCIP takes ``key = value``: a solve of a one-variable model with it (SCIP lists no names)."""
+    probe = mathopt.Model(name="option_probe")
+    probe.add_variable(lb=0, ub=1)
+    params = _scip_parameters(SolverParams(options={key: value}))
+    try:
+        with silenced_output():  # SCIP prints "parameter <key> unknown" from C
+            mathopt.solve(probe, mathopt.SolverType.GSCIP, params=params)
+    except Exception:  # MathOpt's wrapping of SCIP's error raises various types (even AttributeError)
+        return False
+    return True
+
+
+def check_scip_options(options: Mapping[str, Any]) -> None:
+    """Each native SCIP parameter is tried on a one-variable model: unknown names and wrong types fail there."""
+    for key, value in options.items():
+        if not _scip_accepts(key, value):
+            raise InvalidInputError(
+                f"options.{key}", value, "SCIP does not take this parameter with a value of this type (SCIP's "
+                "parameters are named like 'limits/nodes' or 'presolving/maxrounds'; see SCIP's parameter list)"
+            )
 
 
 def _scip_parameters(params: SolverParams) -> mathopt.SolveParameters:

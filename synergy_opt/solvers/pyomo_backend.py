@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
+import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from pyomo.opt import TerminationCondition as LegacyTC
 
 from synergy_opt.errors import SolverUnavailableError
 from synergy_opt.model import LinearModel
+from synergy_opt.solvers import highs
 from synergy_opt.solvers.base import (
     Capabilities,
     SolveResult,
@@ -36,6 +39,7 @@ from synergy_opt.solvers.base import (
     check_solution,
     settle_infeasible_or_unbounded,
 )
+from synergy_opt.validation import unknown_option
 
 CAPABILITIES = Capabilities(integer=True, continuous=True, time_limit=True, mip_gap=True, vertex_lp=True)
 
@@ -253,6 +257,53 @@ def solve_highs(model: LinearModel, params: SolverParams) -> SolveResult:
 
 
 # ----------------------------------------------------------------------------------------- pyomo-glpk, pyomo-cbc
+
+
+# ``glpsol --help`` lists its options as ``--name``; ``cbc -allCommands all -?`` its parameters as ``abbr(ev)``.
+_GLPK_OPTION = re.compile(r"--([A-Za-z][\w-]*)")
+_CBC_PARAMETER = re.compile(r"(\w+)(?:\((\w+)\))?")
+
+
+@functools.cache
+def glpk_option_names() -> tuple[str, ...]:
+    """The command-line options the installed ``glpsol`` lists in its help."""
+    listed = subprocess.run(["glpsol", "--help"], capture_output=True, text=True, timeout=30).stdout
+    return tuple(sorted(set(_GLPK_OPTION.findall(listed))))
+
+
+@functools.cache
+def cbc_parameters() -> tuple[tuple[str, str], ...]:
+    """``(shortest accepted prefix, full name)`` of each parameter the installed ``cbc`` lists."""
+    command = ["cbc", "-allCommands", "all", "-?", "-quit"]
+    listed = subprocess.run(command, capture_output=True, text=True, timeout=30).stdout
+    section = listed.split("Commands are:", 1)[-1]
+    names = []
+    for line in section.splitlines():
+        if line.startswith(" "):  # headings ("Double parameters:") start in the first column
+            names += [(short, short + rest) for short, rest in _CBC_PARAMETER.findall(line)]
+    return tuple(names)
+
+
+def check_highs_options(options: Mapping[str, Any]) -> None:
+    """The interface passes ``options`` to HiGHS by name: the same check as the direct backend's."""
+    highs.check_options(options)
+
+
+def check_glpk_options(options: Mapping[str, Any]) -> None:
+    """Option names must be ones ``glpsol --help`` lists (glpsol would stop with "Invalid option")."""
+    known = glpk_option_names()
+    for key, value in options.items():
+        if key not in known:
+            raise unknown_option("glpsol", key, value, known, "glpsol --help")
+
+
+def check_cbc_options(options: Mapping[str, Any]) -> None:
+    """Parameter names must be ones ``cbc -?`` lists, in full or abbreviated no shorter than CBC allows."""
+    parameters = cbc_parameters()
+    for key, value in options.items():
+        if not any(full.lower().startswith(key.lower()) and key.lower().startswith(short.lower())
+                   for short, full in parameters):
+            raise unknown_option("CBC", key, value, (full for _, full in parameters), "cbc -allCommands all -?")
 
 
 def _glpk_options(params: SolverParams) -> dict[str, Any]:

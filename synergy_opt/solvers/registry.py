@@ -8,8 +8,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from synergy_opt.errors import SolverUnavailableError, UnknownNameError
 from synergy_opt.model import LinearModel
@@ -29,6 +30,8 @@ class BackendSpec:
     python_modules: tuple[str, ...] = ()
     binaries: tuple[str, ...] = ()
     description: str = ""
+    # A function in ``module`` that raises InvalidInputError for an option the backend does not know or take.
+    options_check: str = ""
 
     def missing(self) -> list[str]:
         """What is not installed here (empty when the backend is available)."""
@@ -51,6 +54,16 @@ class BackendSpec:
         )
         return solve
 
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        """Raise :class:`InvalidInputError` for an option the backend does not know (the error lists the known
+        ones, or the closest when they are many) or a value it does not take."""
+        if options and self.options_check:
+            self.load()  # a clear error first if the backend is not installed
+            check: Callable[[Mapping[str, Any]], None] = getattr(
+                importlib.import_module(self.module), self.options_check
+            )
+            check(options)
+
 
 _ALL = Capabilities()
 _NO_VERTEX = Capabilities(vertex_lp=False)
@@ -60,17 +73,23 @@ _REGISTRY: dict[str, BackendSpec] = {
     spec.name: spec
     for spec in (
         BackendSpec("highs", "synergy_opt.solvers.highs", "solve", _ALL, ("highspy",),
-                    description="HiGHS via highspy, arrays passed directly"),
+                    description="HiGHS via highspy, arrays passed directly",
+                    options_check="check_options"),
         BackendSpec("pyomo-highs", "synergy_opt.solvers.pyomo_backend", "solve_highs", _ALL, ("pyomo", "highspy"),
-                    description="HiGHS via Pyomo's contrib.solver interface (highspy in process)"),
+                    description="HiGHS via Pyomo's contrib.solver interface (highspy in process)",
+                    options_check="check_highs_options"),
         BackendSpec("pyomo-glpk", "synergy_opt.solvers.pyomo_backend", "solve_glpk", _ALL, ("pyomo",), ("glpsol",),
-                    description="GLPK via Pyomo's shell interface (LP file, glpsol binary)"),
+                    description="GLPK via Pyomo's shell interface (LP file, glpsol binary)",
+                    options_check="check_glpk_options"),
         BackendSpec("pyomo-cbc", "synergy_opt.solvers.pyomo_backend", "solve_cbc", _ALL, ("pyomo",), ("cbc",),
-                    description="CBC via Pyomo's shell interface (LP file, cbc binary)"),
+                    description="CBC via Pyomo's shell interface (LP file, cbc binary)",
+                    options_check="check_cbc_options"),
         BackendSpec("ortools-cpsat", "synergy_opt.solvers.ortools_backend", "solve_cpsat", _INTEGER_ONLY, ("ortools",),
-                    description="OR-Tools CP-SAT; pure integer models, rows scaled to integral coefficients"),
+                    description="OR-Tools CP-SAT; pure integer models, rows scaled to integral coefficients",
+                    options_check="check_cpsat_options"),
         BackendSpec("ortools-scip", "synergy_opt.solvers.ortools_backend", "solve_scip", _NO_VERTEX, ("ortools",),
-                    description="SCIP via OR-Tools MathOpt, model passed as one ModelProto"),
+                    description="SCIP via OR-Tools MathOpt, model passed as one ModelProto",
+                    options_check="check_scip_options"),
     )
 }
 
@@ -100,10 +119,12 @@ def solve_model(model: LinearModel, solver: str = DEFAULT_SOLVER, params: Solver
     """Solve a neutral model with the named backend."""
     spec = backend(solver)
     solve = spec.load()
+    params = params or SolverParams()
+    spec.check_options(params.options)
     if model.is_mip and not spec.capabilities.integer:
         raise SolverUnavailableError(f"solver {solver!r} cannot solve integer models")
     if not spec.capabilities.continuous and not bool(model.integer.all()):
         raise SolverUnavailableError(
             f"solver {solver!r} needs every variable integer; {model.name} has continuous ones"
         )
-    return solve(model, params or SolverParams())
+    return solve(model, params)

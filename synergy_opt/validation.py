@@ -1,0 +1,405 @@
+"""One validation layer for everything that enters the toolkit: a rule per kind of value, written once.
+
+A rule is a callable ``rule(name, value) -> value`` that returns the value in its plain Python form (a numpy
+integer becomes an ``int``) or raises :class:`~synergy_opt.errors.InvalidInputError` naming the argument (or
+the field's path) and the value. The public functions declare their rules with :func:`checked`; the data
+classes apply the same rules to their fields. The rules (``docs/inputs.md``):
+
+- numbers: Python and numpy integers and floats (any ``numbers.Real``), never strings, booleans or None;
+  finite unless said otherwise;
+- integers: integral types only (``2.0`` is not an integer), within the stated range;
+- booleans: ``bool`` and ``numpy.bool_`` only (``"no"`` is not False);
+- names and ids: strings; a name must be one of the known ones (the error lists them);
+- a round or an allocation: the object, or its JSON form (a dict, as ``load_instance`` reads it).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+import math
+import numbers
+import os
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError, UnknownNameError
+
+Rule = Callable[[str, Any], Any]
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# Limits (stated in docs/inputs.md). Counts beyond them would only fail later, inside numpy or a solver.
+MAX_SERVERS = 1_000_000
+MAX_GPUS_PER_SERVER = 1024
+MAX_SEED = 2**31 - 1  # every backend's seed is a 32-bit integer
+MAX_TIME_LIMIT = 1e9  # seconds (about 30 years); GLPK takes whole seconds as a 32-bit integer
+MAX_JSON_DEPTH = 64  # a round instance needs 6 levels; metadata may nest deeper, up to this
+
+
+def is_number(value: Any) -> bool:
+    """A real number that is not a boolean (Python or numpy)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def _range_text(low: float | None, high: float | None, low_open: bool = False) -> str:
+    if low is not None and high is not None:
+        return f" in {'(' if low_open else '['}{low:g}, {high:g}]" if isinstance(high, float) else \
+            f" in [{low}, {high}]"
+    if low is not None:
+        return f" {'>' if low_open else '>='} {low}"
+    return f" <= {high}" if high is not None else ""
+
+
+@dataclass(frozen=True)
+class Integer:
+    """An integer (Python or numpy, not bool) in ``[low, high]``, a multiple of ``step``, or one of ``among``."""
+
+    low: int | None = None
+    high: int | None = None
+    step: int = 1
+    among: tuple[int, ...] | None = None
+
+    def __call__(self, name: str, value: Any) -> int:
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+            raise InvalidInputError(name, value, f"must be an integer{self._text()}")
+        number = int(value)
+        if self.among is not None and number not in self.among:
+            raise InvalidInputError(name, value, f"must be one of {', '.join(map(str, self.among))}")
+        if (self.low is not None and number < self.low) or (self.high is not None and number > self.high) or (
+            number % self.step
+        ):
+            raise InvalidInputError(name, value, f"must be an integer{self._text()}")
+        return number
+
+    def _text(self) -> str:
+        multiple = f" multiple of {self.step}" if self.step != 1 else ""
+        return (f",{multiple}" if multiple else "") + _range_text(self.low, self.high)
+
+
+@dataclass(frozen=True)
+class Number:
+    """A finite real number (Python or numpy, not bool or str) in the range given, as a float."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+
+    def __call__(self, name: str, value: Any) -> float:
+        if not is_number(value):
+            raise InvalidInputError(name, value, f"must be a number{self._text()}")
+        try:
+            number = float(value)
+        except OverflowError:
+            raise InvalidInputError(name, value, f"is too large: must be a finite number{self._text()}") from None
+        if not math.isfinite(number):
+            raise InvalidInputError(name, value, f"must be a finite number{self._text()}")
+        below = self.low is not None and (number <= self.low if self.low_open else number < self.low)
+        if below or (self.high is not None and number > self.high):
+            raise InvalidInputError(name, value, f"must be a number{self._text()}")
+        return number
+
+    def _text(self) -> str:
+        return _range_text(self.low, self.high, self.low_open)
+
+
+def boolean(name: str, value: Any) -> bool:
+    """``True`` or ``False`` (``numpy.bool_`` too); a truthy string is not a boolean."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidInputError(name, value, "must be True or False")
+    return bool(value)
+
+
+def text(name: str, value: Any) -> str:
+    """A non-empty string (ids, names)."""
+    if not isinstance(value, str) or not value:
+        raise InvalidInputError(name, value, "must be a non-empty string")
+    return value
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """One of the known names (a tuple, or a function giving them, for registries that grow)."""
+
+    known: tuple[str, ...] | Callable[[], Iterable[str]]
+
+    def __call__(self, name: str, value: Any) -> str:
+        known = tuple(self.known() if callable(self.known) else self.known)
+        if not isinstance(value, str) or value not in known:
+            raise UnknownNameError(name, value, known)
+        return value
+
+
+@dataclass(frozen=True)
+class Optional:
+    """None, or a value that passes ``rule``."""
+
+    rule: Rule
+
+    def __call__(self, name: str, value: Any) -> Any:
+        return None if value is None else self.rule(name, value)
+
+
+@dataclass(frozen=True)
+class InstanceOf:
+    """An object of ``kind`` (e.g. ``Reductions``)."""
+
+    kind: type
+
+    def __call__(self, name: str, value: Any) -> Any:
+        if not isinstance(value, self.kind):
+            raise InvalidInputError(name, value, f"must be a {self.kind.__name__}")
+        return value
+
+
+@dataclass(frozen=True)
+class Weights:
+    """``count`` non-negative numbers with a positive sum (e.g. a workload split), as a tuple of floats."""
+
+    count: int
+    meaning: str
+
+    def __call__(self, name: str, value: Any) -> tuple[float, ...]:
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+            raise InvalidInputError(name, value, f"must be {self.count} numbers >= 0 ({self.meaning})")
+        items = list(value)
+        if len(items) != self.count:
+            raise InvalidInputError(name, value, f"must be {self.count} numbers >= 0 ({self.meaning})")
+        weights = tuple(Number(low=0)(f"{name}[{index}]", item) for index, item in enumerate(items))
+        if sum(weights) <= 0:
+            raise InvalidInputError(name, value, f"must not all be 0 ({self.meaning})")
+        return weights
+
+
+def ids(name: str, value: Any) -> list[str]:
+    """A sequence of ids (strings); one string is not a sequence of ids."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidInputError(name, value, "must be a sequence of job ids (strings)")
+    items = list(value)
+    for index, item in enumerate(items):
+        if not isinstance(item, str):
+            raise InvalidInputError(f"{name}[{index}]", item, "a job id is a string")
+    return items
+
+
+def named_options(name: str, value: Any) -> dict[str, Any]:
+    """Named settings: a mapping of string keys to scalars (bool, int, float, str), as a plain dict."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(name, value, "must be a dict of option name -> value")
+    plain: dict[str, Any] = {}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise InvalidInputError(f"{name}", key, "option names are strings")
+        if isinstance(item, (bool, np.bool_)):
+            plain[key] = bool(item)
+        elif isinstance(item, numbers.Integral):
+            plain[key] = int(item)
+        elif is_number(item):
+            plain[key] = Number()(f"{name}.{key}", item)
+        elif isinstance(item, str):
+            plain[key] = item
+        else:
+            raise InvalidInputError(f"{name}.{key}", item, "an option's value is a bool, number or string")
+    return plain
+
+
+def path(name: str, value: Any) -> Path:
+    """A file-system path (str or os.PathLike)."""
+    if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
+        raise InvalidInputError(name, value, "must be a path (str or pathlib.Path)")
+    return Path(value)
+
+
+def round_instance(name: str, value: Any) -> Any:
+    """A :class:`~synergy_opt.instance.RoundInstance`, or its JSON form (read as ``load_instance`` reads it)."""
+    from synergy_opt.instance import RoundInstance
+    from synergy_opt.io import instance_from_dict
+
+    if isinstance(value, RoundInstance):
+        return value
+    if isinstance(value, Mapping):
+        return instance_from_dict(value)
+    raise InvalidInputError(name, value, "must be a RoundInstance (or its JSON form, a dict)")
+
+
+def allocation(name: str, value: Any) -> Any:
+    """An :class:`~synergy_opt.instance.Allocation`, or its JSON form ``{"jobs": {id: [placements]}}``."""
+    from synergy_opt.instance import Allocation
+
+    if isinstance(value, Allocation):
+        return value
+    if isinstance(value, Mapping):
+        return Allocation.from_dict(value)
+    raise InvalidInputError(name, value, "must be an Allocation (or its JSON form, a dict)")
+
+
+def real_array(name: str, values: Any, ndim: int) -> np.ndarray:
+    """A ``ndim``-dimensional array of numbers as floats; a string or boolean entry is named by its index."""
+    shape_word = "list" if ndim == 1 else "matrix"
+    try:
+        raw = np.asarray(values)
+    except (ValueError, TypeError):
+        raise InvalidInputError(name, values, f"must be a {shape_word} of numbers") from None
+    if raw.ndim != ndim:
+        raise InvalidInputError(name, values, f"must be a {shape_word} of numbers")
+    if raw.dtype.kind not in "iuf":
+        for index in np.ndindex(raw.shape):
+            entry = f"{name}{''.join(f'[{i}]' for i in index)}"
+            Number()(entry, raw[index].item() if raw.dtype.kind == "b" else raw[index])
+    return raw.astype(float)
+
+
+# ------------------------------------------------------------------------------------- common argument kinds
+
+BOOL: Rule = boolean
+SEED = Integer(0, MAX_SEED)
+TIME_LIMIT = Optional(Number(0, MAX_TIME_LIMIT, low_open=True))
+MIP_GAP = Number(0, 1)
+THREADS = Optional(Integer(1, 1024))
+
+
+def _solver_names() -> tuple[str, ...]:
+    from synergy_opt.solvers.registry import solver_names
+
+    return solver_names()
+
+
+SOLVER = OneOf(_solver_names)
+# The backend settings shared by every solve_* function (SolverParams applies the same rules to its fields).
+SOLVER_ARGUMENTS: dict[str, Rule] = {
+    "solver": SOLVER, "time_limit": TIME_LIMIT, "mip_gap": MIP_GAP, "threads": THREADS, "seed": SEED,
+    "verbose": BOOL, "options": Optional(named_options),
+}
+
+
+# ------------------------------------------------------------------------------------------ checking calls
+
+
+def checked(**rules: Rule) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """Check (and normalise) the named arguments of a public function when it is called.
+
+    Only the arguments the caller passes are checked (defaults are trusted); the function receives the
+    normalised values (plain ``int``/``float``/``bool``, an instance built from its JSON form).
+    """
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        signature = inspect.signature(function)
+        unknown = set(rules) - set(signature.parameters)
+        if unknown:  # a typo in a declaration fails at import, not silently
+            raise TypeError(f"{function.__qualname__} has no parameter(s) {sorted(unknown)}")
+
+        @functools.wraps(function)
+        def entry(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError as error:
+                raise InvalidInputError(f"{function.__name__}()", kwargs or args, str(error)) from None
+            arguments = bound.arguments
+            for name, value in arguments.items():
+                rule = rules.get(name)
+                if rule is not None:
+                    arguments[name] = rule(name, value)
+            return function(*bound.args, **bound.kwargs)
+
+        entry.argument_rules = rules  # type: ignore[attr-defined]
+        return entry
+
+    return decorate
+
+
+def check_arguments(function: Callable[..., Any], **values: Any) -> dict[str, Any]:
+    """Apply a :func:`checked` function's rules to some of its arguments without calling it (for CLIs)."""
+    rules: dict[str, Rule] = getattr(function, "argument_rules", {})
+    return {name: rules[name](name, value) if name in rules else value for name, value in values.items()}
+
+
+def check_keyword_options(
+    function: Callable[..., Any], given: Mapping[str, Any] | None, field: str = "options", skip: Iterable[str] = ()
+) -> dict[str, Any]:
+    """Options passed on to ``function`` as keywords: unknown names are errors that list the known ones, and
+    values are checked by the parameter's type hint (bool, int, float, str, Literal)."""
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise InvalidInputError(field, given, "must be a dict of option name -> value")
+    hints = typing.get_type_hints(function)
+    accepted = [name for name, parameter in inspect.signature(function).parameters.items()
+                if name not in set(skip) and parameter.kind is not inspect.Parameter.VAR_KEYWORD]
+    plain: dict[str, Any] = {}
+    for option, value in given.items():
+        if option not in accepted:
+            known = ", ".join(sorted(accepted)) or "none"
+            raise InvalidInputError(f"{field}.{option}", value, f"not an option here (options: {known})")
+        rule = _rule_of_hint(hints.get(option))
+        plain[option] = rule(f"{field}.{option}", value) if rule is not None else value
+    return plain
+
+
+def _rule_of_hint(hint: Any) -> Rule | None:
+    if typing.get_origin(hint) is typing.Literal:
+        return OneOf(tuple(typing.get_args(hint)))
+    by_type: dict[Any, Rule] = {bool: boolean, int: Integer(), float: Number(), str: text}
+    return by_type.get(hint)
+
+
+# -------------------------------------------------------------------------------------------- JSON values
+
+
+class OutOfRange(str):
+    """A number in a JSON text that no float or sensible integer holds (its literal text)."""
+
+
+def json_value(name: str, value: Any, depth: int = 0) -> Any:
+    """``value`` as plain JSON data (numpy scalars become Python ones), or an error naming the path.
+
+    Rejected: non-string keys, NaN and infinities, numbers out of range, nesting deeper than
+    ``MAX_JSON_DEPTH``, and anything that is not a dict, list, tuple, str, number, bool or None.
+    """
+    if depth > MAX_JSON_DEPTH:
+        raise InvalidInputError(name, "...", f"nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, OutOfRange):
+        if value in ("NaN", "Infinity", "-Infinity"):
+            raise InvalidInputError(name, str(value), "must be a finite number")
+        shown = value if len(value) <= 24 else f"{value[:12]}...({len(value)} characters)"
+        raise InvalidInputError(name, str(shown), "number out of range")
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if is_number(value):
+        return Number()(name, value)
+    if isinstance(value, Mapping):
+        plain = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise InvalidInputError(name, key, "JSON object keys are strings")
+            plain[key] = json_value(f"{name}.{key}" if name else key, item, depth + 1)
+        return plain
+    if isinstance(value, (list, tuple)):
+        return [json_value(f"{name}[{index}]", item, depth + 1) for index, item in enumerate(value)]
+    raise InvalidInputError(name, value, f"not a JSON value ({type(value).__name__})")
+
+
+# ------------------------------------------------------------------------------------------ solver options
+
+
+def unknown_option(solver: str, key: str, value: Any, known: Iterable[str], reference: str) -> InvalidInputError:
+    """The error for an option ``solver`` does not know: every known one when they are few, else the closest."""
+    names = sorted(set(known))
+    if len(names) <= 40:
+        listing = f"options: {', '.join(names)}"
+    else:
+        close = difflib.get_close_matches(key, names, n=6, cutoff=0.5)
+        hint = f"closest: {', '.join(close)}; " if close else ""
+        listing = f"{hint}{len(names)} options, listed in {reference}"
+    return InvalidInputError(f"options.{key}", value, f"not a {solver} option ({listing})")
