@@ -23,7 +23,8 @@ from synergy_opt.generate import (
     draw_models,
     job_profiles,
 )
-from synergy_opt.instance import Profile, _is_number, _positive_int, prefixed
+from synergy_opt.instance import Profile, prefixed
+from synergy_opt.validation import Integer, is_number
 
 GENERATOR = "synergy_opt.generate_trace"
 # Jobs are drawn in blocks, each from its own seed: the first k jobs of a longer trace are those of a k-job
@@ -33,7 +34,7 @@ TRACE_COLUMNS = ("id", "arrival_s", "gpus", "duration_s", "model", "profiling_s"
 
 
 def _finite(name: str, value: Any, *, positive: bool) -> float:
-    if not _is_number(value) or not math.isfinite(value) or value < 0 or (positive and value == 0):
+    if not is_number(value) or not math.isfinite(value) or value < 0 or (positive and value == 0):
         raise InvalidInputError(name, value, f"must be a finite number {'> 0' if positive else '>= 0'}")
     return float(value)
 
@@ -54,7 +55,7 @@ class TraceJob:
         if not isinstance(self.id, str) or not self.id:
             raise InvalidInputError("id", self.id, "must be a non-empty string")
         object.__setattr__(self, "arrival_s", _finite("arrival_s", self.arrival_s, positive=False))
-        object.__setattr__(self, "gpus", _positive_int("gpus", self.gpus))
+        object.__setattr__(self, "gpus", Integer(1)("gpus", self.gpus))
         object.__setattr__(self, "duration_s", _finite("duration_s", self.duration_s, positive=True))
         object.__setattr__(self, "profiling_s", _finite("profiling_s", self.profiling_s, positive=False))
         if not isinstance(self.profile, Profile):
