@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from synergy_opt.benchmarking.cells import RunOptions
 from synergy_opt.benchmarking.grid import (
@@ -32,22 +32,17 @@ from synergy_opt.benchmarking.grid import (
 )
 from synergy_opt.benchmarking.runner import run_grid
 from synergy_opt.benchmarking.table import SUMMARY_COLUMNS, add_references, medians, print_table, write_csv
-from synergy_opt.errors import SynergyError
-from synergy_opt.generate import GPUS_PER_SERVER
+from synergy_opt.cli_errors import OneLineParser, run_cli
+from synergy_opt.errors import InvalidInputError, SynergyError
+from synergy_opt.generate import GPUS_PER_SERVER, generate_round
 from synergy_opt.solvers import available_solvers, solver_names
+from synergy_opt.validation import check_arguments
 
 PROG = "python -m synergy_opt.bench"
 DEFAULT_GPUS = (128,)
 DEFAULT_SEEDS = 3
 DEFAULT_TIME_LIMIT = 5.0  # keeps --gpus 128 (every solver) well inside a minute on 2 cores
 OPT_PLACEMENTS = ("lp", "milp", "milp-integral")
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error (no usage block), still exit code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def _int_list(text: str) -> list[int]:
@@ -136,7 +131,7 @@ def _positive(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description=__doc__.splitlines()[0] + " " + __doc__.splitlines()[1],
+    parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0] + " " + __doc__.splitlines()[1],
                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     grid = parser.add_argument_group("instances")
     grid.add_argument("--gpus", type=_gpus, default=None,
@@ -198,8 +193,13 @@ def plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
         except SynergyError as error:
             parser.error(f"--instances {args.instances}: {error}")
     else:
-        if args.profile_noise is not None and not args.profile_noise >= 0:
-            parser.error(f"--profile-noise {args.profile_noise}: must be >= 0")
+        flags = {"profile_noise": args.profile_noise, "split": args.split}
+        try:  # the generator's own rules, before any instance is drawn
+            for size in args.gpus or ():
+                check_arguments(generate_round, gpus=size)
+            check_arguments(generate_round, **{name: value for name, value in flags.items() if value is not None})
+        except InvalidInputError as error:
+            parser.error(f"--{error.field.split('[')[0].replace('_', '-')}: {error}")
         traces = {"no": ["single"], "yes": ["multi"], "both": ["single", "multi"]}[args.multi_gpu or "both"]
         specs = generated_specs(
             args.gpus or DEFAULT_GPUS, args.seeds or range(DEFAULT_SEEDS), traces, args.split or DEFAULT_SPLIT,
@@ -222,13 +222,14 @@ def plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the bench; returns the exit code (2 for bad flags, with a one-line message on stderr)."""
+    """Run the bench; returns the exit code (2 for bad input, with a one-line message on stderr)."""
+    return run_cli(PROG, _main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-        the_plan = plan(args, parser)
-    except SystemExit as exit_:  # argparse's way out (--help, bad flags): an exit code here, not a raise
-        return int(exit_.code or 0)
+    args = parser.parse_args(argv)
+    the_plan = plan(args, parser)
     started = time.perf_counter()
     cells, notes = build_grid(the_plan.specs, the_plan.mechanisms, the_plan.solvers,
                               the_plan.options.opt_placement)

@@ -22,14 +22,16 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def read_text(path: Path, limit: int = MAX_TEXT_BYTES) -> str:
-    """The file's text, decoded as UTF-8 (a leading byte-order mark is skipped).
+def read_text(path: Path, limit: int | None = None) -> str:
+    """The file's text, decoded as UTF-8 (a leading byte-order mark is skipped); ``limit`` defaults to
+    ``MAX_TEXT_BYTES``.
 
     Raises
     ------
     InvalidInputError
         Naming ``path``: unreadable, larger than ``limit`` bytes, or not UTF-8 text (binary, UTF-16).
     """
+    limit = MAX_TEXT_BYTES if limit is None else limit
     try:
         size = path.stat().st_size
         if size > limit:

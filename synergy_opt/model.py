@@ -58,13 +58,14 @@ class LinearModel:
 
     def write(self, path: str | os.PathLike[str]) -> Path:
         """Export as MPS (``.mps``) or CPLEX LP (``.lp``), by the file's suffix (written by HiGHS)."""
+        from synergy_opt.files import atomic_path
         from synergy_opt.solvers.highs import to_highs
 
         target = Path(path)
         if target.suffix not in (".mps", ".lp"):
             raise InvalidInputError("path", str(target), "the suffix must be .mps or .lp")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        to_highs(self).writeModel(str(target))
+        with atomic_path(target) as temporary:  # same suffix: HiGHS picks the format by it
+            to_highs(self).writeModel(str(temporary))
         return target
 
 

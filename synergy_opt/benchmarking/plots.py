@@ -16,6 +16,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
+from synergy_opt.files import atomic_path
+
 Row = dict[str, Any]
 _MARKERS = "osD^vP*Xh<>"
 _STYLES = ("-", "--", "-.", ":")
@@ -38,12 +40,12 @@ def time_figure(summary: Sequence[Row]) -> Figure:
 def save_plots(summary: Sequence[Row], prefix: str | Path) -> list[Path]:
     """Write ``<prefix>_gap.png`` and ``<prefix>_time.png``; returns their paths."""
     prefix = Path(prefix)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, make in (("gap", gap_figure), ("time", time_figure)):
         figure = make(summary)
         path = prefix.with_name(f"{prefix.name}_{name}.png")
-        figure.savefig(path, dpi=110, bbox_inches="tight")
+        with atomic_path(path) as temporary:
+            figure.savefig(temporary, dpi=110, bbox_inches="tight", format="png")
         paths.append(path)
     return paths
 

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from synergy_opt.benchmarking.cells import CELL_COLUMNS, TIMING_COLUMNS
+from synergy_opt.files import atomic_open
 
 Row = dict[str, Any]
 REFERENCE_COLUMNS = ("ideal_opt", "lp_bound", "joint_best", "joint_proven", "pct_ideal", "pct_lp", "pct_joint")
@@ -151,8 +152,7 @@ def _cell(key: str, value: Any) -> str:
 def write_csv(rows: Sequence[Row], path: str | Path, columns: Sequence[str] = COLUMNS) -> Path:
     """Write ``rows`` with ``columns`` in that order; None is written as an empty field, floats in full."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with target.open("w", newline="") as handle:
+    with atomic_open(target, newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(columns), extrasaction="ignore")
         writer.writeheader()
         for row in rows:

@@ -1,0 +1,54 @@
+"""Bad input at a command line: one line on stderr (``<prog>: error: <what>``) and exit code 2, never a traceback.
+
+Every ``python -m synergy_opt.<tool>`` uses the two pieces here:
+
+- :class:`OneLineParser`, an ``argparse.ArgumentParser`` whose errors are one line (no usage block);
+- :func:`run_cli`, which runs the tool's ``main`` and turns a :class:`~synergy_opt.errors.SynergyError` (bad
+  input found past the parser: a malformed instance file, a generator argument out of range) or an
+  ``OSError`` (a path that cannot be read or written) into that one line and exit code 2.
+
+Usage::
+
+    def main(argv=None) -> int:
+        return run_cli(PROG, _main, argv)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+from synergy_opt.errors import SynergyError
+
+USAGE_ERROR = 2  # argparse's exit code for bad arguments; bad input found later exits the same way
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage block), still exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def run_cli(prog: str, main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None) -> int:
+    """``main(argv)``'s exit code; bad input (SynergyError, OSError) prints one line and gives 2.
+
+    ``SystemExit`` from argparse (``--help``, a bad flag) becomes its exit code, so that callers (tests, other
+    tools) get a return value rather than an exit.
+    """
+    try:
+        return main(argv)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else USAGE_ERROR)
+    except (SynergyError, OSError) as error:
+        print(f"{prog}: error: {_one_line(error)}", file=sys.stderr)
+        return USAGE_ERROR
+
+
+def _one_line(error: BaseException) -> str:
+    text = str(error) if not isinstance(error, OSError) or not error.filename else (
+        f"{error.filename}: {error.strerror or error}"
+    )
+    return " ".join(text.split())
