@@ -39,5 +39,8 @@ class NoSolutionError(SynergyError):
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an integer past Python's 4300-digit limit for str()
+        return f"<an integer of about {int(value.bit_length() * 0.30103)} digits>"
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -220,24 +220,30 @@ def path(name: str, value: Any) -> Path:
 
 def round_instance(name: str, value: Any) -> Any:
     """A :class:`~synergy_opt.instance.RoundInstance`, or its JSON form (read as ``load_instance`` reads it)."""
-    from synergy_opt.instance import RoundInstance
+    from synergy_opt.instance import RoundInstance, prefixed
     from synergy_opt.io import instance_from_dict
 
     if isinstance(value, RoundInstance):
         return value
     if isinstance(value, Mapping):
-        return instance_from_dict(value)
+        try:
+            return instance_from_dict(value)
+        except InvalidInputError as error:
+            raise prefixed(error, name) from None
     raise InvalidInputError(name, value, "must be a RoundInstance (or its JSON form, a dict)")
 
 
 def allocation(name: str, value: Any) -> Any:
     """An :class:`~synergy_opt.instance.Allocation`, or its JSON form ``{"jobs": {id: [placements]}}``."""
-    from synergy_opt.instance import Allocation
+    from synergy_opt.instance import Allocation, prefixed
 
     if isinstance(value, Allocation):
         return value
     if isinstance(value, Mapping):
-        return Allocation.from_dict(value)
+        try:
+            return Allocation.from_dict(value)
+        except InvalidInputError as error:
+            raise prefixed(error, name) from None
     raise InvalidInputError(name, value, "must be an Allocation (or its JSON form, a dict)")
 
 
@@ -250,11 +256,25 @@ def real_array(name: str, values: Any, ndim: int) -> np.ndarray:
         raise InvalidInputError(name, values, f"must be a {shape_word} of numbers") from None
     if raw.ndim != ndim:
         raise InvalidInputError(name, values, f"must be a {shape_word} of numbers")
-    if raw.dtype.kind not in "iuf":
+    mixed = raw.dtype.kind in "iuf" and isinstance(values, (list, tuple)) and _holds_bool(values, raw)
+    if mixed or raw.dtype.kind not in "iuf":
+        # numpy read True as 1, or "0.6" turned every entry into a string: find the entry at fault
+        entries = raw if raw.dtype.kind == "b" else np.asarray(values, dtype=object)
         for index in np.ndindex(raw.shape):
-            entry = f"{name}{''.join(f'[{i}]' for i in index)}"
-            Number()(entry, raw[index].item() if raw.dtype.kind == "b" else raw[index])
+            entry = entries[index]
+            Number()(f"{name}{''.join(f'[{i}]' for i in index)}", entry.item() if raw.dtype.kind == "b" else entry)
     return raw.astype(float)
+
+
+def _holds_bool(values: list[Any] | tuple[Any, ...], read: np.ndarray) -> bool:
+    """Whether a nested list numpy read as numbers held a boolean (read as 0 or 1: only those are looked at)."""
+    for index in zip(*np.nonzero((read == 0) | (read == 1)), strict=True):
+        item: Any = values
+        for i in index:
+            item = item[i]
+        if isinstance(item, (bool, np.bool_)):
+            return True
+    return False
 
 
 # ------------------------------------------------------------------------------------- common argument kinds
