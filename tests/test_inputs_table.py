@@ -29,17 +29,12 @@ from synergy_opt.bench import main as bench_main
 from synergy_opt.errors import InvalidInputError, SynergyError
 from synergy_opt.instance import Placement
 from synergy_opt.io import instance_to_dict
+from tests.test_inputs import EXAMPLE as BASE_EXAMPLE
 
-EXAMPLE: dict[str, Any] = {
-    "format": "synergy-round/1",
-    "cluster": {"servers": 2, "gpus_per_server": 8, "cpus_per_server": 24, "mem_gb_per_server": 500},
-    "jobs": [
-        {"id": "j1", "gpus": 4, "model": "res18"},
-        {"id": "j2", "gpus": 1, "profile": {"cpu_per_gpu": [1, 3, 6], "mem_gb_per_gpu": [62.5, 125],
-                                            "tput": [[0.5, 0.5], [1, 1], [1.5, 2]]}, "arrival": 1.5, "work": 10},
-    ],
-    "metadata": {"note": "table"},
-}
+# test_inputs' two-job round, with every optional field of a job and metadata set.
+EXAMPLE: dict[str, Any] = copy.deepcopy(BASE_EXAMPLE)
+EXAMPLE["jobs"][1].update(arrival=1.5, work=10)
+EXAMPLE["metadata"] = {"note": "table"}
 INSTANCE = so.load_instance(EXAMPLE)
 ALLOCATION = {"jobs": {"j1": [{"server": 0, "gpus": 4, "cpus": 12, "mem_gb": 250}],
                        "j2": [{"server": 1, "gpus": 1, "cpus": 3, "mem_gb": 62.5}]}}
