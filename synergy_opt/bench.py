@@ -34,7 +34,7 @@ from synergy_opt.benchmarking.runner import run_grid
 from synergy_opt.benchmarking.table import SUMMARY_COLUMNS, add_references, medians, print_table, write_csv
 from synergy_opt.cli_errors import OneLineParser, run_cli
 from synergy_opt.errors import InvalidInputError, SynergyError
-from synergy_opt.generate import GPUS_PER_SERVER, generate_round
+from synergy_opt.generate import generate_round
 from synergy_opt.solvers import available_solvers, solver_names
 from synergy_opt.validation import check_arguments
 
@@ -52,14 +52,19 @@ def _int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
 
 
+def _generator(name: str, value: Any) -> Any:
+    """``value`` by generate_round's own rule for its argument ``name``, or an argparse error."""
+    try:
+        return check_arguments(generate_round, **{name: value})[name]
+    except InvalidInputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _gpus(text: str) -> list[int]:
     sizes = _int_list(text)
-    bad = [size for size in sizes if size < GPUS_PER_SERVER or size % GPUS_PER_SERVER]
-    if not sizes or bad:
-        raise argparse.ArgumentTypeError(
-            f"GPU count {bad[0] if bad else text!r} is not a positive multiple of {GPUS_PER_SERVER}"
-        )
-    return sizes
+    if not sizes:
+        raise argparse.ArgumentTypeError(f"{text!r} names no GPU count")
+    return [_generator("gpus", size) for size in sizes]
 
 
 def _seeds(text: str) -> list[int]:
@@ -74,10 +79,18 @@ def _split(text: str) -> tuple[float, float, float]:
     try:
         values = tuple(float(part) for part in text.split(","))
     except ValueError:
-        values = ()
-    if len(values) != 3 or any(v < 0 for v in values) or sum(values) <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not three non-negative percentages (image,language,speech)")
-    return values  # type: ignore[return-value]
+        raise argparse.ArgumentTypeError(f"{text!r} is not three percentages (image,language,speech)") from None
+    split: tuple[float, float, float] = _generator("split", values)
+    return split
+
+
+def _noise(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    noise: float = _generator("profile_noise", value)
+    return noise
 
 
 def _names(kind: str, known: Sequence[str]) -> Any:
@@ -142,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="workload split, percent image,language,speech (default 20,70,10)")
     grid.add_argument("--multi-gpu", choices=("no", "yes", "both"), default=None,
                       help="single-GPU trace (no), multi-GPU trace (yes), or both (default both)")
-    grid.add_argument("--profile-noise", type=float, default=None,
+    grid.add_argument("--profile-noise", type=_noise, default=None,
                       help="per-job log-normal noise on each throughput matrix (default 0)")
     grid.add_argument("--instances", type=Path, default=None, metavar="DIR",
                       help="run on the saved *.json round instances in DIR instead of generating")
@@ -193,13 +206,6 @@ def plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
         except SynergyError as error:
             parser.error(f"--instances {args.instances}: {error}")
     else:
-        flags = {"profile_noise": args.profile_noise, "split": args.split}
-        try:  # the generator's own rules, before any instance is drawn
-            for size in args.gpus or ():
-                check_arguments(generate_round, gpus=size)
-            check_arguments(generate_round, **{name: value for name, value in flags.items() if value is not None})
-        except InvalidInputError as error:
-            parser.error(f"--{error.field.split('[')[0].replace('_', '-')}: {error}")
         traces = {"no": ["single"], "yes": ["multi"], "both": ["single", "multi"]}[args.multi_gpu or "both"]
         specs = generated_specs(
             args.gpus or DEFAULT_GPUS, args.seeds or range(DEFAULT_SEEDS), traces, args.split or DEFAULT_SPLIT,
