@@ -197,7 +197,7 @@ def named_options(name: str, value: Any) -> dict[str, Any]:
     plain: dict[str, Any] = {}
     for key, item in value.items():
         if not isinstance(key, str):
-            raise InvalidInputError(f"{name}", key, "option names are strings")
+            raise InvalidInputError(name, key, "option names are strings")
         if isinstance(item, (bool, np.bool_)):
             plain[key] = bool(item)
         elif isinstance(item, numbers.Integral):
@@ -350,24 +350,30 @@ def check_keyword_options(
         return {}
     if not isinstance(given, Mapping):
         raise InvalidInputError(field, given, "must be a dict of option name -> value")
-    hints = typing.get_type_hints(function)
-    accepted = [name for name, parameter in inspect.signature(function).parameters.items()
-                if name not in set(skip) and parameter.kind is not inspect.Parameter.VAR_KEYWORD]
+    rules = _keyword_rules(function, tuple(skip))
     plain: dict[str, Any] = {}
     for option, value in given.items():
-        if option not in accepted:
-            known = ", ".join(sorted(accepted)) or "none"
+        if option not in rules:
+            known = ", ".join(sorted(rules)) or "none"
             raise InvalidInputError(f"{field}.{option}", value, f"not an option here (options: {known})")
-        rule = _rule_of_hint(hints.get(option))
+        rule = rules[option]
         plain[option] = rule(f"{field}.{option}", value) if rule is not None else value
     return plain
 
 
-def _rule_of_hint(hint: Any) -> Rule | None:
-    if typing.get_origin(hint) is typing.Literal:
-        return OneOf(tuple(typing.get_args(hint)))
+@functools.cache
+def _keyword_rules(function: Callable[..., Any], skip: tuple[str, ...]) -> dict[str, Rule | None]:
+    """Each keyword parameter of ``function`` and the rule its type hint implies (None: no simple rule)."""
+    hints = typing.get_type_hints(function)
     by_type: dict[Any, Rule] = {bool: boolean, int: Integer(), float: Number(), str: text}
-    return by_type.get(hint)
+    rules: dict[str, Rule | None] = {}
+    for name, parameter in inspect.signature(function).parameters.items():
+        if name in skip or parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        hint = hints.get(name)
+        literal = typing.get_origin(hint) is typing.Literal
+        rules[name] = OneOf(tuple(typing.get_args(hint))) if literal else by_type.get(hint)
+    return rules
 
 
 # -------------------------------------------------------------------------------------------- JSON values

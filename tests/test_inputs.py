@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 import synergy_opt as so
 from synergy_opt.errors import InvalidInputError, UnknownNameError
+from synergy_opt.files import atomic_open
 from synergy_opt.profiles import cpu_gpu_ratios, model_info, models_by_task, source
 
 EXAMPLE: dict[str, Any] = {
@@ -219,3 +221,22 @@ def test_bad_generator_arguments() -> None:
         so.generate_round(16, split=(1, -1, 0))
     with pytest.raises(InvalidInputError, match="cpu_per_gpu=7"):
         so.generate_round(16, cpu_per_gpu=7)
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "out.csv"
+    target.write_text("old\n")
+    with pytest.raises(RuntimeError), atomic_open(target) as handle:
+        handle.write("half")
+        raise RuntimeError("disk full")
+    assert target.read_text() == "old\n" and [p.name for p in tmp_path.iterdir()] == ["out.csv"]
+    with atomic_open(target) as handle:
+        handle.write("new\n")
+    assert target.read_text() == "new\n" and [p.name for p in tmp_path.iterdir()] == ["out.csv"]
+    assert target.stat().st_mode & 0o777 == 0o666 & ~_umask()  # the usual mode, not the temporary's 0600
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
