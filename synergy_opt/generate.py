@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
 from synergy_opt.profiles import TASKS, cpu_gpu_ratios, model_info, models_by_task
-from synergy_opt.validation import SEED, Integer, Number, Rule, Weights, boolean, checked
+from synergy_opt.validation import SEED, Integer, Number, OneOf, Rule, Weights, boolean, checked
 
 GPUS_PER_SERVER = 8
 MEM_GB_PER_SERVER = 500.0
@@ -18,6 +18,9 @@ MULTI_GPU_WEIGHTS = np.array([0.70, 0.10, 0.12, 0.05, 0.03])
 MAX_GPUS = 2**20
 # A log-normal factor with sigma 5 already spans e^(+-25); beyond, throughputs overflow to inf.
 MAX_PROFILE_NOISE = 5.0
+# Where each job's matrix comes from: its model's built-in matrix, or a performance model drawn around it.
+JobKind = Literal["builtin", "modelled"]
+JOB_KIND = OneOf(get_args(JobKind))
 # The rules of the arguments generate_round and the trace generator share (synergy_opt.validation).
 GENERATOR_ARGUMENTS: dict[str, Rule] = {
     "split": Weights(len(TASKS), "percentages of image, language, speech models"),
@@ -28,7 +31,7 @@ GENERATOR_ARGUMENTS: dict[str, Rule] = {
 }
 
 
-@checked(gpus=Integer(GPUS_PER_SERVER, MAX_GPUS, step=GPUS_PER_SERVER), **GENERATOR_ARGUMENTS)
+@checked(gpus=Integer(GPUS_PER_SERVER, MAX_GPUS, step=GPUS_PER_SERVER), jobs=JOB_KIND, **GENERATOR_ARGUMENTS)
 def generate_round(
     gpus: int = 128,
     split: tuple[float, float, float] = (20, 70, 10),
@@ -36,6 +39,7 @@ def generate_round(
     seed: int = 0,
     profile_noise: float = 0.0,
     cpu_per_gpu: int = 3,
+    jobs: JobKind = "builtin",
 ) -> RoundInstance:
     """A full-load round: jobs drawn until their GPU demand fills a cluster of ``gpus`` GPUs.
 
@@ -52,17 +56,22 @@ def generate_round(
         no two jobs are alike.
     cpu_per_gpu
         CPU:GPU ratio of the servers; 3 (default) or one of the artifact's profiled variants 4, 5, 6.
+    jobs
+        ``"builtin"``: each job carries its model's built-in matrix. ``"modelled"``: each job's matrix comes
+        from a job performance model drawn around its model's fitted one
+        (:func:`synergy_opt.profiling.draw_job_model`), so jobs differ but keep their flat regions.
     """
     rng = np.random.default_rng(seed)
     cluster = Cluster(gpus // GPUS_PER_SERVER, GPUS_PER_SERVER, GPUS_PER_SERVER * cpu_per_gpu, MEM_GB_PER_SERVER)
     demands = _gpu_demands(rng, gpus, multi_gpu)
     names = draw_models(rng, len(demands), split)
     durations = draw_durations_min(rng, len(demands))
-    profiles = job_profiles(rng, names, cpu_per_gpu, profile_noise)
-    jobs = []
+    profiles = job_profiles(rng, names, cpu_per_gpu, profile_noise, jobs)
+    round_jobs = []
     for index, (demand, name, profile) in enumerate(zip(demands, names, profiles, strict=True)):
         floor = profile.throughput(cluster.cpu_per_gpu, cluster.mem_gb_per_gpu)
-        jobs.append(Job(f"j{index}", int(demand), profile, model=name, work=float(durations[index] * max(floor, 1e-9))))
+        work = float(durations[index] * max(floor, 1e-9))
+        round_jobs.append(Job(f"j{index}", int(demand), profile, model=name, work=work))
     metadata: dict[str, Any] = {
         "generator": "synergy_opt.generate_round",
         "gpus": gpus,
@@ -71,8 +80,9 @@ def generate_round(
         "seed": seed,
         "profile_noise": profile_noise,
         "cpu_per_gpu": cpu_per_gpu,
+        "jobs": jobs,
     }
-    return RoundInstance(cluster, tuple(jobs), metadata)
+    return RoundInstance(cluster, tuple(round_jobs), metadata)
 
 
 def check_generator_args(
@@ -126,12 +136,24 @@ def draw_durations_min(rng: np.random.Generator, count: int) -> np.ndarray:
 
 
 def job_profiles(
-    rng: np.random.Generator, names: list[str], cpu_per_gpu: int, profile_noise: float
+    rng: np.random.Generator, names: list[str], cpu_per_gpu: int, profile_noise: float, jobs: JobKind = "builtin"
 ) -> list[Profile]:
-    """Each job's matrix: its model's built-in profile, with per-job noise when ``profile_noise > 0``.
+    """Each job's matrix: its model's built-in profile, or a modelled one (``jobs="modelled"``), with per-job
+    noise when ``profile_noise > 0``.
 
     Draws from ``rng`` job after job, so the first ``k`` profiles of ``n`` are those of ``k`` (traces grow).
     """
+    if jobs == "modelled":
+        # Imported here: the profiling package reaches the simulator's traces, which import this module.
+        from synergy_opt.profiling.sampler import modelled_profile
+
+        profiles = []
+        for name in names:
+            profile = modelled_profile(rng, name, cpu_per_gpu)
+            if profile_noise > 0:
+                profile = _noisy(profile, rng.standard_normal(profile.tput.shape), profile_noise)
+            profiles.append(profile)
+        return profiles
     infos = {name: model_info(name, cpu_per_gpu) for name in set(names)}
     if not infos:
         return []

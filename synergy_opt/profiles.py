@@ -47,6 +47,11 @@ def source() -> str:
     return str(_raw()["source"])
 
 
+def reference_server() -> dict[str, float]:
+    """The server the built-in models were profiled on: its GPUs, CPUs, memory (GB) and storage (MB/s)."""
+    return {key: float(value) for key, value in _raw()["reference_server"].items()}
+
+
 def model_names() -> tuple[str, ...]:
     return tuple(_raw()["models"])
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import (
+    JOB_KIND,
+    JobKind,
     check_generator_args,
     draw_durations_min,
     draw_gpu_demands,
@@ -24,7 +26,7 @@ from synergy_opt.generate import (
     job_profiles,
 )
 from synergy_opt.instance import Profile, prefixed
-from synergy_opt.validation import Integer, is_number
+from synergy_opt.validation import Integer, OneOf, is_number
 
 GENERATOR = "synergy_opt.generate_trace"
 # Jobs are drawn in blocks, each from its own seed: the first k jobs of a longer trace are those of a k-job
@@ -123,7 +125,8 @@ class Trace:
         """The same generated trace with ``jobs`` jobs (its first ``len(self)`` jobs unchanged)."""
         if not self.extendable:
             raise InvalidInputError("trace", self.metadata.get("generator"), "only a generated dynamic trace extends")
-        params = {key: self.metadata[key] for key in _GENERATOR_PARAMS}
+        # Keys added since a trace was saved take their defaults.
+        params = {key: self.metadata[key] for key in _GENERATOR_PARAMS if key in self.metadata}
         params["split"] = tuple(params["split"])
         return generate_trace(jobs=jobs, **params)
 
@@ -135,7 +138,9 @@ class Trace:
         return pd.DataFrame(rows, columns=list(TRACE_COLUMNS))
 
 
-_GENERATOR_PARAMS = ("load", "split", "multi_gpu", "seed", "cpu_per_gpu", "profile_noise")
+_GENERATOR_PARAMS = ("load", "split", "multi_gpu", "seed", "cpu_per_gpu", "profile_noise", "job_kind", "profiling")
+ProfilingMethod = Literal["none", "optimistic", "exhaustive"]
+PROFILING = OneOf(get_args(ProfilingMethod))
 
 
 def generate_trace(
@@ -146,6 +151,8 @@ def generate_trace(
     seed: int = 0,
     cpu_per_gpu: int = 3,
     profile_noise: float = 0.0,
+    job_kind: JobKind = "builtin",
+    profiling: ProfilingMethod = "none",
 ) -> Trace:
     """A production-derived trace (SPEC 5), deterministic per seed.
 
@@ -165,6 +172,13 @@ def generate_trace(
         The CPU:GPU ratio whose built-in profiles the jobs carry (3, or the artifact's 4, 5, 6).
     profile_noise
         Per-job log-normal noise on each matrix, as in :func:`synergy_opt.generate_round`.
+    job_kind
+        Where each job's matrix comes from, as ``jobs`` of :func:`synergy_opt.generate_round`: ``"builtin"`` or
+        ``"modelled"`` (a job performance model drawn around its model's fitted one).
+    profiling
+        ``"none"``, or how each job is profiled on arrival: ``"optimistic"`` or ``"exhaustive"``; its
+        ``profiling_s`` is then one minute per point that profiler measures on the job's matrix
+        (:func:`synergy_opt.profiling.with_profiling_delay`).
 
     Durations at the proportional share are ``10^x`` minutes, ``x ~ U[1.5, 3]`` with probability 0.8 and
     ``U[3, 4]`` otherwise. The first ``k`` jobs do not depend on ``jobs``: a longer trace extends a shorter one.
@@ -175,7 +189,9 @@ def generate_trace(
     if load is not None:
         load = _finite("load", load, positive=True)
     check_generator_args(split, profile_noise, seed, cpu_per_gpu)
-    parts = [_block(seed, block, load, split, multi_gpu, cpu_per_gpu, profile_noise)
+    JOB_KIND("job_kind", job_kind)
+    PROFILING("profiling", profiling)
+    parts = [_block(seed, block, load, split, multi_gpu, cpu_per_gpu, profile_noise, job_kind)
              for block in range(-(-jobs // _BLOCK))]
     offset = 0.0
     trace_jobs: list[TraceJob] = []
@@ -191,13 +207,20 @@ def generate_trace(
                 model=names[row],
             ))
     metadata = {"generator": GENERATOR, "jobs": jobs, "load": load, "split": list(split), "multi_gpu": multi_gpu,
-                "seed": seed, "cpu_per_gpu": cpu_per_gpu, "profile_noise": profile_noise}
-    return Trace(tuple(trace_jobs), metadata)
+                "seed": seed, "cpu_per_gpu": cpu_per_gpu, "profile_noise": profile_noise, "job_kind": job_kind,
+                "profiling": profiling}
+    trace = Trace(tuple(trace_jobs), metadata)
+    if profiling == "none":
+        return trace
+    # Imported here: the profiling package imports this module.
+    from synergy_opt.profiling.delay import with_profiling_delay
+
+    return with_profiling_delay(trace, profiling)
 
 
 def _block(
     seed: int, block: int, load: float | None, split: tuple[float, float, float], multi_gpu: bool,
-    cpu_per_gpu: int, profile_noise: float,
+    cpu_per_gpu: int, profile_noise: float, job_kind: JobKind,
 ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray, list[Profile]]:
     rng = np.random.default_rng([seed, block])
     if load is None:
@@ -209,7 +232,7 @@ def _block(
     demands = draw_gpu_demands(rng, _BLOCK, multi_gpu)
     names = draw_models(rng, _BLOCK, split)
     minutes = draw_durations_min(rng, _BLOCK)
-    profiles = job_profiles(rng, names, cpu_per_gpu, profile_noise)
+    profiles = job_profiles(rng, names, cpu_per_gpu, profile_noise, job_kind)
     return gaps, demands, names, minutes, profiles
 
 

@@ -1,0 +1,5 @@
+"""``python -m synergy_opt.profiling [--write]``: refit the built-in job models and print their fit errors."""
+
+from synergy_opt.profiling.fit import main
+
+main()

@@ -1,0 +1,105 @@
+"""What profiling costs a trace: each arriving job waits while it is profiled (``TraceJob.profiling_s``).
+
+A job of a trace is known by its matrix, so profiling it is simulated by profiling that matrix: ``measure``
+reads the matrix, and the optimistic profiler's memory model is the matrix's own memory shape (the paper's
+MinIO model is exact for a modelled job, within 3% for ResNet18). Only the number of measured points matters
+for the delay: ``profiling_s = 60 * minutes_per_point * points``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Any, Literal, get_args
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.instance import Profile
+from synergy_opt.profiling.exhaustive import profile_exhaustive
+from synergy_opt.profiling.measurement import MINUTES_PER_POINT, ProfilingResult
+from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD, profile_job
+from synergy_opt.sim.trace import Trace
+
+Method = Literal["optimistic", "exhaustive"]
+
+
+@dataclass(frozen=True)
+class MatrixMemory:
+    """A memory model that knows a matrix's memory shape: the throughput at full memory scaled column-wise."""
+
+    profile: Profile
+
+    def throughput(self, at_full_memory: Any, mem_gb_per_gpu: Any) -> np.ndarray:
+        tput = self.profile.tput
+        full = tput[:, -1:]
+        ratio = np.divide(tput, full, out=np.zeros_like(tput), where=full > 0)
+        # The grid's own rows: the profiler asks for the whole grid at once.
+        return np.asarray(at_full_memory) * ratio[:, _columns(self.profile, mem_gb_per_gpu)]
+
+
+def _columns(profile: Profile, mem_gb_per_gpu: Any) -> np.ndarray:
+    columns = np.searchsorted(profile.mem_gb_per_gpu, np.ravel(mem_gb_per_gpu))
+    if np.any(columns >= profile.mem_gb_per_gpu.size) or not np.allclose(
+        profile.mem_gb_per_gpu[np.minimum(columns, profile.mem_gb_per_gpu.size - 1)], np.ravel(mem_gb_per_gpu)
+    ):
+        raise InvalidInputError("mem_gb_per_gpu", mem_gb_per_gpu, "must be the matrix's own memory axis")
+    return columns
+
+
+def profile_matrix(
+    profile: Profile,
+    method: Method = "optimistic",
+    *,
+    minutes_per_point: float = MINUTES_PER_POINT,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> ProfilingResult:
+    """Profile a job whose true matrix is ``profile`` with the ``method`` profiler, on the matrix's own grid."""
+    if method not in get_args(Method):
+        raise InvalidInputError("method", method, f"must be one of {', '.join(get_args(Method))}")
+    if not isinstance(profile, Profile):
+        raise InvalidInputError("profile", profile, "must be a Profile")
+    if method == "exhaustive":
+        return profile_exhaustive(
+            profile.throughput, profile.cpu_per_gpu, profile.mem_gb_per_gpu, minutes_per_point=minutes_per_point
+        )
+    return profile_job(
+        profile.throughput, profile.cpu_per_gpu, profile.mem_gb_per_gpu, MatrixMemory(profile), threshold,
+        minutes_per_point=minutes_per_point,
+    )
+
+
+def with_profiling_delay(
+    trace: Trace,
+    method: Method = "optimistic",
+    *,
+    minutes_per_point: float = MINUTES_PER_POINT,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> Trace:
+    """``trace`` with each job's ``profiling_s`` set to what profiling its matrix by ``method`` costs.
+
+    Parameters
+    ----------
+    method
+        ``"optimistic"`` (:func:`profile_job`) or ``"exhaustive"`` (:func:`profile_exhaustive`).
+    minutes_per_point
+        Simulated cost of one measured point (the paper: about a minute).
+    threshold
+        The optimistic profiler's flatness threshold.
+
+    The metadata records ``profiling``, so that :meth:`Trace.extend` profiles the new jobs alike; with costs
+    other than the defaults it records them too, and extending such a trace raises (the generator only
+    knows the defaults).
+    """
+    if not isinstance(trace, Trace):
+        raise InvalidInputError("trace", trace, "must be a Trace")
+
+    @cache
+    def seconds(profile: Profile) -> float:
+        result = profile_matrix(profile, method, minutes_per_point=minutes_per_point, threshold=threshold)
+        return 60.0 * result.minutes
+
+    jobs = tuple(replace(job, profiling_s=seconds(job.profile)) for job in trace.jobs)
+    default = minutes_per_point == MINUTES_PER_POINT and threshold == DEFAULT_THRESHOLD
+    label = method if default else f"{method}(minutes_per_point={minutes_per_point:g}, threshold={threshold:g})"
+    return Trace(jobs, {**trace.metadata, "profiling": label})

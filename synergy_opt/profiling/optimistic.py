@@ -1,0 +1,161 @@
+"""Optimistic profiling (paper section 3.1): a search of the CPU axis at full memory, memory from a model.
+
+The search measures the CPU axis at full memory only. It starts at both ends of the axis and bisects, from
+the top down, every stretch between two measured neighbours that still matters:
+
+- the paper's rule: a stretch whose upper end improves on its lower end by less than ``threshold`` (10%)
+  is flat enough to skip;
+- a stretch is also skipped when its neighbours already pin it down: in the plane of time per sample
+  (``1 / W``) against ``1 / c``, a job whose CPU stage follows Amdahl's law is a straight line, and the slowest
+  of that line and its plateau (the GPU or the storage) is convex. So the chord between the two neighbours
+  bounds each skipped point from above and the neighbouring trends (the secants through the next two
+  measured points on either side, extended) bound it from below; when the two bounds are within
+  ``threshold / 4`` of each other, measuring would not change the profile. On a job of that form the two
+  bounds meet wherever both ends lie on one line, so only the knee is searched for.
+
+Skipped points take the lower bound in time (the larger of the neighbouring trends, never beyond the
+chord): exact for a job of that form, within the stretch's ``threshold`` otherwise. Every other memory value
+comes from ``memory_model.throughput(W at full memory, mem)``, e.g. the job's :class:`MinIOCache`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.instance import Profile
+from synergy_opt.profiling.measurement import MINUTES_PER_POINT, Measure, Meter, ProfilingResult, check_axes
+from synergy_opt.validation import Number
+
+DEFAULT_THRESHOLD = 0.1
+# How close the two bounds of a skipped stretch must be, as a fraction of ``threshold``.
+_PINNED = 0.25
+
+
+class MemoryModel(Protocol):
+    """Throughput at any memory from the throughput measured at full memory (e.g. :class:`MinIOCache`)."""
+
+    def throughput(self, at_full_memory: Any, mem_gb_per_gpu: Any) -> Any: ...
+
+
+def profile_job(
+    measure: Measure,
+    cpu_axis: Sequence[float] | np.ndarray,
+    mem_axis: Sequence[float] | np.ndarray,
+    memory_model: MemoryModel,
+    threshold: float = DEFAULT_THRESHOLD,
+    *,
+    minutes_per_point: float = MINUTES_PER_POINT,
+) -> ProfilingResult:
+    """Profile a job optimistically: measure part of the CPU axis at full memory, model the rest.
+
+    Parameters
+    ----------
+    measure
+        ``measure(cpus_per_gpu, mem_gb_per_gpu) -> throughput``, the only access to the job; it is called at
+        most once per point, always at the largest memory value.
+    cpu_axis, mem_axis
+        The grid (per GPU, strictly increasing).
+    memory_model
+        Gives the throughput at every memory value from the one measured at full memory
+        (:attr:`JobModel.memory_model` for a modelled job).
+    threshold
+        The paper's flatness threshold in (0, 1): a stretch of the CPU axis improving by less is not searched.
+    minutes_per_point
+        Simulated cost of one measured point.
+
+    Returns
+    -------
+    ProfilingResult
+        The profile (in ``measure``'s units) and the log of measured points.
+    """
+    threshold = Number(0, 1, low_open=True)("threshold", threshold)
+    if threshold == 1:
+        raise InvalidInputError("threshold", threshold, "must be a number in (0, 1)")
+    cpu, mem = check_axes(cpu_axis, mem_axis)
+    if not callable(getattr(memory_model, "throughput", None)):
+        raise InvalidInputError("memory_model", memory_model, "must have throughput(at_full_memory, mem_gb_per_gpu)")
+    meter = Meter(measure, minutes_per_point)
+    full_memory = float(mem[-1])
+    at_full = search_cpu_axis(lambda c: meter(c, full_memory), cpu, threshold)
+    tput = np.asarray(memory_model.throughput(at_full[:, None], mem[None, :]), dtype=float)
+    tput = np.broadcast_to(tput, (cpu.size, mem.size)) if tput.size == cpu.size * mem.size else tput
+    if tput.shape != (cpu.size, mem.size) or not np.all(np.isfinite(tput)) or np.any(tput < 0):
+        raise InvalidInputError("memory_model", memory_model, "must give a finite throughput >= 0 on the grid")
+    # The model fills other memory values only: what was measured at full memory stays as measured.
+    tput = tput.copy()
+    tput[:, -1] = at_full
+    return ProfilingResult(Profile(cpu, mem, tput), meter.log, "optimistic")
+
+
+def search_cpu_axis(measure_at: Callable[[float], float], cpu: np.ndarray, threshold: float) -> np.ndarray:
+    """Throughput on every point of ``cpu``, measuring as few as the module docstring's search needs."""
+    values = np.full(cpu.size, np.nan)
+    for index in (cpu.size - 1, 0):
+        if np.isnan(values[index]):
+            values[index] = measure_at(float(cpu[index]))
+    while True:
+        stretch = _next_stretch(cpu, values, threshold)
+        if stretch is None:
+            break
+        middle = (stretch[0] + stretch[1]) // 2
+        values[middle] = measure_at(float(cpu[middle]))
+    return _filled(cpu, values)
+
+
+def _next_stretch(cpu: np.ndarray, values: np.ndarray, threshold: float) -> tuple[int, int] | None:
+    """The highest-CPU stretch between measured neighbours that is neither flat nor pinned down."""
+    measured = np.flatnonzero(~np.isnan(values))
+    for low, high in reversed(list(itertools.pairwise(measured))):
+        if high - low < 2 or values[high] < values[low] * (1 + threshold):
+            continue
+        inside = np.arange(low + 1, high)
+        lower, upper = _time_bounds(cpu, values, measured, int(low), int(high), inside)
+        if np.any(~np.isfinite(upper)) or np.any(upper > lower * (1 + _PINNED * threshold)):
+            return int(low), int(high)
+    return None
+
+
+def _filled(cpu: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Every unmeasured point from its measured neighbours (the lower bound on time, module docstring)."""
+    filled = values.copy()
+    measured = np.flatnonzero(~np.isnan(values))
+    for low, high in itertools.pairwise(measured):
+        if high - low < 2:
+            continue
+        inside = np.arange(low + 1, high)
+        if values[low] == 0:
+            # A job that cannot run at the lower end: no trend to follow; the throughput of the lower end
+            # (never over-claim).
+            filled[inside] = 0.0
+            continue
+        lower, _ = _time_bounds(cpu, values, measured, int(low), int(high), inside)
+        filled[inside] = 1.0 / lower
+    return filled
+
+
+def _time_bounds(
+    cpu: np.ndarray, values: np.ndarray, measured: np.ndarray, low: int, high: int, inside: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bounds on ``1 / W`` at the points ``inside`` the stretch ``(low, high)``."""
+    with np.errstate(divide="ignore"):
+        time = 1.0 / values
+    x = 1.0 / cpu
+
+    def line(a: int, b: int) -> np.ndarray:
+        return time[a] + (time[b] - time[a]) * (x[inside] - x[a]) / (x[b] - x[a])
+
+    upper = line(low, high)
+    if not math.isfinite(time[low]):
+        return np.full(inside.size, time[high]), np.full(inside.size, np.inf)
+    # Monotone: fewer CPUs are never faster than the upper end.
+    bounds = [np.full(inside.size, time[high])]
+    if measured[0] < low and math.isfinite(time[measured[0]]):
+        bounds.append(line(int(measured[0]), low))
+    lower = np.minimum(np.max(bounds, axis=0), upper)
+    return lower, upper
