@@ -1,21 +1,22 @@
 """Optimistic profiling (paper section 3.1): a search of the CPU axis at full memory, memory from a model.
 
-The search measures the CPU axis at full memory only. It starts at both ends of the axis and bisects, from
-the top down, every stretch between two measured neighbours that still matters:
+The search measures the CPU axis at full memory only. It measures both ends of the axis, then bisects every
+stretch between two measured neighbours that still matters, from the fewest CPUs up:
 
 - the paper's rule: a stretch whose upper end improves on its lower end by less than ``threshold`` (10%)
   is flat enough to skip;
-- a stretch is also skipped when its neighbours already pin it down: in the plane of time per sample
-  (``1 / W``) against ``1 / c``, a job whose CPU stage follows Amdahl's law is a straight line, and the slowest
-  of that line and its plateau (the GPU or the storage) is convex. So the chord between the two neighbours
-  bounds each skipped point from above and the neighbouring trends (the secants through the next two
-  measured points on either side, extended) bound it from below; when the two bounds are within
-  ``threshold / 4`` of each other, measuring would not change the profile. On a job of that form the two
-  bounds meet wherever both ends lie on one line, so only the knee is searched for.
+- a stretch is also skipped when it is already pinned down. In the plane of time per sample (``1 / W``)
+  against ``1 / c``, a CPU stage that follows Amdahl's law is a straight line, and the slowest of it and a
+  plateau (the GPU, or the storage) is convex. So the chord between the two neighbours bounds a skipped
+  point from above, and the upper end's time and the trend below the stretch (the secant from the lowest
+  measured point, extended) bound it from below. When the two bounds are within ``threshold / 4`` of each
+  other, and a measured point between confirms the trend, measuring would not change the profile: on a job
+  of that form only the knee is searched for, and on one that is not (a jump the trend did not predict)
+  the unconfirmed trend pins nothing.
 
-Skipped points take the lower bound in time (the larger of the neighbouring trends, never beyond the
-chord): exact for a job of that form, within the stretch's ``threshold`` otherwise. Every other memory value
-comes from ``memory_model.throughput(W at full memory, mem)``, e.g. the job's :class:`MinIOCache`.
+Skipped points take the lower bound on time (the larger of the upper end and the trend below, never beyond
+the chord): exact for a job of that form, within the stretch's ``threshold`` otherwise. Every other memory
+value comes from ``memory_model.throughput(W at full memory, mem)``, e.g. the job's :class:`MinIOCache`.
 """
 
 from __future__ import annotations
@@ -109,14 +110,15 @@ def search_cpu_axis(measure_at: Callable[[float], float], cpu: np.ndarray, thres
 
 
 def _next_stretch(cpu: np.ndarray, values: np.ndarray, threshold: float) -> tuple[int, int] | None:
-    """The highest-CPU stretch between measured neighbours that is neither flat nor pinned down."""
+    """The lowest-CPU stretch between measured neighbours that is neither flat nor pinned down."""
     measured = np.flatnonzero(~np.isnan(values))
-    for low, high in reversed(list(itertools.pairwise(measured))):
+    for low, high in itertools.pairwise(measured):
         if high - low < 2 or values[high] < values[low] * (1 + threshold):
             continue
         inside = np.arange(low + 1, high)
-        lower, upper = _time_bounds(cpu, values, measured, int(low), int(high), inside)
-        if np.any(~np.isfinite(upper)) or np.any(upper > lower * (1 + _PINNED * threshold)):
+        tolerance = _PINNED * threshold
+        lower, upper = _time_bounds(cpu, values, measured, int(low), int(high), inside, confirmed=tolerance)
+        if np.any(~np.isfinite(upper)) or np.any(upper > lower * (1 + tolerance)):
             return int(low), int(high)
     return None
 
@@ -140,22 +142,39 @@ def _filled(cpu: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def _time_bounds(
-    cpu: np.ndarray, values: np.ndarray, measured: np.ndarray, low: int, high: int, inside: np.ndarray
+    cpu: np.ndarray,
+    values: np.ndarray,
+    measured: np.ndarray,
+    low: int,
+    high: int,
+    inside: np.ndarray,
+    confirmed: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper bounds on ``1 / W`` at the points ``inside`` the stretch ``(low, high)``."""
+    """Lower and upper bounds on ``1 / W`` at the points ``inside`` the stretch ``(low, high)``.
+
+    The lower bound follows the trend below the stretch (the secant from the lowest measured point to
+    ``low``); with ``confirmed`` given, only once a measured point between them lies on it within that
+    relative tolerance, so that a job that is not of the assumed form cannot pin a stretch it never saw.
+    """
     with np.errstate(divide="ignore"):
         time = 1.0 / values
     x = 1.0 / cpu
 
-    def line(a: int, b: int) -> np.ndarray:
-        return time[a] + (time[b] - time[a]) * (x[inside] - x[a]) / (x[b] - x[a])
+    def line(a: int, b: int, at: np.ndarray) -> np.ndarray:
+        return time[a] + (time[b] - time[a]) * (x[at] - x[a]) / (x[b] - x[a])
 
-    upper = line(low, high)
+    upper = line(low, high, inside)
     if not math.isfinite(time[low]):
         return np.full(inside.size, time[high]), np.full(inside.size, np.inf)
     # Monotone: fewer CPUs are never faster than the upper end.
     bounds = [np.full(inside.size, time[high])]
-    if measured[0] < low and math.isfinite(time[measured[0]]):
-        bounds.append(line(int(measured[0]), low))
+    first = int(measured[0])
+    if first < low and math.isfinite(time[first]):
+        between = measured[(measured > first) & (measured < low)]
+        on_trend = between.size > 0 and bool(
+            np.all(np.abs(time[between] - line(first, low, between)) <= confirmed * time[between])
+        ) if confirmed is not None else True
+        if on_trend:
+            bounds.append(line(first, low, inside))
     lower = np.minimum(np.max(bounds, axis=0), upper)
     return lower, upper
