@@ -20,8 +20,10 @@ from synergy_opt.profiling.exhaustive import profile_exhaustive
 from synergy_opt.profiling.measurement import MINUTES_PER_POINT, ProfilingResult
 from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD, profile_job
 from synergy_opt.sim.trace import Trace
+from synergy_opt.validation import InstanceOf, OneOf, checked
 
 Method = Literal["optimistic", "exhaustive"]
+METHOD = OneOf(get_args(Method))
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ def _columns(profile: Profile, mem_gb_per_gpu: Any) -> np.ndarray:
     return columns
 
 
+@checked(profile=InstanceOf(Profile), method=METHOD)
 def profile_matrix(
     profile: Profile,
     method: Method = "optimistic",
@@ -55,10 +58,6 @@ def profile_matrix(
     threshold: float = DEFAULT_THRESHOLD,
 ) -> ProfilingResult:
     """Profile a job whose true matrix is ``profile`` with the ``method`` profiler, on the matrix's own grid."""
-    if method not in get_args(Method):
-        raise InvalidInputError("method", method, f"must be one of {', '.join(get_args(Method))}")
-    if not isinstance(profile, Profile):
-        raise InvalidInputError("profile", profile, "must be a Profile")
     if method == "exhaustive":
         return profile_exhaustive(
             profile.throughput, profile.cpu_per_gpu, profile.mem_gb_per_gpu, minutes_per_point=minutes_per_point
@@ -69,6 +68,7 @@ def profile_matrix(
     )
 
 
+@checked(trace=InstanceOf(Trace), method=METHOD)
 def with_profiling_delay(
     trace: Trace,
     method: Method = "optimistic",
@@ -91,9 +91,6 @@ def with_profiling_delay(
     other than the defaults it records them too, and extending such a trace raises (the generator only
     knows the defaults).
     """
-    if not isinstance(trace, Trace):
-        raise InvalidInputError("trace", trace, "must be a Trace")
-
     @cache
     def seconds(profile: Profile) -> float:
         result = profile_matrix(profile, method, minutes_per_point=minutes_per_point, threshold=threshold)

@@ -31,11 +31,18 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile
 from synergy_opt.profiling.measurement import MINUTES_PER_POINT, Measure, Meter, ProfilingResult, check_axes
-from synergy_opt.validation import Number
+from synergy_opt.validation import Number, checked
 
 DEFAULT_THRESHOLD = 0.1
 # How close the two bounds of a skipped stretch must be, as a fraction of ``threshold``.
 _PINNED = 0.25
+
+
+def _open_fraction(name: str, value: Any) -> float:
+    number: float = Number(0, 1, low_open=True)(name, value)
+    if number == 1:
+        raise InvalidInputError(name, value, "must be a number in (0, 1)")
+    return number
 
 
 class MemoryModel(Protocol):
@@ -44,6 +51,7 @@ class MemoryModel(Protocol):
     def throughput(self, at_full_memory: Any, mem_gb_per_gpu: Any) -> Any: ...
 
 
+@checked(threshold=_open_fraction)
 def profile_job(
     measure: Measure,
     cpu_axis: Sequence[float] | np.ndarray,
@@ -75,9 +83,6 @@ def profile_job(
     ProfilingResult
         The profile (in ``measure``'s units) and the log of measured points.
     """
-    threshold = Number(0, 1, low_open=True)("threshold", threshold)
-    if threshold == 1:
-        raise InvalidInputError("threshold", threshold, "must be a number in (0, 1)")
     cpu, mem = check_axes(cpu_axis, mem_axis)
     if not callable(getattr(memory_model, "throughput", None)):
         raise InvalidInputError("memory_model", memory_model, "must have throughput(at_full_memory, mem_gb_per_gpu)")
