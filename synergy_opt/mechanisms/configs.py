@@ -1,0 +1,107 @@
+"""Every job's usable per-GPU configs, read once from the ideal ILP's columns, and CPU/memory prices.
+
+The columns are those of :func:`synergy_opt.builders.ideal.build_ideal` (the grid with the proportional point
+inserted, configs below the floor and dominated configs removed, identical jobs merged into one class), so a
+job's configs here are exactly the ideal ILP's choices for it. :func:`config_table` lays them out per job;
+:func:`priced_targets` prices CPU and memory by the Lagrangian dual of the ideal ILP's two coupling rows
+(:func:`synergy_opt.lagrangian.solve_dual`, whose bound equals the LP relaxation) and gives each job the config
+that is best at those prices: the ideal LP's choice, up to the at most two jobs the LP splits between configs.
+
+Public API
+----------
+``config_table(instance) -> ConfigTable``
+``priced_targets(table) -> PricedTargets``
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from synergy_opt.builders.ideal import IdealModel, build_ideal
+from synergy_opt.instance import RoundInstance
+from synergy_opt.lagrangian import Knapsack, solve_dual
+
+# Relative slack when comparing per-GPU values with the proportional share and throughputs with each other.
+_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class ConfigTable:
+    """Per-GPU configs by class of identical jobs: columns ``start[q]:start[q+1]`` belong to class ``q``.
+
+    ``klass[j]`` is job ``j``'s class. Within a class the columns are sorted by CPUs, then memory.
+    """
+
+    ideal: IdealModel
+    cpu: np.ndarray  # per column: CPUs per GPU
+    mem: np.ndarray  # per column: GB per GPU
+    tput: np.ndarray  # per column: W
+    col_class: np.ndarray
+    start: np.ndarray  # per class, first column; start[-1] = number of columns
+    klass: np.ndarray  # per job, its class
+
+    @property
+    def instance(self) -> RoundInstance:
+        return self.ideal.instance
+
+    @cached_property
+    def safe(self) -> np.ndarray:
+        """Per class: its best column at or below the proportional share in both resources.
+
+        It exists (the proportional point, or a config dominating it, is a column) and meets the floor; a
+        server whose jobs all run at their safe column is within capacity.
+        """
+        c_p, m_p = self.instance.cluster.cpu_per_gpu, self.instance.cluster.mem_gb_per_gpu
+        within = (self.cpu <= c_p * (1 + _TOLERANCE)) & (self.mem <= m_p * (1 + _TOLERANCE))
+        score = np.where(within, self.tput, -np.inf)
+        return best_per_class(self, score)
+
+    @cached_property
+    def footprint(self) -> np.ndarray:
+        """Per column: CPUs and memory per GPU as fractions of the proportional share, summed."""
+        cluster = self.instance.cluster
+        return self.cpu / cluster.cpu_per_gpu + self.mem / cluster.mem_gb_per_gpu
+
+
+def config_table(instance: RoundInstance) -> ConfigTable:
+    """The ideal ILP's columns of ``instance`` laid out per job (see the module docstring)."""
+    ideal = build_ideal(instance)
+    klass = np.empty(len(instance.jobs), dtype=np.int64)
+    klass[ideal.class_jobs] = np.repeat(np.arange(ideal.num_classes), ideal.class_count)
+    start = np.searchsorted(ideal.col_class, np.arange(ideal.num_classes + 1))
+    return ConfigTable(ideal, ideal.col_cpu, ideal.col_mem, ideal.col_tput, ideal.col_class, start, klass)
+
+
+def best_per_class(table: ConfigTable, score: np.ndarray) -> np.ndarray:
+    """Per class, its column of highest ``score``; ties go to the smallest footprint (then the first)."""
+    order = np.lexsort((table.footprint, -score, table.col_class))
+    first = np.searchsorted(table.col_class[order], np.arange(table.start.size - 1))
+    return order[first]
+
+
+@dataclass(frozen=True)
+class PricedTargets:
+    """CPU and memory prices, the LP bound they prove, and each class's best column at those prices."""
+
+    prices: np.ndarray  # (per CPU, per GB)
+    bound: float  # the ideal LP relaxation's optimum: an upper bound on every realizable round
+    column: np.ndarray  # per class
+
+
+def priced_targets(table: ConfigTable) -> PricedTargets:
+    """Price CPU and memory by the ideal ILP's Lagrangian dual; each class takes its best column at the prices.
+
+    Among columns of equal priced value the smallest footprint wins, so that the targets together stay within
+    the cluster's CPUs and memory wherever the LP leaves a resource unpriced.
+    """
+    if table.start.size == 1:  # no jobs
+        return PricedTargets(np.zeros(2), 0.0, np.zeros(0, dtype=np.int64))
+    knapsack = Knapsack.of(table.ideal)
+    dual = solve_dual(knapsack)
+    priced, best = knapsack.priced(dual.multipliers)
+    # Priced values within a hair of the best tie (floating sums of prices differ in the last bits).
+    score = np.where(priced >= best[table.col_class] - 1e-9 * (1 + np.abs(best[table.col_class])), 1.0, 0.0)
+    return PricedTargets(dual.multipliers, dual.bound, best_per_class(table, score))
