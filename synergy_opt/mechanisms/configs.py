@@ -75,11 +75,54 @@ def config_table(instance: RoundInstance) -> ConfigTable:
     return ConfigTable(ideal, ideal.col_cpu, ideal.col_mem, ideal.col_tput, ideal.col_class, start, klass)
 
 
-def best_per_class(table: ConfigTable, score: np.ndarray) -> np.ndarray:
-    """Per class, its column of highest ``score``; ties go to the smallest footprint (then the first)."""
-    order = np.lexsort((table.footprint, -score, table.col_class))
+def best_per_class(table: ConfigTable, score: np.ndarray, *tie_breaks: np.ndarray) -> np.ndarray:
+    """Per class, its column of highest ``score``; ties go to the smallest ``tie_breaks`` in turn, then to the
+    smallest footprint, then to the first column."""
+    keys = (table.footprint, *reversed(tie_breaks), -score, table.col_class)
+    order = np.lexsort(keys)
     first = np.searchsorted(table.col_class[order], np.arange(table.start.size - 1))
     return order[first]
+
+
+def fit_to_capacity(table: ConfigTable, column: np.ndarray) -> np.ndarray:
+    """Per class columns whose total CPUs and memory fit the cluster, lowering as little throughput as possible.
+
+    While a resource is over, every class is offered its column that uses less of it without using more of a
+    resource that is already over, at the least throughput lost per unit freed; the best offers are taken
+    until the excess is covered. Safe columns (at most proportional) always fit together, so this ends.
+    """
+    instance = table.instance
+    ideal = table.ideal
+    count = ideal.class_count.astype(float)
+    gpus = np.zeros(count.size)
+    gpus[table.klass] = instance.gpus
+    cluster = instance.cluster
+    capacity = np.array([cluster.total_cpus, cluster.total_mem_gb])
+    column = column.copy()
+    use_of = np.column_stack((table.cpu, table.mem)) * gpus[table.col_class][:, None]  # per job of the class
+    for _ in range(4 * (table.start.size + 1)):
+        total = (use_of[column] * count[:, None]).sum(axis=0)
+        over = total - capacity * (1 - 1e-12)
+        if np.all(over <= 0):
+            return column
+        d = int(np.argmax(over / capacity))
+        now = column[table.col_class]
+        freed = use_of[now, d] - use_of[:, d]
+        grows = use_of[:, 1 - d] > use_of[now, 1 - d]
+        lost = table.tput[now] - table.tput
+        ok = (freed > 0) & ~grows
+        if not ok.any():
+            break
+        ratio = np.where(ok, lost / np.where(ok, freed, 1.0), np.inf)
+        best = best_per_class(table, -ratio, -freed)
+        best_ratio = ratio[best]
+        usable = np.flatnonzero(np.isfinite(best_ratio))
+        usable = usable[np.argsort(best_ratio[usable], kind="stable")]
+        covered = np.cumsum(freed[best[usable]] * count[usable])
+        take = usable[: int(np.searchsorted(covered, over[d])) + 1]
+        column[take] = best[take]
+    return np.where(np.all((use_of[column] * count[:, None]).sum(axis=0) <= capacity * (1 + 1e-9)), column,
+                    table.safe)
 
 
 @dataclass(frozen=True)
@@ -102,6 +145,9 @@ def priced_targets(table: ConfigTable) -> PricedTargets:
     knapsack = Knapsack.of(table.ideal)
     dual = solve_dual(knapsack)
     priced, best = knapsack.priced(dual.multipliers)
-    # Priced values within a hair of the best tie (floating sums of prices differ in the last bits).
+    # Priced values within a hair of the best tie (floating sums of prices differ in the last bits); among
+    # them, the least priced use (the LP's ties move use, not value), then the smallest footprint.
     score = np.where(priced >= best[table.col_class] - 1e-9 * (1 + np.abs(best[table.col_class])), 1.0, 0.0)
-    return PricedTargets(dual.multipliers, dual.bound, best_per_class(table, score))
+    priced_use = dual.multipliers[0] * table.cpu + dual.multipliers[1] * table.mem
+    column = fit_to_capacity(table, best_per_class(table, score, priced_use))
+    return PricedTargets(dual.multipliers, dual.bound, column)

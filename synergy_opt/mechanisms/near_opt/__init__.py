@@ -2,44 +2,68 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from synergy_opt.instance import RoundInstance
 from synergy_opt.mechanisms.configs import ConfigTable, config_table, priced_targets
 from synergy_opt.mechanisms.near_opt.assign import Entries, assign_chunks, chunk_sizes
-from synergy_opt.mechanisms.near_opt.server_dp import Units, best_columns, choose_units
+from synergy_opt.mechanisms.near_opt.rebalance import rebalance
+from synergy_opt.mechanisms.near_opt.server_dp import ServerTables, Units, backtrack, choose_units, server_tables
+from synergy_opt.mechanisms.spare import spend_spare as _spend
 from synergy_opt.mechanisms.state import ServerState
 
+PASSES = 3
 
-def _split_columns(table: ConfigTable, entries: Entries, split: np.ndarray, units: Units,
-                   instance: RoundInstance) -> dict[int, int]:
-    """Configs of the jobs spread over several servers: the best one whose pieces leave every other job on
-    those servers room for its safe config."""
-    cluster = instance.cluster
-    safe_col = table.safe[table.klass[entries.job]]
-    safe_cpu = entries.gpus * table.cpu[safe_col]
-    safe_mem = entries.gpus * table.mem[safe_col]
-    base_cpu = np.bincount(entries.server, weights=safe_cpu, minlength=cluster.servers)
-    base_mem = np.bincount(entries.server, weights=safe_mem, minlength=cluster.servers)
+
+def _split_columns(
+    table: ConfigTable, units: Units, entries: Entries, split_jobs: np.ndarray, tables: ServerTables, servers: int
+) -> tuple[dict[int, int], np.ndarray, np.ndarray]:
+    """Configs of the jobs spread over several servers, by coordinate ascent on the round's total.
+
+    Each split job in turn takes the config that maximises its own throughput plus the best throughput of the
+    whole jobs on its servers in the room it leaves them (read off the forward tables), the other split jobs
+    held where they are. Starts from the safe configs (which always fit) and only ever raises the total.
+    Returns the configs and, per server, the CPU and memory units the split jobs take.
+    """
+    size = units.per_server
+    used_a = np.zeros(servers, dtype=np.int64)
+    used_b = np.zeros(servers, dtype=np.int64)
     chosen: dict[int, int] = {}
-    for job in split:
+    mine_of: dict[int, np.ndarray] = {}
+    for job in split_jobs.tolist():
         mine = np.flatnonzero(entries.job == job)
-        servers, n = entries.server[mine], entries.gpus[mine]
-        room_cpu = cluster.cpus_per_server - (base_cpu[servers] - safe_cpu[mine])
-        room_mem = cluster.mem_gb_per_server - (base_mem[servers] - safe_mem[mine])
-        q = table.klass[job]
-        cols = np.arange(table.start[q], table.start[q + 1])
-        fits = np.all(n[:, None] * table.cpu[cols][None, :] <= room_cpu[:, None] * (1 + 1e-9) + 1e-9, axis=0)
-        fits &= np.all(n[:, None] * table.mem[cols][None, :] <= room_mem[:, None] * (1 + 1e-9) + 1e-9, axis=0)
-        score = np.where(fits, table.tput[cols], -np.inf)
-        best = int(cols[np.lexsort((table.footprint[cols], -score))[0]])
-        chosen[int(job)] = best
-        # This job now holds its chosen config on its servers.
-        base_cpu[servers] += n * table.cpu[best] - safe_cpu[mine]
-        base_mem[servers] += n * table.mem[best] - safe_mem[mine]
-        safe_cpu[mine] = n * table.cpu[best]
-        safe_mem[mine] = n * table.mem[best]
-    return chosen
+        mine_of[job] = mine
+        col = int(table.safe[table.klass[job]])
+        chosen[job] = col
+        np.add.at(used_a, entries.server[mine], units.cpu_units(entries.gpus[mine], table.cpu[col]))
+        np.add.at(used_b, entries.server[mine], units.mem_units(entries.gpus[mine], table.mem[col]))
+    final = tables.final
+    for _ in range(PASSES):
+        changed = False
+        for job in split_jobs.tolist():
+            mine = mine_of[job]
+            where, n = entries.server[mine], entries.gpus[mine]
+            now = chosen[job]
+            base_a = size - used_a[where] + units.cpu_units(n, table.cpu[now])
+            base_b = size - used_b[where] + units.mem_units(n, table.mem[now])
+            q = table.klass[job]
+            cols = np.arange(table.start[q], table.start[q + 1])
+            room_a = base_a[:, None] - units.cpu_units(n[:, None], table.cpu[cols][None, :])
+            room_b = base_b[:, None] - units.mem_units(n[:, None], table.mem[cols][None, :])
+            ok = np.all((room_a >= 0) & (room_b >= 0), axis=0)
+            rest = final[where[:, None], np.clip(room_a, 0, size), np.clip(room_b, 0, size)].sum(axis=0)
+            total = np.where(ok, table.tput[cols] + rest, -np.inf)
+            pick = int(cols[np.argmax(total)])
+            if pick != now and total.max() > total[cols == now][0] + 1e-12:
+                used_a[where] += units.cpu_units(n, table.cpu[pick]) - units.cpu_units(n, table.cpu[now])
+                used_b[where] += units.mem_units(n, table.mem[pick]) - units.mem_units(n, table.mem[now])
+                chosen[job] = pick
+                changed = True
+        if not changed:
+            break
+    return chosen, used_a, used_b
 
 
 def pack_near_opt(instance: RoundInstance, order: np.ndarray, spend_spare: bool = True) -> ServerState:
@@ -52,22 +76,21 @@ def pack_near_opt(instance: RoundInstance, order: np.ndarray, spend_spare: bool 
     use = np.array([gpus @ cpu / cluster.total_cpus, gpus @ mem / cluster.total_mem_gb])
     weights = np.maximum(use, 1e-3)
     chunk = chunk_sizes(gpus, cpu, mem, instance)
+    dc = int(os.environ.get("DONOR_CHUNK", "0"))
+    if dc:
+        donor = (np.abs(cpu - cluster.cpu_per_gpu) > 1e-9) | (np.abs(mem - cluster.mem_gb_per_gpu) > 1e-9)
+        chunk = np.where(donor, np.minimum(chunk, dc), chunk)
     entries = assign_chunks(instance, cpu, mem, weights, chunk)
+    spans = np.bincount(entries.job, minlength=gpus.size)
+    entries = rebalance(entries, cpu, mem, np.ones(entries.job.size, dtype=bool), instance)
     units = choose_units(table)
 
-    spans = np.bincount(entries.job, minlength=gpus.size)
     split = np.flatnonzero(spans > 1)
-    split_col = _split_columns(table, entries, split, units, instance)
-    is_split = spans[entries.job] > 1
-    room_cpu = np.full(cluster.servers, units.per_server, dtype=np.int64)
-    room_mem = room_cpu.copy()
-    for k in np.flatnonzero(is_split):
-        col = split_col[int(entries.job[k])]
-        room_cpu[entries.server[k]] -= units.cpu_units(entries.gpus[k], table.cpu[col])
-        room_mem[entries.server[k]] -= units.mem_units(entries.gpus[k], table.mem[col])
-    whole = ~is_split
-    columns, _ = best_columns(table, units, entries.server[whole], entries.job[whole], entries.gpus[whole],
-                              room_cpu, room_mem)
+    whole = spans[entries.job] == 1
+    tables = server_tables(table, units, entries.server[whole], entries.job[whole], entries.gpus[whole],
+                           cluster.servers)
+    split_col, used_a, used_b = _split_columns(table, units, entries, split, tables, cluster.servers)
+    columns = backtrack(tables, units.per_server - used_a, units.per_server - used_b)
     state = ServerState(instance)
     for job, server, n, col in zip(entries.job[whole], entries.server[whole], entries.gpus[whole], columns,
                                    strict=True):
@@ -77,4 +100,6 @@ def pack_near_opt(instance: RoundInstance, order: np.ndarray, spend_spare: bool 
     for job, col in split_col.items():
         mine = entries.job == job
         state.place(job, entries.server[mine], entries.gpus[mine], float(table.cpu[col]), float(table.mem[col]))
+    if spend_spare:
+        _spend(state, table)
     return state

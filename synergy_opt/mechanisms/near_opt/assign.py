@@ -90,12 +90,13 @@ def assign_chunks(
                 left_gpus -= float(size * pending.size)
                 left_use -= float(size * cost[pending].sum())
                 break
-            # Roomiest servers first; each round gives each of them one chunk, the costliest to the roomiest.
+            # One chunk per server this round: chunks above the mean cost go to the roomiest servers (the
+            # costliest to the roomiest), chunks below it to the fullest (the cheapest to the fullest).
             count = min(pending.size, eligible.size)
-            rooms = eligible[np.argsort(projected[eligible], kind="stable")[:count]]
-            # A server may take several chunks of this size in one round when few servers are left.
             take = pending[:count]
-            # Chunks cheaper than the mean lower a server's projected use: put the cheapest where it is highest.
+            by_room = eligible[np.argsort(projected[eligible], kind="stable")]
+            above = int(np.count_nonzero(cost[take] > mean))
+            rooms = np.concatenate([by_room[:above], by_room[::-1][: count - above][::-1]])
             used[rooms] += size * cost[take]
             free[rooms] -= size
             left_gpus -= float(size * count)

@@ -13,7 +13,8 @@ exactly ``q`` units per GPU, so a server holds all its jobs at their safe config
 Public API
 ----------
 ``choose_units(table) -> Units``
-``best_columns(table, units, server, job, gpus, cpu_room, mem_room) -> ndarray``
+``server_tables(table, units, server, job, gpus, servers) -> ServerTables``
+``backtrack(tables, cpu_room, mem_room) -> ndarray``
 """
 
 from __future__ import annotations
@@ -67,32 +68,32 @@ def choose_units(table: ConfigTable) -> Units:
     return Units(c_p / chosen, m_p / chosen, cluster.gpus_per_server * chosen)
 
 
-def best_columns(
-    table: ConfigTable,
-    units: Units,
-    server: np.ndarray,
-    job: np.ndarray,
-    gpus: np.ndarray,
-    cpu_room: np.ndarray,
-    mem_room: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """For each entry (``job`` with ``gpus`` GPUs on ``server``, each job once), its column in a best choice.
+@dataclass(frozen=True, eq=False)
+class ServerTables:
+    """The forward pass: ``value(s, a, b)`` is the best total throughput of the whole jobs on server ``s``
+    within ``a`` CPU and ``b`` memory units (``-inf`` where they do not fit)."""
 
-    Parameters
-    ----------
-    server, job, gpus
-        One entry per job placed whole on one server.
-    cpu_room, mem_room
-        Per server, the units its entries may use together.
+    best: list[np.ndarray]  # per slot t: (servers, a, b) over the first t entries of each server
+    server: np.ndarray  # per (entry, column) pair: its entry's server
+    entry: np.ndarray
+    column: np.ndarray
+    cu: np.ndarray
+    mu: np.ndarray
+    value: np.ndarray
+    slot: np.ndarray  # per pair: its entry's slot
+    order: np.ndarray  # entries sorted by server (the input order of entry k is order[k])
 
-    Returns
-    -------
-    column, value
-        The chosen column per entry, and per server the best total throughput (``-inf`` where nothing fits).
-    """
-    servers = cpu_room.size
-    a_max, b_max = int(cpu_room.max(initial=0)), int(mem_room.max(initial=0))
-    # Entries by server; slot t of a server is its t-th entry.
+    @property
+    def final(self) -> np.ndarray:
+        return self.best[-1]
+
+
+def server_tables(
+    table: ConfigTable, units: Units, server: np.ndarray, job: np.ndarray, gpus: np.ndarray, servers: int
+) -> ServerTables:
+    """Dynamic programme over the whole jobs of every server at once (entries: ``job`` with ``gpus`` GPUs on
+    ``server``, each job once), for every budget up to a server's units."""
+    size = units.per_server
     order = np.argsort(server, kind="stable")
     server, job, gpus = server[order], job[order], gpus[order]
     first = np.searchsorted(server, np.arange(servers))
@@ -104,54 +105,59 @@ def best_columns(
     column = table.start[klass][entry] + (np.arange(entry.size) - np.repeat(np.cumsum(counts) - counts, counts))
     cu = units.cpu_units(gpus[entry], table.cpu[column])
     mu = units.mem_units(gpus[entry], table.mem[column])
-    fits = (cu <= cpu_room[server[entry]]) & (mu <= mem_room[server[entry]])
+    fits = (cu <= size) & (mu <= size)
     entry, column, cu, mu = entry[fits], column[fits], cu[fits], mu[fits]
     value = table.tput[column]
-
-    # Forward: best[t][s, a, b] = best throughput of server s's first t entries within a CPU and b memory units.
-    best = [np.zeros((servers, a_max + 1, b_max + 1))]
-    slots = int(slot.max(initial=-1)) + 1
+    pair_server = server[entry]
     pair_slot = slot[entry]
-    for t in range(slots):
+
+    best = [np.zeros((servers, size + 1, size + 1))]
+    for t in range(int(slot.max(initial=-1)) + 1):
         previous = best[-1]
         here = np.flatnonzero(pair_slot == t)
         current = previous.copy()
-        has_entry = np.unique(server[entry[here]])
-        current[has_entry] = -np.inf
+        current[np.unique(pair_server[here])] = -np.inf
         # Pairs of this slot with equal unit costs shift every server's table alike: one pass per cost.
-        cost_key = cu[here] * (b_max + 1) + mu[here]
+        cost_key = cu[here] * (size + 1) + mu[here]
         for key in np.unique(cost_key):
             pick = here[cost_key == key]
-            a, b = divmod(int(key), b_max + 1)
-            rows = server[entry[pick]]
-            # Two columns of one entry may share a cost: the better one counts (max over duplicates).
+            a, b = divmod(int(key), size + 1)
+            rows = pair_server[pick]
+            # Two columns of one entry may share a cost: the better one counts.
             gain = np.full(servers, -np.inf)
             np.maximum.at(gain, rows, value[pick])
             rows = np.unique(rows)
-            shifted = previous[rows, : a_max + 1 - a, : b_max + 1 - b] + gain[rows, None, None]
+            shifted = previous[rows, : size + 1 - a, : size + 1 - b] + gain[rows, None, None]
             current[rows, a:, b:] = np.maximum(current[rows, a:, b:], shifted)
         best.append(current)
+    return ServerTables(best, pair_server, entry, column, cu, mu, value, pair_slot, order)
 
-    # Backward: from each server's room, the entry of each slot takes a column that attains the optimum.
-    total = best[-1][np.arange(servers), np.minimum(cpu_room, a_max), np.minimum(mem_room, b_max)]
-    a_left, b_left = np.minimum(cpu_room, a_max).copy(), np.minimum(mem_room, b_max).copy()
-    chosen = np.full(server.size, -1, dtype=np.int64)
-    for t in range(slots - 1, -1, -1):
-        here = np.flatnonzero(pair_slot == t)
-        rows = server[entry[here]]
+
+def backtrack(tables: ServerTables, cpu_room: np.ndarray, mem_room: np.ndarray) -> np.ndarray:
+    """The column of each entry (input order) in a best choice within each server's room (-1: none fits)."""
+    servers = cpu_room.size
+    a_left = np.minimum(cpu_room, tables.final.shape[1] - 1).copy()
+    b_left = np.minimum(mem_room, tables.final.shape[2] - 1).copy()
+    feasible = (a_left >= 0) & (b_left >= 0)
+    a_left, b_left = np.maximum(a_left, 0), np.maximum(b_left, 0)
+    feasible &= np.isfinite(tables.final[np.arange(servers), a_left, b_left])
+    chosen = np.full(tables.order.size, -1, dtype=np.int64)
+    server, entry, cu, mu, value = tables.server, tables.entry, tables.cu, tables.mu, tables.value
+    for t in range(len(tables.best) - 2, -1, -1):
+        here = np.flatnonzero((tables.slot == t) & feasible[server])
+        rows = server[here]
         a, b = a_left[rows] - cu[here], b_left[rows] - mu[here]
-        ok = (a >= 0) & (b >= 0) & np.isfinite(total[rows])
-        reach = np.where(ok, best[t][rows, np.maximum(a, 0), np.maximum(b, 0)] + value[here], -np.inf)
-        target = best[t + 1][rows, a_left[rows], b_left[rows]]
+        ok = (a >= 0) & (b >= 0)
+        reach = np.where(ok, tables.best[t][rows, np.maximum(a, 0), np.maximum(b, 0)] + value[here], -np.inf)
+        target = tables.best[t + 1][rows, a_left[rows], b_left[rows]]
         attains = ok & (reach >= target - 1e-9 * (1 + np.abs(target)))
         # The first attaining pair of each entry (pairs are in entry order).
         hit = here[attains]
-        hit_entry = entry[hit]
-        keep = np.r_[True, hit_entry[1:] != hit_entry[:-1]] if hit.size else np.zeros(0, dtype=bool)
+        keep = np.r_[True, entry[hit][1:] != entry[hit][:-1]] if hit.size else np.zeros(0, dtype=bool)
         hit = hit[keep]
-        chosen[entry[hit]] = column[hit]
-        a_left[server[entry[hit]]] -= cu[hit]
-        b_left[server[entry[hit]]] -= mu[hit]
+        chosen[entry[hit]] = tables.column[hit]
+        a_left[server[hit]] -= cu[hit]
+        b_left[server[hit]] -= mu[hit]
     result = np.empty_like(chosen)
-    result[order] = chosen
-    return result, total
+    result[tables.order] = chosen
+    return result

@@ -1,0 +1,92 @@
+"""Local search on a placement: swap jobs between servers until their target configs fit wherever possible.
+
+A placement's *overflow* is, summed over servers, how far the target CPUs and memory of the jobs on a server
+exceed its capacity (each resource as a fraction of a server). Each round finds, for every overflowing
+server, the swap of one of its jobs with an equally large job on another server that lowers the overflow of
+the two servers the most, and makes the best swaps that touch distinct servers. GPU counts per server never
+change. A job never gets two entries on one server.
+
+Public API
+----------
+``rebalance(entries, cpu, mem, movable, instance, rounds) -> Entries``
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from synergy_opt.instance import RoundInstance
+from synergy_opt.mechanisms.near_opt.assign import Entries
+
+
+def _overflow(use: np.ndarray) -> np.ndarray:
+    """Per server (last axis: CPU, memory as fractions of a server), the total use beyond 1."""
+    return np.maximum(use - 1.0, 0.0).sum(axis=-1)
+
+
+def rebalance(
+    entries: Entries, cpu: np.ndarray, mem: np.ndarray, movable: np.ndarray, instance: RoundInstance,
+    rounds: int = 64,
+) -> Entries:
+    """Swap movable entries (see the module docstring); ``cpu``, ``mem`` are per-GPU targets per job."""
+    cluster = instance.cluster
+    servers = cluster.servers
+    scale = np.array([cluster.cpus_per_server, cluster.mem_gb_per_server])
+    server = entries.server.copy()
+    need = entries.gpus[:, None] * np.column_stack((cpu[entries.job], mem[entries.job])) / scale
+    # Slots: entry k is slot slot[k] of its server; padded (servers, width) tables of entries.
+    order = np.argsort(server, kind="stable")
+    first = np.searchsorted(server[order], np.arange(servers))
+    slot = np.empty(server.size, dtype=np.int64)
+    slot[order] = np.arange(server.size) - first[server[order]]
+    width = int(slot.max(initial=-1)) + 1
+    table = np.full((servers, width), -1, dtype=np.int64)
+    table[server, slot] = np.arange(server.size)
+    # on[j, s]: job j has GPUs on server s (a job may not get two entries on one server).
+    on = np.zeros((int(entries.job.max(initial=0)) + 1, servers), dtype=bool)
+    on[entries.job, server] = True
+    for _ in range(rounds):
+        present = table >= 0
+        ok = present & movable[np.maximum(table, 0)]
+        size = np.where(present, entries.gpus[np.maximum(table, 0)], -1)
+        use = np.zeros((servers, 2))
+        np.add.at(use, server, need)
+        over = _overflow(use)
+        hot = np.flatnonzero(over > 1e-9)
+        if hot.size == 0:
+            break
+        load = np.where(present[..., None], need[np.maximum(table, 0)], 0.0)  # (servers, width, 2)
+        # delta[h, p, t, q]: what server hot[h] gains when its slot p swaps with slot q of server t.
+        delta = load[None, None, :, :, :] - load[hot][:, :, None, None, :]
+        after_hot = _overflow(use[hot][:, None, None, None, :] + delta)
+        after_other = _overflow(use[None, None, :, None, :] - delta)
+        gain = over[hot][:, None, None, None] + over[None, None, :, None] - after_hot - after_other
+        valid = (ok[hot][:, :, None, None] & ok[None, None, :, :]
+                 & (size[hot][:, :, None, None] == size[None, None, :, :])
+                 & (np.arange(servers)[None, None, :, None] != hot[:, None, None, None]))
+        job_here = entries.job[np.maximum(table, 0)]  # (servers, width)
+        valid &= ~on[job_here[hot]][:, :, :, None]  # the hot server's job is not on t already
+        valid &= ~on[job_here][:, :, hot].transpose(2, 0, 1)[:, None, :, :]  # t's job is not on the hot server
+        gain = np.where(valid, gain, -np.inf)
+        flat = gain.reshape(hot.size, -1)
+        best = flat.argmax(axis=1)
+        best_gain = flat[np.arange(hot.size), best]
+        p, t, q = np.unravel_index(best, gain.shape[1:])
+        done = np.zeros(servers, dtype=bool)
+        moved = False
+        for h in np.argsort(-best_gain, kind="stable"):
+            if best_gain[h] <= 1e-9:
+                break
+            s, other = int(hot[h]), int(t[h])
+            if done[s] or done[other]:
+                continue
+            a, b = table[s, p[h]], table[other, q[h]]
+            table[s, p[h]], table[other, q[h]] = b, a
+            server[a], server[b] = other, s
+            ja, jb = entries.job[a], entries.job[b]
+            on[ja, s], on[ja, other], on[jb, other], on[jb, s] = False, True, False, True
+            done[s] = done[other] = True
+            moved = True
+        if not moved:
+            break
+    return Entries(entries.job, server, entries.gpus)
