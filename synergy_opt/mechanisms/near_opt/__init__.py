@@ -18,28 +18,56 @@ PASSES = 3
 
 
 def _split_columns(
-    table: ConfigTable, units: Units, entries: Entries, split_jobs: np.ndarray, tables: ServerTables, servers: int
+    table: ConfigTable, units: Units, entries: Entries, split_jobs: np.ndarray, tables: ServerTables, servers: int,
+    target: np.ndarray,
 ) -> tuple[dict[int, int], np.ndarray, np.ndarray]:
     """Configs of the jobs spread over several servers, by coordinate ascent on the round's total.
 
     Each split job in turn takes the config that maximises its own throughput plus the best throughput of the
     whole jobs on its servers in the room it leaves them (read off the forward tables), the other split jobs
-    held where they are. Starts from the safe configs (which always fit) and only ever raises the total.
+    held where they are. Starts from the targets where the whole jobs still fit, else from the safe configs
+    (which always fit); every later step keeps every server feasible and never lowers the total.
     Returns the configs and, per server, the CPU and memory units the split jobs take.
     """
     size = units.per_server
-    used_a = np.zeros(servers, dtype=np.int64)
-    used_b = np.zeros(servers, dtype=np.int64)
-    chosen: dict[int, int] = {}
-    mine_of: dict[int, np.ndarray] = {}
-    for job in split_jobs.tolist():
-        mine = np.flatnonzero(entries.job == job)
-        mine_of[job] = mine
-        col = int(table.safe[table.klass[job]])
-        chosen[job] = col
-        np.add.at(used_a, entries.server[mine], units.cpu_units(entries.gpus[mine], table.cpu[col]))
-        np.add.at(used_b, entries.server[mine], units.mem_units(entries.gpus[mine], table.mem[col]))
     final = tables.final
+    # Start from every split job at its target; where the whole jobs of a server then do not fit (the forward
+    # tables say so), the split job taking the most from such servers goes to its safe config, until every server fits (all
+    # safe does).
+    mine_of = {job: np.flatnonzero(entries.job == job) for job in split_jobs.tolist()}
+    chosen = {job: int(target[job]) for job in mine_of}
+
+    def split_use() -> tuple[np.ndarray, np.ndarray]:
+        used_a = np.zeros(servers, dtype=np.int64)
+        used_b = np.zeros(servers, dtype=np.int64)
+        for job, mine in mine_of.items():
+            col = chosen[job]
+            np.add.at(used_a, entries.server[mine], units.cpu_units(entries.gpus[mine], table.cpu[col]))
+            np.add.at(used_b, entries.server[mine], units.mem_units(entries.gpus[mine], table.mem[col]))
+        return used_a, used_b
+
+    while True:
+        used_a, used_b = split_use()
+        room_a, room_b = size - used_a, size - used_b
+        fits = (room_a >= 0) & (room_b >= 0)
+        fits[fits] = np.isfinite(final[np.flatnonzero(fits), room_a[fits], room_b[fits]])
+        short = ~fits
+        # One job at a time: the split job that takes the most from the short servers goes to its safe config.
+        worst, most = -1, 0.0
+        for job, mine in mine_of.items():
+            safe = int(table.safe[table.klass[job]])
+            if chosen[job] == safe or not short[entries.server[mine]].any():
+                continue
+            on_short = mine[short[entries.server[mine]]]
+            n = entries.gpus[on_short]
+            excess = float(np.sum(units.cpu_units(n, table.cpu[chosen[job]]) - units.cpu_units(n, table.cpu[safe]))
+                           + np.sum(units.mem_units(n, table.mem[chosen[job]]) - units.mem_units(n, table.mem[safe])))
+            if worst < 0 or excess > most:
+                worst, most = job, excess
+        if worst < 0:
+            break
+        chosen[worst] = int(table.safe[table.klass[worst]])
+
     for _ in range(PASSES):
         changed = False
         for job in split_jobs.tolist():
@@ -89,7 +117,7 @@ def pack_near_opt(instance: RoundInstance, order: np.ndarray, spend_spare: bool 
     whole = spans[entries.job] == 1
     tables = server_tables(table, units, entries.server[whole], entries.job[whole], entries.gpus[whole],
                            cluster.servers)
-    split_col, used_a, used_b = _split_columns(table, units, entries, split, tables, cluster.servers)
+    split_col, used_a, used_b = _split_columns(table, units, entries, split, tables, cluster.servers, target)
     columns = backtrack(tables, units.per_server - used_a, units.per_server - used_b)
     state = ServerState(instance)
     for job, server, n, col in zip(entries.job[whole], entries.server[whole], entries.gpus[whole], columns,

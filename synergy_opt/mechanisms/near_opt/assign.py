@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import os
+
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from synergy_opt.instance import RoundInstance
 
@@ -64,6 +67,8 @@ def assign_chunks(
     cost = per_gpu @ weight  # one number per GPU of the item
     order = np.lexsort((-cost, -item_size))
     item_job, item_size, per_gpu, cost = item_job[order], item_size[order], per_gpu[order], cost[order]
+    if os.environ.get("LAP"):
+        return _assign_lap(instance, item_job, item_size, per_gpu)
 
     free = np.full(servers, cluster.gpus_per_server, dtype=np.int64)
     used = np.zeros(servers)  # weighted use, fractions of a server
@@ -129,3 +134,41 @@ def _merge(job: np.ndarray, server: np.ndarray, gpus: np.ndarray) -> Entries:
     unique, inverse = np.unique(key, return_inverse=True)
     total = np.bincount(inverse.ravel(), weights=gpus).astype(np.int64)
     return Entries(unique // (server.max(initial=0) + 1), unique % (server.max(initial=0) + 1), total)
+
+
+def _assign_lap(instance: RoundInstance, item_job: np.ndarray, item_size: np.ndarray, per_gpu: np.ndarray) -> Entries:
+    cluster = instance.cluster
+    servers = cluster.servers
+    free = np.full(servers, cluster.gpus_per_server, dtype=np.int64)
+    used = np.zeros((servers, 2))
+    left_gpus = float(item_size.sum())
+    left_use = (item_size[:, None] * per_gpu).sum(axis=0)
+    out_job, out_server, out_gpus = [], [], []
+    for size in np.unique(item_size)[::-1]:
+        pending = np.flatnonzero(item_size == size)
+        while pending.size:
+            mean = left_use / left_gpus if left_gpus > 0 else np.zeros(2)
+            eligible = np.flatnonzero(free >= size)
+            if eligible.size == 0:
+                for item in pending:
+                    sj, ss, sg = _spread(int(item_job[item]), int(size), free)
+                    used[ss] += sg[:, None] * per_gpu[item]
+                    out_job.append(sj); out_server.append(ss); out_gpus.append(sg)
+                left_gpus -= float(size * pending.size)
+                left_use -= size * per_gpu[pending].sum(axis=0)
+                break
+            count = min(pending.size, eligible.size)
+            take = pending[:count]
+            projected = used[eligible] + free[eligible, None] * mean - 1.0  # (eligible, 2)
+            step = size * (per_gpu[take] - mean)  # (count, 2)
+            cost = 2 * step @ projected.T + (step ** 2).sum(axis=1)[:, None]
+            rows, cols = linear_sum_assignment(cost)
+            rooms = eligible[cols]
+            take = take[rows]
+            used[rooms] += size * per_gpu[take]
+            free[rooms] -= size
+            left_gpus -= float(size * count)
+            left_use -= size * per_gpu[take].sum(axis=0)
+            out_job.append(item_job[take]); out_server.append(rooms); out_gpus.append(np.full(count, size, dtype=np.int64))
+            pending = pending[count:]
+    return _merge(np.concatenate(out_job), np.concatenate(out_server), np.concatenate(out_gpus))

@@ -2,7 +2,8 @@
 
 A placement's *overflow* is, summed over servers, how far the target CPUs and memory of the jobs on a server
 exceed its capacity (each resource as a fraction of a server). Each round finds, for every overflowing
-server, the swap of one of its jobs with an equally large job on another server that lowers the overflow of
+server, the swap of one of its jobs with an equally large job on one of the ``PARTNERS`` servers with the most
+room where it is over, that lowers the overflow of
 the two servers the most, and makes the best swaps that touch distinct servers. GPU counts per server never
 change. A job never gets two entries on one server.
 
@@ -18,6 +19,11 @@ import numpy as np
 from synergy_opt.instance import RoundInstance
 from synergy_opt.mechanisms.near_opt.assign import Entries
 
+# Servers each overflowing server may swap with in one round: those with the most room where it is over.
+import os
+PARTNERS = int(os.environ.get('PARTNERS', '16'))
+ROUNDS = int(os.environ.get('ROUNDS', '256'))
+
 
 def _overflow(use: np.ndarray) -> np.ndarray:
     """Per server (last axis: CPU, memory as fractions of a server), the total use beyond 1."""
@@ -26,7 +32,7 @@ def _overflow(use: np.ndarray) -> np.ndarray:
 
 def rebalance(
     entries: Entries, cpu: np.ndarray, mem: np.ndarray, movable: np.ndarray, instance: RoundInstance,
-    rounds: int = 64,
+    rounds: int | None = None,
 ) -> Entries:
     """Swap movable entries (see the module docstring); ``cpu``, ``mem`` are per-GPU targets per job."""
     cluster = instance.cluster
@@ -45,7 +51,7 @@ def rebalance(
     # on[j, s]: job j has GPUs on server s (a job may not get two entries on one server).
     on = np.zeros((int(entries.job.max(initial=0)) + 1, servers), dtype=bool)
     on[entries.job, server] = True
-    for _ in range(rounds):
+    for _ in range(rounds or ROUNDS):
         present = table >= 0
         ok = present & movable[np.maximum(table, 0)]
         size = np.where(present, entries.gpus[np.maximum(table, 0)], -1)
@@ -56,17 +62,23 @@ def rebalance(
         if hot.size == 0:
             break
         load = np.where(present[..., None], need[np.maximum(table, 0)], 0.0)  # (servers, width, 2)
-        # delta[h, p, t, q]: what server hot[h] gains when its slot p swaps with slot q of server t.
-        delta = load[None, None, :, :, :] - load[hot][:, :, None, None, :]
+        # Partners: the servers with the most room in the resources the hot server is over.
+        excess = np.maximum(use[hot] - 1.0, 0.0)  # (hot, 2)
+        room = excess @ (1.0 - use).T  # (hot, servers)
+        room[np.arange(hot.size), hot] = -np.inf
+        count = min(PARTNERS, servers - 1)
+        partner = np.argpartition(-room, count - 1, axis=1)[:, :count] if count > 0 else np.zeros((hot.size, 0), int)
+        # delta[h, p, t, q]: what server hot[h] gains when its slot p swaps with slot q of its partner t.
+        delta = load[partner][:, None, :, :, :] - load[hot][:, :, None, None, :]
         after_hot = _overflow(use[hot][:, None, None, None, :] + delta)
-        after_other = _overflow(use[None, None, :, None, :] - delta)
-        gain = over[hot][:, None, None, None] + over[None, None, :, None] - after_hot - after_other
-        valid = (ok[hot][:, :, None, None] & ok[None, None, :, :]
-                 & (size[hot][:, :, None, None] == size[None, None, :, :])
-                 & (np.arange(servers)[None, None, :, None] != hot[:, None, None, None]))
+        after_other = _overflow(use[partner][:, None, :, None, :] - delta)
+        gain = over[hot][:, None, None, None] + over[partner][:, None, :, None] - after_hot - after_other
+        valid = (ok[hot][:, :, None, None] & ok[partner][:, None, :, :]
+                 & (size[hot][:, :, None, None] == size[partner][:, None, :, :]))
         job_here = entries.job[np.maximum(table, 0)]  # (servers, width)
-        valid &= ~on[job_here[hot]][:, :, :, None]  # the hot server's job is not on t already
-        valid &= ~on[job_here][:, :, hot].transpose(2, 0, 1)[:, None, :, :]  # t's job is not on the hot server
+        # Neither job may already be on the other server.
+        valid &= ~np.take_along_axis(on[job_here[hot]], partner[:, None, :], axis=2)[:, :, :, None]
+        valid &= ~on[job_here[partner], hot[:, None, None]][:, None, :, :]
         gain = np.where(valid, gain, -np.inf)
         flat = gain.reshape(hot.size, -1)
         best = flat.argmax(axis=1)
@@ -77,7 +89,7 @@ def rebalance(
         for h in np.argsort(-best_gain, kind="stable"):
             if best_gain[h] <= 1e-9:
                 break
-            s, other = int(hot[h]), int(t[h])
+            s, other = int(hot[h]), int(partner[h, t[h]])
             if done[s] or done[other]:
                 continue
             a, b = table[s, p[h]], table[other, q[h]]
