@@ -7,6 +7,13 @@
 - ``tune``: Synergy-TUNE, best-fit with fallbacks to proportional and demotion; never below a floor.
 - ``drf``, ``tetris``: the big-data baselines with best-case demands as static demands.
 - ``opt``: Synergy-OPT, ``synergy_opt.opt.solve_opt(instance).allocation`` (imported when first used).
+- ``near-opt``: close to the joint optimum at scheduler speed, never below TUNE
+  (:mod:`~synergy_opt.mechanisms.near_opt`).
+
+Every mechanism takes ``spend_spare`` (:mod:`~synergy_opt.mechanisms.spare`): end by giving the CPU and memory
+left idle on each server to the jobs there that gain most. Off by default for the paper's mechanisms (the
+paper's TUNE does not do it), on for ``near-opt``. greedy, tune, drf and tetris take ``best_case_tolerance``
+(:data:`~synergy_opt.mechanisms.demand.DEFAULT_TOLERANCE`; ``threshold`` is its earlier name).
 
 ``order`` is the policy's priority order of job ids (default: as listed). Every mechanism packs into one
 shared :class:`~synergy_opt.mechanisms.state.ServerState`; every allocation is scored by
@@ -24,8 +31,10 @@ import numpy as np
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.drf import pack_drf
 from synergy_opt.mechanisms.greedy import pack_greedy
+from synergy_opt.mechanisms.near_opt import solve_near_opt
 from synergy_opt.mechanisms.order import policy_order
 from synergy_opt.mechanisms.proportional import pack_proportional
+from synergy_opt.mechanisms.spare import spend_spare
 from synergy_opt.mechanisms.state import ServerState
 from synergy_opt.mechanisms.tetris import pack_tetris
 from synergy_opt.mechanisms.tune import pack_tune
@@ -42,10 +51,25 @@ class Mechanism:
     description: str
 
 
+def _spare_option(options: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Split off ``spend_spare`` (every mechanism's option) from the mechanism's own options."""
+    own = dict(options)
+    spare = check_keyword_options(spend_spare_option, {"spend_spare": own.pop("spend_spare", False)})
+    return own, spare["spend_spare"]
+
+
+def spend_spare_option(spend_spare: bool = False) -> None:
+    """The signature ``spend_spare`` is checked against (a bool)."""
+
+
 def _packed(pack: Callable[..., ServerState]) -> Callable[..., Allocation]:
     def run(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocation:
-        checked_options = check_keyword_options(pack, options, skip=("instance", "order"))
-        return pack(instance, order, **checked_options).to_allocation()
+        own, spare = _spare_option(options)
+        if "threshold" in own and "best_case_tolerance" not in own:
+            own["best_case_tolerance"] = own.pop("threshold")  # the option's earlier name
+        checked_options = check_keyword_options(pack, own, skip=("instance", "order"))
+        allocation = pack(instance, order, **checked_options).to_allocation()
+        return spend_spare(instance, allocation) if spare else allocation
 
     run.__doc__ = pack.__doc__
     return run
@@ -55,7 +79,14 @@ def _opt(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocati
     # Imported here: Synergy-OPT pulls in the model builders and solvers, which the heuristics do not need.
     from synergy_opt.opt import solve_opt
 
-    return solve_opt(instance, **check_keyword_options(solve_opt, options, skip=("instance",))).allocation
+    own, spare = _spare_option(options)
+    allocation = solve_opt(instance, **check_keyword_options(solve_opt, own, skip=("instance",))).allocation
+    return spend_spare(instance, allocation) if spare else allocation
+
+
+def _near_opt(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocation:
+    checked_options = check_keyword_options(solve_near_opt, options, skip=("instance", "order"))
+    return solve_near_opt(instance, order, **checked_options).allocation
 
 
 MECHANISMS: dict[str, Mechanism] = {
@@ -67,6 +98,7 @@ MECHANISMS: dict[str, Mechanism] = {
         Mechanism("drf", _packed(pack_drf), True, "DRF: dominant-share order, static best-case demands"),
         Mechanism("tetris", _packed(pack_tetris), True, "Tetris: alignment-score packing of static demands"),
         Mechanism("opt", _opt, True, "Synergy-OPT: ideal ILP, placement LP, rounding"),
+        Mechanism("near-opt", _near_opt, True, "priced ideal targets, balanced placement, per-server optimum"),
     )
 }
 
@@ -82,12 +114,14 @@ def run_mechanism(
     instance
         The round: a cluster and its runnable jobs.
     name
-        One of ``MECHANISMS``: proportional, greedy, tune, drf, tetris, opt.
+        One of ``MECHANISMS``: proportional, greedy, tune, drf, tetris, opt, near-opt.
     order
         The policy's priority order: every job id once, highest priority first (default: as listed).
     **options
-        Passed to the mechanism, e.g. ``threshold=0.1`` (diminishing returns in the best-case demand) for
-        greedy, tune, drf and tetris, or ``skip=True`` for drf and tetris (jobs that do not fit wait).
+        Passed to the mechanism: ``spend_spare=True`` for any (idle CPU and memory to the jobs that gain most;
+        near-opt's default), ``best_case_tolerance=0.05`` for greedy, tune, drf, tetris and near-opt (how
+        close to the maximum a best-case demand must come), ``skip=True`` for drf and tetris (jobs that do not
+        fit wait).
 
     Returns
     -------

@@ -11,6 +11,8 @@ Public API
 ----------
 ``config_table(instance) -> ConfigTable``
 ``priced_targets(table) -> PricedTargets``
+``fit_to_capacity(table, column) -> ndarray``
+``job_throughputs(instance, cpu_per_gpu, mem_per_gpu) -> ndarray``
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from functools import cached_property
 import numpy as np
 
 from synergy_opt.builders.ideal import IdealModel, build_ideal
-from synergy_opt.instance import RoundInstance
+from synergy_opt.instance import RoundInstance, grid_index
 from synergy_opt.lagrangian import Knapsack, solve_dual
+from synergy_opt.profile_groups import profile_groups
 
 # Relative slack when comparing per-GPU values with the proportional share and throughputs with each other.
 _TOLERANCE = 1e-9
@@ -87,9 +90,9 @@ def best_per_class(table: ConfigTable, score: np.ndarray, *tie_breaks: np.ndarra
 def fit_to_capacity(table: ConfigTable, column: np.ndarray) -> np.ndarray:
     """Per class columns whose total CPUs and memory fit the cluster, lowering as little throughput as possible.
 
-    While a resource is over, every class is offered its column that uses less of it without using more of a
-    resource that is already over, at the least throughput lost per unit freed; the best offers are taken
-    until the excess is covered. Safe columns (at most proportional) always fit together, so this ends.
+    While a resource is over, every class is offered its column that uses less of it and no more of the other,
+    at the least throughput lost per unit freed; the best offers are taken until the excess is covered. If that
+    ever fails, every class takes its safe column (at most proportional), which always fits.
     """
     instance = table.instance
     ideal = table.ideal
@@ -151,3 +154,15 @@ def priced_targets(table: ConfigTable) -> PricedTargets:
     priced_use = dual.multipliers[0] * table.cpu + dual.multipliers[1] * table.mem
     column = fit_to_capacity(table, best_per_class(table, score, priced_use))
     return PricedTargets(dual.multipliers, dual.bound, column)
+
+
+def job_throughputs(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> np.ndarray:
+    """Each job's ``W`` at its per-GPU point (job order), read as the evaluator reads it, vectorised per
+    group of jobs sharing profile axes (largest grid point ``<=`` in each axis, 0 below the grid)."""
+    value = np.zeros(len(instance.jobs))
+    for group in profile_groups(instance):
+        a = grid_index(group.cpu_axis, cpu_per_gpu[group.jobs])
+        b = grid_index(group.mem_axis, mem_per_gpu[group.jobs])
+        inside = (a >= 0) & (b >= 0)
+        value[group.jobs] = np.where(inside, group.tput[group.row, np.maximum(a, 0), np.maximum(b, 0)], 0.0)
+    return value

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from synergy_opt.instance import RoundInstance
-from synergy_opt.mechanisms.demand import best_case_demands
+from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.mechanisms.greedy import pack_first_fit
 from synergy_opt.mechanisms.state import ServerState
 
@@ -25,9 +25,9 @@ def dominant_shares(instance: RoundInstance, cpu: np.ndarray, mem: np.ndarray) -
     ])
 
 
-def pack_drf(instance: RoundInstance, order: np.ndarray, threshold: float = 0.0, skip: bool = False) -> ServerState:
+def pack_drf(instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE, skip: bool = False) -> ServerState:
     """DRF on ``instance``; ``order`` (job indices) breaks ties between equal dominant shares."""
-    cpu, mem = best_case_demands(instance, threshold)
+    cpu, mem = best_case_demands(instance, best_case_tolerance)
     share = dominant_shares(instance, cpu, mem)
     by_share = order[np.argsort(share[order], kind="stable")]
     return pack_first_fit(instance, by_share, cpu, mem, skip=skip)

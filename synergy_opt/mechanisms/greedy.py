@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from synergy_opt.instance import RoundInstance
-from synergy_opt.mechanisms.demand import best_case_demands
+from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.mechanisms.order import runs
 from synergy_opt.mechanisms.packing import fill_servers, first_fit_spread, place_leftover
 from synergy_opt.mechanisms.state import ServerState
@@ -40,7 +40,7 @@ def pack_first_fit(
     return state
 
 
-def pack_greedy(instance: RoundInstance, order: np.ndarray, threshold: float = 0.0) -> ServerState:
+def pack_greedy(instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE) -> ServerState:
     """Synergy-GREEDY on ``instance`` with jobs in ``order`` (job indices); skipped jobs stay unplaced."""
-    cpu, mem = best_case_demands(instance, threshold)
+    cpu, mem = best_case_demands(instance, best_case_tolerance)
     return pack_first_fit(instance, order, cpu, mem, skip=True)

@@ -15,16 +15,16 @@ from __future__ import annotations
 import numpy as np
 
 from synergy_opt.instance import RoundInstance
-from synergy_opt.mechanisms.demand import best_case_demands
+from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.mechanisms.packing import fewest_servers, place_leftover
 from synergy_opt.mechanisms.state import ServerState
 
 
 def pack_tetris(
-    instance: RoundInstance, order: np.ndarray, threshold: float = 0.0, skip: bool = False
+    instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE, skip: bool = False
 ) -> ServerState:
     """Tetris on ``instance`` with jobs in ``order`` (job indices, the tie-break)."""
-    cpu, mem = best_case_demands(instance, threshold)
+    cpu, mem = best_case_demands(instance, best_case_tolerance)
     state = ServerState(instance)
     cluster = state.cluster
     gpus = instance.gpus

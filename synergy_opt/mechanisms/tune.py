@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from synergy_opt.instance import RoundInstance
-from synergy_opt.mechanisms.demand import best_case_demands
+from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.mechanisms.order import runs
 from synergy_opt.mechanisms.packing import fill_servers, place_run_with_fallback
 from synergy_opt.mechanisms.state import ServerState
@@ -39,9 +39,9 @@ def tune_order(instance: RoundInstance, order: np.ndarray, cpu: np.ndarray, mem:
     return order[np.lexsort((-(gpus * mem[order]), -(gpus * cpu[order]), -gpus))]
 
 
-def pack_tune(instance: RoundInstance, order: np.ndarray, threshold: float = 0.0) -> ServerState:
+def pack_tune(instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE) -> ServerState:
     """Synergy-TUNE on ``instance``, ``order`` (job indices) being the policy's priority order."""
-    cpu, mem = best_case_demands(instance, threshold)
+    cpu, mem = best_case_demands(instance, best_case_tolerance)
     state = ServerState(instance)
     ranked = tune_order(instance, order, cpu, mem)
     demand = np.column_stack((instance.gpus[ranked], cpu[ranked], mem[ranked]))

@@ -2,14 +2,15 @@
 
 A placement's *overflow* is, summed over servers, how far the target CPUs and memory of the jobs on a server
 exceed its capacity (each resource as a fraction of a server). Each round finds, for every overflowing
-server, the swap of one of its jobs with an equally large job on one of the ``PARTNERS`` servers with the most
-room where it is over, that lowers the overflow of
-the two servers the most, and makes the best swaps that touch distinct servers. GPU counts per server never
-change. A job never gets two entries on one server.
+server, the swap of one of its entries with an entry of as many GPUs on one of the ``PARTNERS`` servers with
+the most room where it is over, that lowers the overflow of the two servers the most, and makes the best
+such swaps that touch distinct servers. GPU counts per server never change, and a job never gets two
+entries on one server. Overflow left over is not lost throughput yet: the per-server programme
+(:mod:`~synergy_opt.mechanisms.near_opt.server_dp`) then chooses the best configs that fit.
 
 Public API
 ----------
-``rebalance(entries, cpu, mem, movable, instance, rounds) -> Entries``
+``rebalance(instance, entries, cpu_per_gpu, mem_per_gpu, rounds=ROUNDS) -> Entries``
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from synergy_opt.instance import RoundInstance
 from synergy_opt.mechanisms.near_opt.assign import Entries
 
 # Servers each overflowing server may swap with in one round: those with the most room where it is over.
-import os
-PARTNERS = int(os.environ.get('PARTNERS', '16'))
-ROUNDS = int(os.environ.get('ROUNDS', '256'))
+PARTNERS = 8
+# At most this many rounds (each makes at least one swap, or the search ends).
+ROUNDS = 64
 
 
 def _overflow(use: np.ndarray) -> np.ndarray:
@@ -31,15 +32,16 @@ def _overflow(use: np.ndarray) -> np.ndarray:
 
 
 def rebalance(
-    entries: Entries, cpu: np.ndarray, mem: np.ndarray, movable: np.ndarray, instance: RoundInstance,
-    rounds: int | None = None,
+    instance: RoundInstance, entries: Entries, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray,
+    rounds: int = ROUNDS,
 ) -> Entries:
-    """Swap movable entries (see the module docstring); ``cpu``, ``mem`` are per-GPU targets per job."""
+    """Swap entries between servers (see the module docstring); ``cpu_per_gpu``, ``mem_per_gpu`` are the
+    per-GPU targets per job."""
     cluster = instance.cluster
     servers = cluster.servers
     scale = np.array([cluster.cpus_per_server, cluster.mem_gb_per_server])
     server = entries.server.copy()
-    need = entries.gpus[:, None] * np.column_stack((cpu[entries.job], mem[entries.job])) / scale
+    need = entries.gpus[:, None] * np.column_stack((cpu_per_gpu[entries.job], mem_per_gpu[entries.job])) / scale
     # Slots: entry k is slot slot[k] of its server; padded (servers, width) tables of entries.
     order = np.argsort(server, kind="stable")
     first = np.searchsorted(server[order], np.arange(servers))
@@ -51,9 +53,8 @@ def rebalance(
     # on[j, s]: job j has GPUs on server s (a job may not get two entries on one server).
     on = np.zeros((int(entries.job.max(initial=0)) + 1, servers), dtype=bool)
     on[entries.job, server] = True
-    for _ in range(rounds or ROUNDS):
+    for _ in range(rounds):
         present = table >= 0
-        ok = present & movable[np.maximum(table, 0)]
         size = np.where(present, entries.gpus[np.maximum(table, 0)], -1)
         use = np.zeros((servers, 2))
         np.add.at(use, server, need)
@@ -73,8 +74,7 @@ def rebalance(
         after_hot = _overflow(use[hot][:, None, None, None, :] + delta)
         after_other = _overflow(use[partner][:, None, :, None, :] - delta)
         gain = over[hot][:, None, None, None] + over[partner][:, None, :, None] - after_hot - after_other
-        valid = (ok[hot][:, :, None, None] & ok[partner][:, None, :, :]
-                 & (size[hot][:, :, None, None] == size[partner][:, None, :, :]))
+        valid = size[hot][:, :, None, None] == size[partner][:, None, :, :]
         job_here = entries.job[np.maximum(table, 0)]  # (servers, width)
         # Neither job may already be on the other server.
         valid &= ~np.take_along_axis(on[job_here[hot]], partner[:, None, :], axis=2)[:, :, :, None]
