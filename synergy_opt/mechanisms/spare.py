@@ -15,20 +15,136 @@ here makes one) is left as it is.
 Public API
 ----------
 ``spend_spare(instance, allocation, table=None) -> Allocation``
+``Parts``, ``parts_of(instance, allocation)``, ``spend_parts(table, parts)``: the same on arrays.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from synergy_opt.evaluation import CAPACITY_TOLERANCE
-from synergy_opt.instance import Allocation, Placement, RoundInstance
+from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.configs import ConfigTable, config_table, job_throughputs
+from synergy_opt.mechanisms.state import trusted_allocation, trusted_placement
 
 # A gain must exceed this (relative to the throughput) to count: float noise is no reason to move a job.
 _MIN_GAIN = 1e-9
 # Room is compared with a slack well inside the evaluator's tolerance.
 _SLACK = 1e-3 * CAPACITY_TOLERANCE
+
+
+@dataclass
+class Parts:
+    """An allocation as arrays: part ``k`` is ``gpus[k]`` GPUs of job ``job[k]`` on ``server[k]`` (parts sorted
+    by job); per job (all jobs of the round), its CPUs and GB per GPU and its throughput, and ``movable``:
+    placed with one per-GPU config on all its servers."""
+
+    job: np.ndarray
+    server: np.ndarray
+    gpus: np.ndarray
+    cpu: np.ndarray
+    mem: np.ndarray
+    tput: np.ndarray
+    movable: np.ndarray
+
+    def to_allocation(self, instance: RoundInstance, original: Allocation | None = None) -> Allocation:
+        """The allocation these arrays hold (jobs that cannot move keep their ``original`` placements)."""
+        by_job: dict[str, tuple] = {}
+        starts = np.flatnonzero(np.r_[True, self.job[1:] != self.job[:-1]]) if self.job.size else np.zeros(0, int)
+        stops = np.r_[starts[1:], self.job.size]
+        ids = [job.id for job in instance.jobs]
+        for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
+            j = int(self.job[start])
+            if not self.movable[j] and original is not None:
+                by_job[ids[j]] = original.jobs[ids[j]]
+                continue
+            c, m = float(self.cpu[j]), float(self.mem[j])
+            order = np.argsort(self.server[start:stop])
+            by_job[ids[j]] = tuple(
+                trusted_placement(int(s), int(n), int(n) * c, int(n) * m)
+                for s, n in zip(self.server[start:stop][order], self.gpus[start:stop][order], strict=True)
+            )
+        return trusted_allocation(by_job)
+
+
+def parts_of(instance: RoundInstance, allocation: Allocation) -> Parts:
+    """``allocation`` as :class:`Parts`."""
+    index = instance.job_index
+    rows = [(index[job_id], p.server, p.gpus, p.cpus, p.mem_gb)
+            for job_id, parts in allocation.jobs.items() for p in parts]
+    table = np.array(rows, dtype=float).reshape(-1, 5)
+    table = table[np.argsort(table[:, 0], kind="stable")]
+    job, server, gpus = table[:, 0].astype(np.int64), table[:, 1].astype(np.int64), table[:, 2]
+    n = len(instance.jobs)
+    cpu, mem = np.zeros(n), np.zeros(n)
+    movable = np.zeros(n, dtype=bool)
+    if job.size:
+        first = np.flatnonzero(np.r_[True, job[1:] != job[:-1]])
+        per_cpu, per_mem = table[:, 3] / gpus, table[:, 4] / gpus
+        low_cpu, low_mem = np.minimum.reduceat(per_cpu, first), np.minimum.reduceat(per_mem, first)
+        high_cpu, high_mem = np.maximum.reduceat(per_cpu, first), np.maximum.reduceat(per_mem, first)
+        jobs = job[first]
+        cpu[jobs], mem[jobs] = low_cpu, low_mem
+        movable[jobs] = (high_cpu - low_cpu <= CAPACITY_TOLERANCE * (1 + low_cpu)) & (
+            high_mem - low_mem <= CAPACITY_TOLERANCE * (1 + low_mem))
+    tput = job_throughputs(instance, cpu, mem)
+    return Parts(job, server, gpus.astype(np.int64), cpu, mem, tput, movable)
+
+
+def spend_parts(instance: RoundInstance, table: ConfigTable, parts: Parts) -> int:
+    """The step on :class:`Parts`, in place; returns the number of moves."""
+    cluster = instance.cluster
+    if parts.job.size == 0:
+        return 0
+    free_cpu = cluster.cpus_per_server - np.bincount(parts.server, weights=parts.gpus * parts.cpu[parts.job],
+                                                     minlength=cluster.servers)
+    free_mem = cluster.mem_gb_per_server - np.bincount(parts.server, weights=parts.gpus * parts.mem[parts.job],
+                                                       minlength=cluster.servers)
+    first = np.flatnonzero(np.r_[True, parts.job[1:] != parts.job[:-1]])
+    stops = np.r_[first[1:], parts.job.size]
+    jobs = parts.job[first]
+    movable = parts.movable[jobs]
+    candidates = jobs[movable]
+    klass = table.klass[candidates]
+    counts = table.start[klass + 1] - table.start[klass]
+    owner = np.repeat(np.arange(candidates.size), counts)  # per offer, its candidate
+    column = table.start[klass][owner] + (np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts))
+    who = candidates[owner]
+    slack_cpu, slack_mem = _SLACK * cluster.cpus_per_server, _SLACK * cluster.mem_gb_per_server
+    moves = 0
+    while True:
+        # Per job, the tightest per-GPU room over its servers.
+        room_cpu = np.minimum.reduceat((free_cpu[parts.server] + slack_cpu) / parts.gpus, first)[movable]
+        room_mem = np.minimum.reduceat((free_mem[parts.server] + slack_mem) / parts.gpus, first)[movable]
+        gain = table.tput[column] - parts.tput[who]
+        fits = ((table.cpu[column] - parts.cpu[who] <= room_cpu[owner])
+                & (table.mem[column] - parts.mem[who] <= room_mem[owner])
+                & (gain > _MIN_GAIN * (1 + parts.tput[who])))
+        if not fits.any():
+            return moves
+        offers = np.flatnonzero(fits)
+        offers = offers[np.lexsort((table.footprint[column[offers]], -gain[offers], owner[offers]))]
+        best = offers[np.r_[True, owner[offers][1:] != owner[offers][:-1]]]
+        made = 0
+        for pick in best[np.argsort(-gain[best], kind="stable")].tolist():
+            j = int(who[pick])
+            at = int(np.searchsorted(jobs, j))
+            mine = np.arange(first[at], stops[at])
+            extra_cpu = parts.gpus[mine] * (table.cpu[column[pick]] - parts.cpu[j])
+            extra_mem = parts.gpus[mine] * (table.mem[column[pick]] - parts.mem[j])
+            # Earlier moves of this pass may have taken the room: check again.
+            where = parts.server[mine]
+            if np.all(extra_cpu <= free_cpu[where] + slack_cpu) and np.all(extra_mem <= free_mem[where] + slack_mem):
+                free_cpu[where] -= extra_cpu
+                free_mem[where] -= extra_mem
+                parts.cpu[j], parts.mem[j] = table.cpu[column[pick]], table.mem[column[pick]]
+                parts.tput[j] = table.tput[column[pick]]
+                made += 1
+        moves += made
+        if made == 0:
+            return moves
 
 
 def spend_spare(instance: RoundInstance, allocation: Allocation, table: ConfigTable | None = None) -> Allocation:
@@ -48,82 +164,8 @@ def spend_spare(instance: RoundInstance, allocation: Allocation, table: ConfigTa
     Allocation
         The same placements, with some jobs at higher-throughput configs.
     """
-    cluster = instance.cluster
     table = table if table is not None else config_table(instance)
-    index = instance.job_index
-    # Every (job, server) part, and per job its per-GPU CPUs and memory.
-    part_job, part_server, part_gpus, part_cpus, part_mem = [], [], [], [], []
-    for job_id, parts in allocation.jobs.items():
-        for p in parts:
-            part_job.append(index[job_id])
-            part_server.append(p.server)
-            part_gpus.append(p.gpus)
-            part_cpus.append(p.cpus)
-            part_mem.append(p.mem_gb)
-    if not part_job:
+    parts = parts_of(instance, allocation)
+    if spend_parts(instance, table, parts) == 0:
         return allocation
-    job, server = np.array(part_job), np.array(part_server)
-    gpus = np.array(part_gpus, dtype=float)
-    cpus, mem = np.array(part_cpus, dtype=float), np.array(part_mem, dtype=float)
-    free_cpu = cluster.cpus_per_server - np.bincount(server, weights=cpus, minlength=cluster.servers)
-    free_mem = cluster.mem_gb_per_server - np.bincount(server, weights=mem, minlength=cluster.servers)
-    order = np.argsort(job, kind="stable")
-    job, server, gpus, cpus, mem = job[order], server[order], gpus[order], cpus[order], mem[order]
-    jobs, first = np.unique(job, return_index=True)
-    per_cpu = np.minimum.reduceat(cpus / gpus, first)
-    per_mem = np.minimum.reduceat(mem / gpus, first)
-    even = (np.maximum.reduceat(cpus / gpus, first) - per_cpu <= CAPACITY_TOLERANCE * (1 + per_cpu)) & (
-        np.maximum.reduceat(mem / gpus, first) - per_mem <= CAPACITY_TOLERANCE * (1 + per_mem)
-    )
-    cpu_now, mem_now = np.zeros(len(instance.jobs)), np.zeros(len(instance.jobs))
-    cpu_now[jobs], mem_now[jobs] = per_cpu, per_mem
-    w_now = job_throughputs(instance, cpu_now, mem_now)
-    slack_cpu, slack_mem = _SLACK * cluster.cpus_per_server, _SLACK * cluster.mem_gb_per_server
-    moved: set[int] = set()
-    part_of = job  # per part, its job
-    while True:
-        # Per job, the tightest per-GPU room over its servers.
-        room_cpu = np.minimum.reduceat((free_cpu[server] + slack_cpu) / gpus, first)
-        room_mem = np.minimum.reduceat((free_mem[server] + slack_mem) / gpus, first)
-        candidates = jobs[even]
-        klass = table.klass[candidates]
-        counts = table.start[klass + 1] - table.start[klass]
-        owner = np.repeat(np.arange(candidates.size), counts)
-        column = table.start[klass][owner] + (np.arange(owner.size) - np.repeat(np.cumsum(counts) - counts, counts))
-        who = candidates[owner]
-        gain = table.tput[column] - w_now[who]
-        fits = ((table.cpu[column] - cpu_now[who] <= room_cpu[even][owner])
-                & (table.mem[column] - mem_now[who] <= room_mem[even][owner])
-                & (gain > _MIN_GAIN * (1 + w_now[who])))
-        if not fits.any():
-            break
-        offers = np.flatnonzero(fits)
-        offers = offers[np.lexsort((table.footprint[column[offers]], -gain[offers], owner[offers]))]
-        best = offers[np.r_[True, owner[offers][1:] != owner[offers][:-1]]]
-        made = 0
-        for pick in best[np.argsort(-gain[best], kind="stable")]:
-            j = int(who[pick])
-            mine = np.flatnonzero(part_of == j)
-            extra_cpu = gpus[mine] * (table.cpu[column[pick]] - cpu_now[j])
-            extra_mem = gpus[mine] * (table.mem[column[pick]] - mem_now[j])
-            # Earlier moves of this pass may have taken the room: check again.
-            if np.all(extra_cpu <= free_cpu[server[mine]] + slack_cpu) and np.all(
-                extra_mem <= free_mem[server[mine]] + slack_mem
-            ):
-                np.subtract.at(free_cpu, server[mine], extra_cpu)
-                np.subtract.at(free_mem, server[mine], extra_mem)
-                cpu_now[j], mem_now[j] = table.cpu[column[pick]], table.mem[column[pick]]
-                w_now[j] = table.tput[column[pick]]
-                moved.add(j)
-                made += 1
-        if made == 0:
-            break
-    if not moved:
-        return allocation
-    parts = dict(allocation.jobs)
-    for j in moved:
-        job_id = instance.jobs[j].id
-        parts[job_id] = tuple(
-            Placement(p.server, p.gpus, p.gpus * float(cpu_now[j]), p.gpus * float(mem_now[j])) for p in parts[job_id]
-        )
-    return Allocation(parts)
+    return parts.to_allocation(instance, allocation)

@@ -258,7 +258,6 @@ class ServerState:
     def to_allocation(self) -> Allocation:
         """The placements made so far as an :class:`~synergy_opt.instance.Allocation` (job ids as keys)."""
         jobs = self.instance.jobs
-        build = _trusted_placement if _TRUSTED_LAYOUT else Placement
         parts: dict[str, tuple[Placement, ...]] = {}
         for job, placed in enumerate(self.placements):
             if placed is None:
@@ -266,15 +265,13 @@ class ServerState:
             c, m = placed.cpu_per_gpu, placed.mem_per_gpu
             if len(placed.servers) == 1:  # the common case, without the sort
                 gpus = placed.gpus[0]
-                parts[jobs[job].id] = (build(placed.servers[0], gpus, gpus * c, gpus * m),)
+                parts[jobs[job].id] = (trusted_placement(placed.servers[0], gpus, gpus * c, gpus * m),)
                 continue
             pairs = zip(placed.servers, placed.gpus, strict=True)
-            parts[jobs[job].id] = tuple(build(server, gpus, gpus * c, gpus * m) for server, gpus in sorted(pairs))
-        if not _TRUSTED_LAYOUT:
-            return Allocation(parts)
-        allocation = object.__new__(Allocation)
-        allocation.__dict__["jobs"] = parts
-        return allocation
+            parts[jobs[job].id] = tuple(
+                trusted_placement(server, gpus, gpus * c, gpus * m) for server, gpus in sorted(pairs)
+            )
+        return trusted_allocation(parts)
 
     def copy(self) -> ServerState:
         """An independent copy (placements are immutable and shared)."""
@@ -290,8 +287,19 @@ class ServerState:
         return other
 
 
-def _trusted_placement(server: int, gpus: int, cpus: float, mem_gb: float) -> Placement:
-    """A Placement without re-validation (see ``_TRUSTED_LAYOUT``)."""
+def trusted_placement(server: int, gpus: int, cpus: float, mem_gb: float) -> Placement:
+    """A Placement without re-validation (see ``_TRUSTED_LAYOUT``), for callers that only make valid ones."""
+    if not _TRUSTED_LAYOUT:
+        return Placement(server, gpus, cpus, mem_gb)
     placement = object.__new__(Placement)
     placement.__dict__.update(server=server, gpus=gpus, cpus=float(cpus), mem_gb=float(mem_gb))
     return placement
+
+
+def trusted_allocation(parts: dict[str, tuple[Placement, ...]]) -> Allocation:
+    """An Allocation of valid placements (distinct servers per job, sorted by server) without re-validation."""
+    if not _TRUSTED_LAYOUT:
+        return Allocation(parts)
+    allocation = object.__new__(Allocation)
+    allocation.__dict__["jobs"] = parts
+    return allocation

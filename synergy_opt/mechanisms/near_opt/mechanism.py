@@ -3,9 +3,9 @@
 Why the result is valid: every job gets exactly its GPUs (the placement places every GPU of every job, and
 the local search swaps entries of equal GPU counts); every config is one of the ideal ILP's columns, which
 meet the job's floor; a server's configs come from a programme over resource units that are rounded up, so
-no server exceeds its CPUs or memory (and a server whose programme found nothing, which the split-job step
-rules out, would get its jobs' safe configs, which always fit). The spare-capacity step and the TUNE
-comparison only ever raise the total. See ``formulations/near_opt.md``.
+no server exceeds its CPUs or memory (a whole job the programme left without a config, which the split-job
+step rules out, would get its safe config). The spare-capacity step and the TUNE comparison only ever raise
+the total. See ``formulations/near_opt.md``.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synergy_opt.evaluation import evaluate
-from synergy_opt.instance import Allocation, Placement, RoundInstance
+from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.configs import ConfigTable, config_table, priced_targets
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE
 from synergy_opt.mechanisms.near_opt.assign import assign_chunks, chunk_sizes
 from synergy_opt.mechanisms.near_opt.rebalance import rebalance
 from synergy_opt.mechanisms.near_opt.server_dp import backtrack, choose_units, server_tables
 from synergy_opt.mechanisms.near_opt.splits import split_columns
-from synergy_opt.mechanisms.spare import spend_spare as spend
+from synergy_opt.mechanisms.near_opt.tune_floor import tune_bound
+from synergy_opt.mechanisms.spare import Parts, parts_of, spend_parts
 from synergy_opt.mechanisms.tune import pack_tune
 
 
@@ -30,21 +30,22 @@ from synergy_opt.mechanisms.tune import pack_tune
 class NearOptResult:
     """near-opt on one round: the allocation returned, and what it was chosen from.
 
-    ``source`` is ``"near-opt"`` or ``"tune"`` (TUNE's allocation was better); ``bound`` is the ideal LP
-    relaxation's optimum, an upper bound on every realizable round.
+    ``source`` is ``"near-opt"``, or ``"tune"`` when TUNE's allocation was better. ``bound`` is the ideal LP
+    relaxation's optimum, an upper bound on every realizable round; ``tune_bound`` bounds TUNE's total, and
+    ``tune_objective`` is None when near-opt's own total reached that bound (TUNE was not run).
     """
 
     allocation: Allocation
     source: str
     objective: float
     own_objective: float
-    tune_objective: float
+    tune_objective: float | None
+    tune_bound: float
     bound: float
 
 
-def pack_near_opt(instance: RoundInstance, table: ConfigTable | None = None) -> tuple[Allocation, float]:
-    """Steps 1-4 of the package docstring: near-opt's own allocation, and the LP bound."""
-    table = table if table is not None else config_table(instance)
+def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, float]:
+    """Steps 1-4 of the package docstring: near-opt's own allocation as :class:`Parts`, and the LP bound."""
     priced = priced_targets(table)
     target = priced.column[table.klass]
     cpu, mem = table.cpu[target], table.mem[target]
@@ -58,19 +59,14 @@ def pack_near_opt(instance: RoundInstance, table: ConfigTable | None = None) -> 
                            cluster.servers)
     split = split_columns(table, units, entries, np.flatnonzero(spans > 1), tables, target)
     columns = backtrack(tables, units.per_server - split.cpu_units, units.per_server - split.mem_units)
-    # A whole job without a column would be on a server the split step left infeasible, which it never does;
-    # its safe config is the answer that always fits there with the others safe.
     column_of = np.empty(len(instance.jobs), dtype=np.int64)
     column_of[entries.job[whole]] = np.where(columns >= 0, columns, table.safe[table.klass[entries.job[whole]]])
     for job, col in split.column.items():
         column_of[job] = col
-    parts: dict[str, list[Placement]] = {}
-    ids = [job.id for job in instance.jobs]
-    for job, server, n in zip(entries.job.tolist(), entries.server.tolist(), entries.gpus.tolist(), strict=True):
-        col = column_of[job]
-        parts.setdefault(ids[job], []).append(Placement(server, n, n * float(table.cpu[col]),
-                                                        n * float(table.mem[col])))
-    return Allocation(parts), priced.bound
+    order = np.argsort(entries.job, kind="stable")
+    parts = Parts(entries.job[order], entries.server[order], entries.gpus[order], table.cpu[column_of],
+                  table.mem[column_of], table.tput[column_of], np.ones(len(instance.jobs), dtype=bool))
+    return parts, priced.bound
 
 
 def solve_near_opt(
@@ -88,18 +84,27 @@ def solve_near_opt(
     spend_spare
         End with the spare-capacity step (on by default for near-opt).
     best_case_tolerance
-        The best-case demands of the TUNE run that near-opt never falls below.
+        For the TUNE run that near-opt never falls below (its best-case demands).
     """
     order = np.arange(len(instance.jobs)) if order is None else order
     if not instance.jobs:
-        return NearOptResult(Allocation({}), "near-opt", 0.0, 0.0, 0.0, 0.0)
+        return NearOptResult(Allocation({}), "near-opt", 0.0, 0.0, None, 0.0, 0.0)
     table = config_table(instance)
     own, bound = pack_near_opt(instance, table)
-    tune = pack_tune(instance, order, best_case_tolerance=best_case_tolerance).to_allocation()
     if spend_spare:
-        own, tune = spend(instance, own, table), spend(instance, tune, table)
-    own_objective = evaluate(instance, own).objective
-    tune_objective = evaluate(instance, tune).objective
-    if tune_objective > own_objective:
-        return NearOptResult(tune, "tune", tune_objective, own_objective, tune_objective, bound)
-    return NearOptResult(own, "near-opt", own_objective, own_objective, tune_objective, bound)
+        spend_parts(instance, table, own)
+    own_objective = float(own.tput.sum())
+    ceiling = tune_bound(table, best_case_tolerance)
+    result = NearOptResult(own.to_allocation(instance), "near-opt", own_objective, own_objective, None, ceiling,
+                           bound)
+    if own_objective >= ceiling * (1 - 1e-12):
+        return result
+    tune = parts_of(instance, pack_tune(instance, order, best_case_tolerance=best_case_tolerance).to_allocation())
+    tune_objective = float(tune.tput.sum())
+    if spend_spare:
+        spend_parts(instance, table, tune)
+    if tune_objective <= own_objective:
+        return NearOptResult(result.allocation, "near-opt", own_objective, own_objective, tune_objective, ceiling,
+                             bound)
+    return NearOptResult(tune.to_allocation(instance), "tune", float(tune.tput.sum()), own_objective,
+                         tune_objective, ceiling, bound)
