@@ -18,7 +18,7 @@ from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.configs import ConfigTable, config_table, priced_targets
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE
 from synergy_opt.mechanisms.near_opt.assign import assign_chunks, chunk_sizes
-from synergy_opt.mechanisms.near_opt.rebalance import rebalance
+from synergy_opt.mechanisms.near_opt.rebalance import reassign_slots, rebalance
 from synergy_opt.mechanisms.near_opt.server_dp import backtrack, choose_units, server_tables
 from synergy_opt.mechanisms.near_opt.splits import split_columns
 from synergy_opt.mechanisms.near_opt.tune_floor import tune_bound
@@ -51,7 +51,7 @@ def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, f
     cpu, mem = table.cpu[target], table.mem[target]
     cluster = instance.cluster
     entries = assign_chunks(instance, cpu, mem, chunk_sizes(instance, cpu, mem))
-    entries = rebalance(instance, entries, cpu, mem)
+    entries = rebalance(instance, reassign_slots(instance, entries, cpu, mem), cpu, mem)
     units = choose_units(table)
     spans = entries.spans(len(instance.jobs))
     whole = spans[entries.job] == 1

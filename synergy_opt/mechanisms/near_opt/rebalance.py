@@ -16,14 +16,17 @@ Public API
 from __future__ import annotations
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from synergy_opt.instance import RoundInstance
 from synergy_opt.mechanisms.near_opt.assign import Entries
 
 # Servers each overflowing server may swap with in one round: those with the most room where it is over.
 PARTNERS = 8
-# At most this many rounds (each makes at least one swap, or the search ends).
-ROUNDS = 64
+# At most this many rounds of pairwise swaps (each makes at least one swap, or the search ends).
+ROUNDS = 8
+# Single-GPU entries taken off every server and put back optimally, one pick after another.
+PICKS = 6
 
 
 def _overflow(use: np.ndarray) -> np.ndarray:
@@ -101,4 +104,51 @@ def rebalance(
             moved = True
         if not moved:
             break
+    return Entries(entries.job, server, entries.gpus)
+
+
+def reassign_slots(
+    instance: RoundInstance, entries: Entries, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray, picks: int = PICKS
+) -> Entries:
+    """Large-neighbourhood moves: take one single-GPU entry off every server and put them back optimally.
+
+    For each pick (the k-th single-GPU entry of every server that has one), an optimal assignment
+    (``scipy.optimize.linear_sum_assignment``) puts the picked entries back, one per server, minimising the
+    total overflow of the targets, then the sum of squared loads (balance for what is still to be placed);
+    an entry never goes to a server that already has its job. ``passes`` sweeps over the picks.
+    """
+    cluster = instance.cluster
+    servers = cluster.servers
+    scale = np.array([cluster.cpus_per_server, cluster.mem_gb_per_server])
+    server = entries.server.copy()
+    need = entries.gpus[:, None] * np.column_stack((cpu_per_gpu[entries.job], mem_per_gpu[entries.job])) / scale
+    single = np.flatnonzero(entries.gpus == 1)
+    if single.size < 2:
+        return entries
+    width = int(np.bincount(server[single], minlength=servers).max())
+    on = np.zeros((int(entries.job.max()) + 1, servers), dtype=bool)
+    on[entries.job, server] = True
+    for step in range(picks):
+        for k in (step % width,):
+            # The k-th single-GPU entry of each server (in entry order) that has one.
+            order = single[np.argsort(server[single], kind="stable")]
+            first = np.searchsorted(server[order], np.arange(servers))
+            count = np.bincount(server[order], minlength=servers)
+            has = np.flatnonzero(count > k)
+            if has.size < 2:
+                continue
+            picked = order[first[has] + k]
+            use = np.zeros((servers, 2))
+            np.add.at(use, server, need)
+            base = use[has] - need[picked]  # (servers, 2): each server without its picked entry
+            after = base[None, :, :] + need[picked][:, None, :]  # (entries, servers, 2)
+            cost = np.maximum(after - 1.0, 0.0).sum(axis=2) + 1e-3 * (after**2).sum(axis=2)
+            jobs = entries.job[picked]
+            clash = on[jobs][:, has] & (jobs[:, None] != jobs[None, :])
+            cost[clash] = 1e9
+            rows, cols = linear_sum_assignment(cost)
+            moved = picked[rows]
+            on[entries.job[moved], server[moved]] = False
+            server[moved] = has[cols]
+            on[entries.job[moved], server[moved]] = True
     return Entries(entries.job, server, entries.gpus)
