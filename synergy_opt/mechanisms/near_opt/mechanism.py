@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.mechanisms.configs import ConfigTable, config_table, priced_targets
+from synergy_opt.mechanisms.configs import ConfigTable, PricedTargets, config_table, priced_targets
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE
 from synergy_opt.mechanisms.near_opt.assign import assign_chunks, chunk_sizes
 from synergy_opt.mechanisms.near_opt.rebalance import reassign_slots, rebalance
@@ -44,8 +44,8 @@ class NearOptResult:
     bound: float
 
 
-def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, float]:
-    """Steps 1-4 of the package docstring: near-opt's own allocation as :class:`Parts`, and the LP bound."""
+def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, PricedTargets]:
+    """Steps 1-4 of the package docstring: near-opt's own allocation as :class:`Parts`, and the prices."""
     priced = priced_targets(table)
     target = priced.column[table.klass]
     cpu, mem = table.cpu[target], table.mem[target]
@@ -66,7 +66,7 @@ def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, f
     order = np.argsort(entries.job, kind="stable")
     parts = Parts(entries.job[order], entries.server[order], entries.gpus[order], table.cpu[column_of],
                   table.mem[column_of], table.tput[column_of], np.ones(len(instance.jobs), dtype=bool))
-    return parts, priced.bound
+    return parts, priced
 
 
 def solve_near_opt(
@@ -90,11 +90,15 @@ def solve_near_opt(
     if not instance.jobs:
         return NearOptResult(Allocation({}), "near-opt", 0.0, 0.0, None, 0.0, 0.0)
     table = config_table(instance)
-    own, bound = pack_near_opt(instance, table)
+    own, priced = pack_near_opt(instance, table)
+    bound = priced.bound
     if spend_spare:
         spend_parts(instance, table, own)
     own_objective = float(own.tput.sum())
-    ceiling = tune_bound(table, best_case_tolerance)
+    # TUNE runs only when neither bound on its total (at near-opt's prices, then minimised) is reached.
+    ceiling = tune_bound(table, best_case_tolerance, priced.prices)
+    if own_objective < ceiling * (1 - 1e-12):
+        ceiling = tune_bound(table, best_case_tolerance)
     result = NearOptResult(own.to_allocation(instance), "near-opt", own_objective, own_objective, None, ceiling,
                            bound)
     if own_objective >= ceiling * (1 - 1e-12):

@@ -6,12 +6,14 @@ config is at most ``d_j`` or at most ``(c_p, m_p)`` in both resources, and its t
 ``W_j(d_j)`` or its floor. Any such config is one of the ideal ILP's columns, or is dominated by one with no
 more of either resource and no less throughput; that column is at most ``d_j`` or at most ``(c_p, m_p)`` too.
 So TUNE's total is at most the ideal LP restricted, per job, to the columns at most ``d_j`` or at most
-``(c_p, m_p)`` (componentwise), and its Lagrangian dual at any prices bounds that LP: :func:`tune_bound`.
-When near-opt's own total reaches it, TUNE need not run.
+``(c_p, m_p)`` (componentwise), and the Lagrangian dual function of that LP at *any* prices bounds it (weak
+duality). :func:`tune_bound` evaluates it at given prices (near-opt first tries the unrestricted LP's, which
+it already has), or minimises it over the prices (the restricted LP's optimum, a few milliseconds). When
+near-opt's own total reaches either, TUNE need not run.
 
 Public API
 ----------
-``tune_bound(table, best_case_tolerance) -> float``
+``tune_bound(table, best_case_tolerance, prices=None) -> float``
 """
 
 from __future__ import annotations
@@ -20,15 +22,16 @@ from dataclasses import replace
 
 import numpy as np
 
-from synergy_opt.lagrangian import Knapsack, solve_dual
+from synergy_opt.lagrangian import Knapsack, dual_value, solve_dual
 from synergy_opt.mechanisms.configs import ConfigTable
 from synergy_opt.mechanisms.demand import best_case_demands
 
 _TOLERANCE = 1e-9
 
 
-def tune_bound(table: ConfigTable, best_case_tolerance: float) -> float:
-    """An upper bound on Synergy-TUNE's total on the round of ``table`` (see the module docstring)."""
+def tune_bound(table: ConfigTable, best_case_tolerance: float, prices: np.ndarray | None = None) -> float:
+    """An upper bound on Synergy-TUNE's total on the round of ``table``: the restricted dual function at
+    ``prices``, or its minimum when ``prices`` is None (see the module docstring)."""
     instance = table.instance
     cluster = instance.cluster
     cpu, mem = best_case_demands(instance, best_case_tolerance)
@@ -42,4 +45,6 @@ def tune_bound(table: ConfigTable, best_case_tolerance: float) -> float:
     knapsack = Knapsack.of(table.ideal)
     restricted = replace(knapsack, value=knapsack.value[allowed], cpu=knapsack.cpu[allowed],
                          mem=knapsack.mem[allowed], col_class=knapsack.col_class[allowed])
-    return float(solve_dual(restricted).bound)
+    if prices is None:
+        return float(solve_dual(restricted).bound)
+    return dual_value(restricted, np.asarray(prices, dtype=float))[0]
