@@ -22,13 +22,16 @@ shared :class:`~synergy_opt.mechanisms.state.ServerState`; every allocation is s
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE
 from synergy_opt.mechanisms.drf import pack_drf
 from synergy_opt.mechanisms.greedy import pack_greedy
 from synergy_opt.mechanisms.near_opt import solve_near_opt
@@ -62,11 +65,26 @@ def spend_spare_option(spend_spare: bool = False) -> None:
     """The signature ``spend_spare`` is checked against (a bool)."""
 
 
+def threshold_option(threshold: float = DEFAULT_TOLERANCE) -> None:
+    """The signature ``threshold``, ``best_case_tolerance``'s earlier name, is checked against (a number)."""
+
+
+def _renamed_threshold(pack: Callable[..., ServerState], own: dict[str, Any]) -> dict[str, Any]:
+    """``threshold=`` (the earlier name) as ``best_case_tolerance=``, checked and named as given."""
+    if "threshold" not in own or "best_case_tolerance" not in inspect.signature(pack).parameters:
+        return own  # a mechanism without the option rejects it by its own name
+    own = dict(own)
+    value = check_keyword_options(threshold_option, {"threshold": own.pop("threshold")})["threshold"]
+    if not 0.0 <= value < 1.0:
+        raise InvalidInputError("threshold", value, "must be a number in [0, 1)")
+    own.setdefault("best_case_tolerance", value)
+    return own
+
+
 def _packed(pack: Callable[..., ServerState]) -> Callable[..., Allocation]:
     def run(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocation:
         own, spare = _spare_option(options)
-        if "threshold" in own and "best_case_tolerance" not in own:
-            own["best_case_tolerance"] = own.pop("threshold")  # the option's earlier name
+        own = _renamed_threshold(pack, own)
         checked_options = check_keyword_options(pack, own, skip=("instance", "order"))
         allocation = pack(instance, order, **checked_options).to_allocation()
         return spend_spare(instance, allocation) if spare else allocation

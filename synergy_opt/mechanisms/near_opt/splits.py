@@ -47,67 +47,62 @@ def split_columns(
     servers = tables.final.shape[0]
     size = units.per_server
     final = tables.final
-    mine_of = {int(job): np.flatnonzero(entries.job == job) for job in split_jobs}
-    chosen = {job: int(target[job]) for job in mine_of}
-
-    def use_of(job: int, column: int) -> tuple[np.ndarray, np.ndarray]:
-        n = entries.gpus[mine_of[job]]
-        return units.cpu_units(n, table.cpu[column]), units.mem_units(n, table.mem[column])
-
-    def split_use() -> tuple[np.ndarray, np.ndarray]:
-        used_a = np.zeros(servers, dtype=np.int64)
-        used_b = np.zeros(servers, dtype=np.int64)
-        for job, mine in mine_of.items():
-            a, b = use_of(job, chosen[job])
-            np.add.at(used_a, entries.server[mine], a)
-            np.add.at(used_b, entries.server[mine], b)
-        return used_a, used_b
+    # Per split job: its servers, its columns, and each column's units on each of its servers.
+    costs = {}
+    for job in split_jobs.tolist():
+        mine = np.flatnonzero(entries.job == job)
+        q = table.klass[job]
+        cols = np.arange(table.start[q], table.start[q + 1])
+        n = entries.gpus[mine][:, None]
+        costs[job] = (entries.server[mine], cols, units.cpu_units(n, table.cpu[cols][None, :]),
+                      units.mem_units(n, table.mem[cols][None, :]))
+    at = {job: int(np.searchsorted(cols, target[job])) for job, (_, cols, _, _) in costs.items()}
+    safe = {job: int(np.searchsorted(cols, table.safe[table.klass[job]])) for job, (_, cols, _, _) in costs.items()}
+    used_a = np.zeros(servers, dtype=np.int64)
+    used_b = np.zeros(servers, dtype=np.int64)
+    for job, (where, _, cu, mu) in costs.items():
+        used_a[where] += cu[:, at[job]]
+        used_b[where] += mu[:, at[job]]
 
     # 1. Targets, with the heaviest split job on an infeasible server moved to safe until all fit.
     while True:
-        used_a, used_b = split_use()
         room_a, room_b = size - used_a, size - used_b
         short = (room_a < 0) | (room_b < 0)
         ok = np.flatnonzero(~short)
         short[ok] = ~np.isfinite(final[ok, room_a[ok], room_b[ok]])
         worst, most = -1, -1.0
-        for job, mine in mine_of.items():
-            safe = int(table.safe[table.klass[job]])
-            on_short = short[entries.server[mine]]
-            if chosen[job] == safe or not on_short.any():
+        for job, (where, _, cu, mu) in costs.items():
+            on_short = short[where]
+            if at[job] == safe[job] or not on_short.any():
                 continue
-            a, b = use_of(job, chosen[job])
-            a_safe, b_safe = use_of(job, safe)
-            excess = float(np.sum((a - a_safe)[on_short]) + np.sum((b - b_safe)[on_short]))
+            excess = float(np.sum((cu[:, at[job]] - cu[:, safe[job]])[on_short])
+                           + np.sum((mu[:, at[job]] - mu[:, safe[job]])[on_short]))
             if excess > most:
                 worst, most = job, excess
         if worst < 0:
             break
-        chosen[worst] = int(table.safe[table.klass[worst]])
+        where, _, cu, mu = costs[worst]
+        used_a[where] += cu[:, safe[worst]] - cu[:, at[worst]]
+        used_b[where] += mu[:, safe[worst]] - mu[:, at[worst]]
+        at[worst] = safe[worst]
 
     # 2. Coordinate ascent on the total.
     for _ in range(PASSES):
         changed = False
-        for job, mine in mine_of.items():
-            where, n = entries.server[mine], entries.gpus[mine]
-            now_a, now_b = use_of(job, chosen[job])
-            base_a = size - used_a[where] + now_a
-            base_b = size - used_b[where] + now_b
-            q = table.klass[job]
-            cols = np.arange(table.start[q], table.start[q + 1])
-            room_a = base_a[:, None] - units.cpu_units(n[:, None], table.cpu[cols][None, :])
-            room_b = base_b[:, None] - units.mem_units(n[:, None], table.mem[cols][None, :])
+        for job, (where, cols, cu, mu) in costs.items():
+            now = at[job]
+            room_a = (size - used_a[where] + cu[:, now])[:, None] - cu
+            room_b = (size - used_b[where] + mu[:, now])[:, None] - mu
             fits = np.all((room_a >= 0) & (room_b >= 0), axis=0)
             rest = final[where[:, None], np.clip(room_a, 0, size), np.clip(room_b, 0, size)].sum(axis=0)
             total = np.where(fits, table.tput[cols] + rest, -np.inf)
             best = int(np.argmax(total))
-            current = int(np.flatnonzero(cols == chosen[job])[0])
-            if total[best] > total[current] + 1e-12 * (1 + abs(total[current])):
-                new_a, new_b = use_of(job, int(cols[best]))
-                np.add.at(used_a, where, new_a - now_a)
-                np.add.at(used_b, where, new_b - now_b)
-                chosen[job] = int(cols[best])
+            if total[best] > total[now] + 1e-12 * (1 + abs(total[now])):
+                used_a[where] += cu[:, best] - cu[:, now]
+                used_b[where] += mu[:, best] - mu[:, now]
+                at[job] = best
                 changed = True
         if not changed:
             break
+    chosen = {job: int(costs[job][1][at[job]]) for job in costs}
     return SplitChoice(chosen, used_a, used_b)
