@@ -272,7 +272,7 @@ def test_best_case_demands_of_builtin_models() -> None:
     cpu, mem = best_case_demands(instance, server_cap=False)
     assert (cpu[4], mem[4]) == (9, 62.5)
     # Diminishing returns: ResNet18 within 30% of its best (2.4) needs 6 CPUs (1.75), not 9.
-    cpu, mem = best_case_demands(instance, threshold=0.3)
+    cpu, mem = best_case_demands(instance, tolerance=0.3)
     assert (cpu[0], mem[0]) == (6, 62.5)
 
 

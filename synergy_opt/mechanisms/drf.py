@@ -25,7 +25,9 @@ def dominant_shares(instance: RoundInstance, cpu: np.ndarray, mem: np.ndarray) -
     ])
 
 
-def pack_drf(instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE, skip: bool = False) -> ServerState:
+def pack_drf(
+    instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE, skip: bool = False
+) -> ServerState:
     """DRF on ``instance``; ``order`` (job indices) breaks ties between equal dominant shares."""
     cpu, mem = best_case_demands(instance, best_case_tolerance)
     share = dominant_shares(instance, cpu, mem)

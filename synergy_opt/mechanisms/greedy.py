@@ -40,7 +40,9 @@ def pack_first_fit(
     return state
 
 
-def pack_greedy(instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE) -> ServerState:
+def pack_greedy(
+    instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE
+) -> ServerState:
     """Synergy-GREEDY on ``instance`` with jobs in ``order`` (job indices); skipped jobs stay unplaced."""
     cpu, mem = best_case_demands(instance, best_case_tolerance)
     return pack_first_fit(instance, order, cpu, mem, skip=True)

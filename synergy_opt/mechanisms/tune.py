@@ -39,7 +39,9 @@ def tune_order(instance: RoundInstance, order: np.ndarray, cpu: np.ndarray, mem:
     return order[np.lexsort((-(gpus * mem[order]), -(gpus * cpu[order]), -gpus))]
 
 
-def pack_tune(instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE) -> ServerState:
+def pack_tune(
+    instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE
+) -> ServerState:
     """Synergy-TUNE on ``instance``, ``order`` (job indices) being the policy's priority order."""
     cpu, mem = best_case_demands(instance, best_case_tolerance)
     state = ServerState(instance)

@@ -112,7 +112,7 @@ def assign_chunks(
             rows, cols = linear_sum_assignment(growth)
             put(take[rows], eligible[cols], np.full(rows.size, size, dtype=np.int64))
             pending = pending[take.size:]
-    return _merge(np.concatenate(out_job), np.concatenate(out_server), np.concatenate(out_gpus))
+    return merge_entries(np.concatenate(out_job), np.concatenate(out_server), np.concatenate(out_gpus))
 
 
 def _spread(size: int, free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -126,8 +126,8 @@ def _spread(size: int, free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return servers, gpus
 
 
-def _merge(job: np.ndarray, server: np.ndarray, gpus: np.ndarray) -> Entries:
-    """One entry per (job, server): chunks of one job on one server are added up."""
+def merge_entries(job: np.ndarray, server: np.ndarray, gpus: np.ndarray) -> Entries:
+    """One entry per (job, server), sorted by job then server: GPUs of one job on one server added up."""
     stride = int(server.max(initial=0)) + 1
     unique, inverse = np.unique(job * stride + server, return_inverse=True)
     total = np.bincount(inverse.ravel(), weights=gpus).astype(np.int64)

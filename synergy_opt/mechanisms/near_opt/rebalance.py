@@ -19,7 +19,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from synergy_opt.instance import RoundInstance
-from synergy_opt.mechanisms.near_opt.assign import Entries
+from synergy_opt.mechanisms.near_opt.assign import Entries, merge_entries
 
 # Servers each overflowing server may swap with in one round: those with the most room where it is over.
 PARTNERS = 8
@@ -27,6 +27,8 @@ PARTNERS = 8
 ROUNDS = 8
 # Single-GPU entries taken off every server and put back optimally, one pick after another.
 PICKS = 6
+# What keeping one more GPU of a job beside its others is worth against overflow (a fraction of a server).
+AFFINITY = 0.01
 
 
 def _overflow(use: np.ndarray) -> np.ndarray:
@@ -114,8 +116,8 @@ def reassign_slots(
 
     For each pick (the k-th single-GPU entry of every server that has one), an optimal assignment
     (``scipy.optimize.linear_sum_assignment``) puts the picked entries back, one per server, minimising the
-    total overflow of the targets, then the sum of squared loads (balance for what is still to be placed);
-    an entry never goes to a server that already has its job. ``passes`` sweeps over the picks.
+    total overflow of the targets, then (``AFFINITY``) keeping a job's GPUs together, then the sum of squared
+    loads (balance). An entry that joins more GPUs of its job on a server merges with them.
     """
     cluster = instance.cluster
     servers = cluster.servers
@@ -126,29 +128,30 @@ def reassign_slots(
     if single.size < 2:
         return entries
     width = int(np.bincount(server[single], minlength=servers).max())
-    on = np.zeros((int(entries.job.max()) + 1, servers), dtype=bool)
-    on[entries.job, server] = True
+    on = np.zeros((int(entries.job.max()) + 1, servers), dtype=np.int64)  # entries of job j on server s
+    np.add.at(on, (entries.job, server), 1)
     for step in range(picks):
-        for k in (step % width,):
-            # The k-th single-GPU entry of each server (in entry order) that has one.
-            order = single[np.argsort(server[single], kind="stable")]
-            first = np.searchsorted(server[order], np.arange(servers))
-            count = np.bincount(server[order], minlength=servers)
-            has = np.flatnonzero(count > k)
-            if has.size < 2:
-                continue
-            picked = order[first[has] + k]
-            use = np.zeros((servers, 2))
-            np.add.at(use, server, need)
-            base = use[has] - need[picked]  # (servers, 2): each server without its picked entry
-            after = base[None, :, :] + need[picked][:, None, :]  # (entries, servers, 2)
-            cost = np.maximum(after - 1.0, 0.0).sum(axis=2) + 1e-3 * (after**2).sum(axis=2)
-            jobs = entries.job[picked]
-            clash = on[jobs][:, has] & (jobs[:, None] != jobs[None, :])
-            cost[clash] = 1e9
-            rows, cols = linear_sum_assignment(cost)
-            moved = picked[rows]
-            on[entries.job[moved], server[moved]] = False
-            server[moved] = has[cols]
-            on[entries.job[moved], server[moved]] = True
-    return Entries(entries.job, server, entries.gpus)
+        k = step % width
+        # The k-th single-GPU entry of each server (in entry order) that has one.
+        order = single[np.argsort(server[single], kind="stable")]
+        first = np.searchsorted(server[order], np.arange(servers))
+        count = np.bincount(server[order], minlength=servers)
+        has = np.flatnonzero(count > k)
+        if has.size < 2:
+            continue
+        picked = order[first[has] + k]
+        use = np.zeros((servers, 2))
+        np.add.at(use, server, need)
+        base = use[has] - need[picked]  # (servers, 2): each server without its picked entry
+        after = base[None, :, :] + need[picked][:, None, :]  # (entries, servers, 2)
+        jobs = entries.job[picked]
+        # Other GPUs of the entry's job on each server (its own entry is leaving its server).
+        others = on[jobs][:, has] - (server[picked][:, None] == has[None, :])
+        cost = (np.maximum(after - 1.0, 0.0).sum(axis=2) - AFFINITY * (others > 0)
+                + 1e-3 * (after**2).sum(axis=2))
+        rows, cols = linear_sum_assignment(cost)
+        moved = picked[rows]
+        np.subtract.at(on, (entries.job[moved], server[moved]), 1)
+        server[moved] = has[cols]
+        np.add.at(on, (entries.job[moved], server[moved]), 1)
+    return merge_entries(entries.job, server, entries.gpus)
