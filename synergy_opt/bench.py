@@ -170,6 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--joint-consolidate", action="store_true",
                      help="joint MILP keeps every job that fits on one server on one server (the paper's rule); "
                           "by default it may split any job, so that it bounds every mechanism")
+    run.add_argument("--spend-spare", choices=("on", "off"), default=None,
+                     help="end every solver-free mechanism with the spare-capacity step, or none "
+                          "(default: each mechanism's own, on for near-opt only)")
+    run.add_argument("--best-case-tolerance", type=float, default=None,
+                     help="best-case demands within this fraction of the maximum (greedy, tune, drf, tetris, "
+                          "near-opt; default 0.035)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--workers", type=_positive, default=1, help="local worker processes")
     where.add_argument("--dask", metavar="ADDRESS", default=None,
@@ -222,8 +228,12 @@ def plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
             pass
     except OSError as error:
         parser.error(f"--out {out}: cannot write there ({error.strerror})")
+    if args.best_case_tolerance is not None and not 0.0 <= args.best_case_tolerance < 1.0:
+        parser.error(f"--best-case-tolerance {args.best_case_tolerance}: must be a number in [0, 1)")
     options = RunOptions(time_limit=args.time_limit, opt_placement=args.opt_placement,
-                         joint_consolidate=args.joint_consolidate)
+                         joint_consolidate=args.joint_consolidate,
+                         spend_spare=None if args.spend_spare is None else args.spend_spare == "on",
+                         best_case_tolerance=args.best_case_tolerance)
     return Plan(specs, args.mechanisms, solvers, options, out)
 
 

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parent.parent
 # Two backends keep the runs short: the reference one and, when installed, one of another family.
 SOLVERS = ["highs", *[s for s in ("ortools-scip", "pyomo-glpk") if s in available_solvers()][:1]]
 SMALL = ["--gpus", "16", "--seeds", "2", "--solvers", ",".join(SOLVERS), "--time-limit", "60", "--no-progress"]
-HEURISTICS = ("proportional", "greedy", "tune", "drf", "tetris")
+HEURISTICS = ("proportional", "greedy", "tune", "drf", "tetris", "near-opt")
 
 
 def _bench(out: Path, *flags: str) -> list[dict[str, Any]]:

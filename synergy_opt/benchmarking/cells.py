@@ -8,6 +8,7 @@ objective and the totals of the chosen configs instead.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import threading
 import time
 import warnings
@@ -24,13 +25,19 @@ from synergy_opt.ideal import IdealResult, solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.joint import JointResult, solve_joint
 from synergy_opt.mechanisms import run_mechanism
+from synergy_opt.mechanisms.drf import pack_drf
+from synergy_opt.mechanisms.greedy import pack_greedy
+from synergy_opt.mechanisms.near_opt import solve_near_opt
+from synergy_opt.mechanisms.proportional import pack_proportional
+from synergy_opt.mechanisms.tetris import pack_tetris
+from synergy_opt.mechanisms.tune import pack_tune
 from synergy_opt.opt import OptResult, PlacementKind, solve_opt
 
 # The columns a cell produces, in CSV order; the per-instance references are appended by table.add_references.
 CELL_COLUMNS = (
     "gpus", "servers", "trace", "seed", "split", "instance", "jobs", "mechanism", "solver", "status", "valid",
     "objective", "objective_gpu", "solver_objective", "bound", "floors_violated", "jobs_unplaced", "jobs_split",
-    "gpu_util", "cpu_util", "mem_util", "build_ms", "solve_ms", "round_ms", "message",
+    "gpu_util", "cpu_util", "mem_util", "build_ms", "solve_ms", "round_ms", "message", "settings",
 )
 TIMING_COLUMNS = ("build_ms", "solve_ms", "round_ms")
 MESSAGE_CHARS = 160
@@ -45,6 +52,9 @@ class RunOptions:
     # False: the joint MILP may split any job, so it bounds every mechanism (SPEC 4); True: the paper's rule.
     joint_consolidate: bool = False
     warm_up: bool = True  # first use of each (mechanism, solver) in a process runs untimed on a tiny round
+    # The heuristics' options; None: each mechanism's own default (spare capacity is spent by near-opt only).
+    spend_spare: bool | None = None
+    best_case_tolerance: float | None = None
 
 
 @dataclass
@@ -59,6 +69,7 @@ class Outcome:
     solve_s: float | None = None
     message: str = ""
     totals: dict[str, Any] = field(default_factory=dict)  # scores of a non-allocation (ideal, ideal-lp)
+    settings: str = ""  # the mechanism's options that shape the result, as name=value pairs
 
 
 Runner = Callable[[RoundInstance, str, RunOptions], Outcome]
@@ -87,7 +98,7 @@ def _row(cell: Cell, instance: RoundInstance, outcome: Outcome, round_s: float) 
         split=spec.split_text, instance=spec.name, jobs=len(instance.jobs), mechanism=cell.mechanism,
         solver=cell.solver, status=outcome.status, solver_objective=outcome.objective, bound=outcome.bound,
         build_ms=_ms(outcome.build_s), solve_ms=_ms(outcome.solve_s), round_ms=1000 * round_s,
-        message=" ".join(outcome.message.split())[:MESSAGE_CHARS],
+        message=" ".join(outcome.message.split())[:MESSAGE_CHARS], settings=outcome.settings,
     )
     if outcome.allocation is not None:
         with warnings.catch_warnings():
@@ -107,9 +118,24 @@ def _ms(seconds: float | None) -> float | None:
 # --- the mechanisms -------------------------------------------------------------------------------------------
 
 
+def heuristic_settings(name: str, options: RunOptions) -> dict[str, Any]:
+    """The options a solver-free mechanism runs with: the bench's where it sets them, else the defaults."""
+    parameters = inspect.signature(_OPTIONS_OF[name]).parameters
+    settings: dict[str, Any] = {}
+    for option in ("spend_spare", "best_case_tolerance"):
+        if option in parameters:
+            given = getattr(options, option)
+            settings[option] = parameters[option].default if given is None else given
+    if "spend_spare" not in settings:
+        settings["spend_spare"] = bool(options.spend_spare)
+    return settings
+
+
 def _heuristic(name: str) -> Runner:
     def run(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
-        return Outcome("ok", allocation=run_mechanism(instance, name))
+        settings = heuristic_settings(name, options)
+        allocation = run_mechanism(instance, name, **settings)
+        return Outcome("ok", allocation=allocation, settings=" ".join(f"{k}={v}" for k, v in settings.items()))
 
     return run
 
@@ -172,8 +198,14 @@ def _joint(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome
     return _solved(result, result.message)
 
 
+# The function whose signature holds each solver-free mechanism's options and their defaults.
+_OPTIONS_OF: dict[str, Callable[..., Any]] = {
+    "proportional": pack_proportional, "greedy": pack_greedy, "tune": pack_tune, "drf": pack_drf,
+    "tetris": pack_tetris, "near-opt": solve_near_opt,
+}
+
 RUNNERS: dict[str, Runner] = {
-    **{name: _heuristic(name) for name in ("proportional", "greedy", "tune", "drf", "tetris")},
+    **{name: _heuristic(name) for name in _OPTIONS_OF},
     "opt": _opt,
     "joint": _joint,
     "ideal": _ideal(relax=False),

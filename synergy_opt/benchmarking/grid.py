@@ -18,7 +18,7 @@ from synergy_opt.instance import RoundInstance
 from synergy_opt.io import instance_to_dict, load_instance
 from synergy_opt.solvers import backend
 
-HEURISTICS = ("proportional", "greedy", "tune", "drf", "tetris")
+HEURISTICS = ("proportional", "greedy", "tune", "drf", "tetris", "near-opt")
 # Run once per solver: the optimisation-based mechanisms and the ideal ILP and its LP relaxation.
 SOLVED = ("opt", "joint", "ideal", "ideal-lp")
 ALL_MECHANISMS = (*HEURISTICS, *SOLVED)

@@ -166,7 +166,7 @@ def read_csv(path: str | Path) -> list[Row]:
         return [{key: _parse(key, value) for key, value in row.items()} for row in csv.DictReader(handle)]
 
 
-_TEXT = frozenset({"trace", "split", "instance", "mechanism", "solver", "status", "message"})
+_TEXT = frozenset({"trace", "split", "instance", "mechanism", "solver", "status", "message", "settings"})
 
 
 def _parse(key: str, text: str) -> Any:
