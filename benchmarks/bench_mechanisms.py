@@ -29,7 +29,7 @@ from synergy_opt.evaluation import evaluate
 from synergy_opt.instance import RoundInstance
 
 SIZES = (128, 1024, 4096, 16384)
-MECHANISMS = ("proportional", "greedy", "tune", "drf", "tetris")
+MECHANISMS = ("proportional", "greedy", "tune", "drf", "tetris", "near-opt")
 RESULTS = Path(__file__).resolve().parent / "results" / "mechanisms.csv"
 
 
