@@ -1,5 +1,9 @@
 """The trace-driven, round-based cluster simulator: traces, policies, every mechanism in the loop, JCT."""
 
+from synergy_opt.sim.allocators import mechanism_names
+from synergy_opt.sim.engine import simulate
+from synergy_opt.sim.policies import POLICIES, JobStates
+from synergy_opt.sim.result import SimResult
 from synergy_opt.sim.trace import Trace, TraceJob, generate_trace
 
-__all__ = ["Trace", "TraceJob", "generate_trace"]
+__all__ = ["POLICIES", "JobStates", "SimResult", "Trace", "TraceJob", "generate_trace", "mechanism_names", "simulate"]

@@ -7,7 +7,6 @@ spent profiling it on arrival before it can first run; 0 unless the trace says s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -17,16 +16,16 @@ import pandas as pd
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import (
+    GENERATOR_ARGUMENTS,
     JOB_KIND,
     JobKind,
-    check_generator_args,
     draw_durations_min,
     draw_gpu_demands,
     draw_models,
     job_profiles,
 )
 from synergy_opt.instance import Profile, prefixed
-from synergy_opt.validation import Integer, OneOf, is_number
+from synergy_opt.validation import InstanceOf, Integer, Number, OneOf, Optional, checked, text
 
 GENERATOR = "synergy_opt.generate_trace"
 # Jobs are drawn in blocks, each from its own seed: the first k jobs of a longer trace are those of a k-job
@@ -35,10 +34,8 @@ _BLOCK = 1024
 TRACE_COLUMNS = ("id", "arrival_s", "gpus", "duration_s", "model", "profiling_s")
 
 
-def _finite(name: str, value: Any, *, positive: bool) -> float:
-    if not is_number(value) or not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise InvalidInputError(name, value, f"must be a finite number {'> 0' if positive else '>= 0'}")
-    return float(value)
+TIME = Number(0)
+POSITIVE_TIME = Number(0, low_open=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,16 +51,13 @@ class TraceJob:
     profiling_s: float = 0.0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, str) or not self.id:
-            raise InvalidInputError("id", self.id, "must be a non-empty string")
-        object.__setattr__(self, "arrival_s", _finite("arrival_s", self.arrival_s, positive=False))
+        text("id", self.id)
+        object.__setattr__(self, "arrival_s", TIME("arrival_s", self.arrival_s))
         object.__setattr__(self, "gpus", Integer(1)("gpus", self.gpus))
-        object.__setattr__(self, "duration_s", _finite("duration_s", self.duration_s, positive=True))
-        object.__setattr__(self, "profiling_s", _finite("profiling_s", self.profiling_s, positive=False))
-        if not isinstance(self.profile, Profile):
-            raise InvalidInputError("profile", self.profile, "must be a Profile")
-        if self.model is not None and not isinstance(self.model, str):
-            raise InvalidInputError("model", self.model, "must be a model name (a string) or None")
+        object.__setattr__(self, "duration_s", POSITIVE_TIME("duration_s", self.duration_s))
+        object.__setattr__(self, "profiling_s", TIME("profiling_s", self.profiling_s))
+        InstanceOf(Profile)("profile", self.profile)
+        Optional(text)("model", self.model)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TraceJob):
@@ -143,6 +137,8 @@ ProfilingMethod = Literal["none", "optimistic", "exhaustive"]
 PROFILING = OneOf(get_args(ProfilingMethod))
 
 
+@checked(jobs=Integer(0), load=Optional(POSITIVE_TIME), job_kind=JOB_KIND, profiling=PROFILING,
+         **GENERATOR_ARGUMENTS)
 def generate_trace(
     jobs: int = 1000,
     load: float | None = 9.0,
@@ -183,14 +179,6 @@ def generate_trace(
     Durations at the proportional share are ``10^x`` minutes, ``x ~ U[1.5, 3]`` with probability 0.8 and
     ``U[3, 4]`` otherwise. The first ``k`` jobs do not depend on ``jobs``: a longer trace extends a shorter one.
     """
-    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or jobs < 0:
-        raise InvalidInputError("jobs", jobs, "must be an integer >= 0")
-    jobs = int(jobs)
-    if load is not None:
-        load = _finite("load", load, positive=True)
-    check_generator_args(split, profile_noise, seed, cpu_per_gpu)
-    JOB_KIND("job_kind", job_kind)
-    PROFILING("profiling", profiling)
     parts = [_block(seed, block, load, split, multi_gpu, cpu_per_gpu, profile_noise, job_kind)
              for block in range(-(-jobs // _BLOCK))]
     offset = 0.0

@@ -1,0 +1,114 @@
+"""The mechanism in the simulator's loop: every name of ``run_mechanism``, the two optima, or a user's callable.
+
+Each round the engine hands an allocator the runnable jobs as a :class:`RoundInstance` (in policy order) and
+gets back a :class:`RoundPlan`: an :class:`Allocation`, or, for the ``ideal`` bound, per-job configs with no
+placement (the paper's OPT in simulation: the ideal ILP on the pooled cluster, an upper bound).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError, UnknownNameError
+from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.mechanisms import MECHANISMS, run_mechanism
+from synergy_opt.validation import check_keyword_options
+
+# A round's joint MILP stops here (status FEASIBLE keeps its incumbent); a round it cannot place runs TUNE.
+JOINT_TIME_LIMIT_S = 10.0
+# Used when the exact optima end without a solution (a time limit before any incumbent).
+FALLBACK_MECHANISM = "tune"
+
+
+@dataclass(frozen=True, eq=False)
+class RoundPlan:
+    """What a mechanism decided for one round.
+
+    Either ``allocation`` (placements on servers) or, for a bound without placement, the per-GPU CPUs and
+    memory of every job in the instance's order. ``fallback`` says the mechanism had no solution and
+    ``FALLBACK_MECHANISM`` allocated the round instead.
+    """
+
+    allocation: Allocation | None = None
+    cpu_per_gpu: np.ndarray | None = None
+    mem_gb_per_gpu: np.ndarray | None = None
+    fallback: bool = False
+
+
+Allocator = Callable[[RoundInstance], RoundPlan]
+UserMechanism = Callable[[RoundInstance], Allocation]
+SIM_MECHANISMS = ("ideal", "joint")
+
+
+def mechanism_names() -> tuple[str, ...]:
+    """Every mechanism the simulator runs by name."""
+    return (*MECHANISMS, *SIM_MECHANISMS)
+
+
+def make_allocator(mechanism: str | UserMechanism, options: Mapping[str, Any], seed: int) -> tuple[str, Allocator]:
+    """The mechanism's name and a function that allocates one round with it.
+
+    ``options`` go to the mechanism (``run_mechanism``'s options, or ``solve_ideal``'s / ``solve_joint``'s
+    keyword arguments for ``ideal`` / ``joint``). A user's callable takes the round's instance (jobs in policy
+    order) and returns an :class:`Allocation`.
+    """
+    options = dict(options)
+    if isinstance(mechanism, str):
+        if mechanism == "ideal":
+            return mechanism, _ideal_allocator(options, seed)
+        if mechanism == "joint":
+            return mechanism, _joint_allocator(options, seed)
+        if mechanism in MECHANISMS:
+            return mechanism, lambda instance: RoundPlan(run_mechanism(instance, mechanism, **options))
+    elif callable(mechanism):
+        if options:
+            raise InvalidInputError("options", options, "a callable mechanism takes no options")
+        return getattr(mechanism, "__name__", "custom"), _user_allocator(mechanism)
+    raise UnknownNameError("mechanism", mechanism, mechanism_names())
+
+
+def _ideal_allocator(options: dict[str, Any], seed: int) -> Allocator:
+    from synergy_opt.ideal import solve_ideal
+
+    options = check_keyword_options(solve_ideal, options, "options", skip=("instance", "relax"))
+    options.setdefault("seed", seed)
+
+    def allocate(instance: RoundInstance) -> RoundPlan:
+        result = solve_ideal(instance, **options)
+        if not result.has_solution:
+            c_p, m_p = instance.cluster.cpu_per_gpu, instance.cluster.mem_gb_per_gpu
+            n = len(instance.jobs)
+            return RoundPlan(cpu_per_gpu=np.full(n, c_p), mem_gb_per_gpu=np.full(n, m_p), fallback=True)
+        return RoundPlan(cpu_per_gpu=result.cpu_per_gpu, mem_gb_per_gpu=result.mem_gb_per_gpu)
+
+    return allocate
+
+
+def _joint_allocator(options: dict[str, Any], seed: int) -> Allocator:
+    from synergy_opt.joint import solve_joint
+
+    options = check_keyword_options(solve_joint, options, "options", skip=("instance",))
+    options.setdefault("seed", seed)
+    options.setdefault("time_limit", JOINT_TIME_LIMIT_S)
+
+    def allocate(instance: RoundInstance) -> RoundPlan:
+        allocation = solve_joint(instance, **options).allocation
+        if allocation is None:
+            return RoundPlan(run_mechanism(instance, FALLBACK_MECHANISM), fallback=True)
+        return RoundPlan(allocation)
+
+    return allocate
+
+
+def _user_allocator(mechanism: UserMechanism) -> Allocator:
+    def allocate(instance: RoundInstance) -> RoundPlan:
+        allocation = mechanism(instance)
+        if not isinstance(allocation, Allocation):
+            raise InvalidInputError("mechanism", allocation, "a callable mechanism must return an Allocation")
+        return RoundPlan(allocation)
+
+    return allocate

@@ -1,0 +1,353 @@
+"""The round-based simulation loop: policy, runnable set, mechanism, progress, JCT (paper sections 3, 5.3).
+
+At each round boundary ``t = k * round_s``:
+
+1. jobs whose arrival (plus profiling time) is ``<= t`` join the system;
+2. the policy orders the jobs in the system; the runnable set is taken in that order, every job whose GPU
+   demand still fits the free GPUs (a job that does not fit is passed over for the round, not blocking the
+   rest: paper section 4.2);
+3. the mechanism allocates the runnable set, unless the set and its order are those of the previous round,
+   whose allocation is then reused (a deterministic mechanism would return the same);
+4. each placed job progresses for the round at its speedup, its throughput at the allocated config over its
+   throughput at the GPU-proportional share (a split job at its poorest server). A job that finishes inside
+   the round records that exact time; its resources free at the next boundary. A job that ran in the
+   previous round and does not run now is preempted; when it next runs, the first
+   ``preemption_overhead_s`` seconds of that round make no progress (checkpoint restore; default 0).
+
+Rounds with no job in the system are skipped to the next arrival. The run ends when every monitored job has
+finished (a generated trace draws more arrivals as long as needed), at ``until_s``, or when jobs remain
+that no round can run and none will arrive (reported as unfinished).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.instance import Cluster, Job, RoundInstance
+from synergy_opt.sim.allocators import RoundPlan, UserMechanism, make_allocator
+from synergy_opt.sim.policies import JobStates, Policy, ranking, resolve_policy
+from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
+from synergy_opt.sim.state import JobArrays
+from synergy_opt.sim.throughput import ThroughputTable
+from synergy_opt.sim.trace import POSITIVE_TIME, TIME, Trace
+from synergy_opt.validation import SEED, InstanceOf, Optional, boolean, checked
+
+# A dynamic trace's first fifth warms the cluster up; the JCT figures are taken over the rest by default.
+WARMUP_FRACTION = 0.2
+# A generated trace draws arrivals up to this many times the monitored window's end, then arrivals stop: an
+# overloaded cluster under a policy that starves old jobs (LAS) would otherwise never finish them.
+MAX_ARRIVALS_FACTOR = 10
+
+
+@checked(trace=InstanceOf(Trace), cluster=InstanceOf(Cluster), round_s=POSITIVE_TIME, seed=SEED,
+         preemption_overhead_s=TIME, until_s=Optional(POSITIVE_TIME), record_job_rounds=boolean)
+def simulate(
+    trace: Trace,
+    cluster: Cluster,
+    policy: str | Policy = "fifo",
+    mechanism: str | UserMechanism = "tune",
+    round_s: float = 300.0,
+    seed: int = 0,
+    monitor: tuple[int, int] | None = None,
+    *,
+    preemption_overhead_s: float = 0.0,
+    until_s: float | None = None,
+    record_job_rounds: bool = False,
+    **mechanism_options: Any,
+) -> SimResult:
+    """Replay ``trace`` on ``cluster`` round by round under ``policy`` and ``mechanism``.
+
+    Parameters
+    ----------
+    trace
+        The jobs (:func:`synergy_opt.generate_trace`, :func:`synergy_opt.load_trace`).
+    cluster
+        Homogeneous servers; every job's GPU demand must fit in it.
+    policy
+        ``"fifo"``, ``"srtf"``, ``"las"``, ``"ftf"`` or a callable of :class:`~synergy_opt.sim.JobStates`
+        returning one priority key per job (lowest first).
+    mechanism
+        A name of ``synergy_opt.MECHANISMS``, ``"ideal"`` (the ideal ILP's configs with no placement: an upper
+        bound) or ``"joint"`` (the realizable per-round optimum, ``time_limit`` 10 s a round unless given), or
+        a callable taking the round's :class:`RoundInstance` (jobs in policy order) and returning an
+        :class:`Allocation`.
+    round_s
+        Round length in seconds (paper: 5-minute rounds).
+    seed
+        Passed to the exact solvers; the heuristics are deterministic.
+    monitor
+        ``(first, last)``: the trace positions ``first <= i < last`` the JCT figures are taken over; the run
+        ends when they have all finished. Default: every job of a static trace; for a dynamic trace all but
+        the first fifth (``WARMUP_FRACTION``), arrivals continuing past the trace's end when it was generated.
+    preemption_overhead_s
+        Seconds of no progress when a preempted job resumes (``0 <= . < round_s``).
+    until_s
+        Stop at this time even if monitored jobs remain (they are reported unfinished).
+    record_job_rounds
+        Keep one row per running job per round in ``SimResult.job_rounds``.
+    **mechanism_options
+        Options of the mechanism (``run_mechanism``'s, or ``solve_ideal``'s / ``solve_joint``'s).
+    """
+    wall = time.perf_counter()
+    if preemption_overhead_s >= round_s:
+        raise InvalidInputError("preemption_overhead_s", preemption_overhead_s, f"must be < round_s ({round_s:g})")
+    policy_name, policy_fn = resolve_policy(policy)
+    mechanism_name, allocate = make_allocator(mechanism, mechanism_options, seed)
+    first, last = _monitor_window(trace, monitor)
+    if last > len(trace):
+        trace = trace.extend(last)
+    run = _Run(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s, (first, last), record_job_rounds)
+    run.loop(until_s)
+    settings: dict[str, Any] = {
+        "policy": policy_name, "mechanism": mechanism_name, "gpus": cluster.total_gpus, "round_s": round_s,
+        "monitor_first": first, "monitor_last": last, "preemption_overhead_s": preemption_overhead_s, "seed": seed,
+    }
+    jobs, rounds, job_rounds = run.tables()
+    summary = summarise(jobs, rounds, time.perf_counter() - wall, settings)
+    summary["arrivals_capped"] = run.arrivals_capped
+    return SimResult(jobs, rounds, summary, job_rounds, settings)
+
+
+def _monitor_window(trace: Trace, monitor: tuple[int, int] | None) -> tuple[int, int]:
+    if monitor is None:
+        if trace.static:
+            return 0, len(trace)
+        return int(len(trace) * WARMUP_FRACTION), len(trace)
+    ok = (
+        isinstance(monitor, (tuple, list)) and len(monitor) == 2
+        and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in monitor)
+    )
+    if not ok or not 0 <= monitor[0] < monitor[1]:
+        raise InvalidInputError("monitor", monitor, "must be (first, last) trace positions with 0 <= first < last")
+    first, last = int(monitor[0]), int(monitor[1])
+    if last > len(trace) and not trace.extendable:
+        raise InvalidInputError("monitor", monitor, f"the trace has {len(trace)} jobs and cannot draw more")
+    return first, last
+
+
+def _fill(order: np.ndarray, gpus: np.ndarray, total: int) -> np.ndarray:
+    """The jobs of ``order`` that fit, taken in order, passing over any that no longer fits."""
+    demand = np.cumsum(gpus[order])
+    prefix = int(np.searchsorted(demand, total, side="right"))
+    free = total - (int(demand[prefix - 1]) if prefix else 0)
+    if prefix == order.size or free == 0:
+        return order[:prefix]
+    chosen = [order[:prefix]]
+    rest = order[prefix:]
+    extra = []
+    for position in rest[gpus[rest] <= free]:
+        need = gpus[position]
+        if need <= free:
+            extra.append(position)
+            free -= need
+            if free == 0:
+                break
+    chosen.append(np.array(extra, dtype=order.dtype))
+    return np.concatenate(chosen)
+
+
+class _Run:
+    """The state of one simulation: per-job arrays indexed by trace position, grown when the trace extends."""
+
+    def __init__(
+        self, trace: Trace, cluster: Cluster, policy: Policy, allocate: Callable[[RoundInstance], RoundPlan],
+        round_s: float, overhead: float, window: tuple[int, int], record_job_rounds: bool,
+    ) -> None:
+        self.cluster = cluster
+        self.policy = policy
+        self.allocate = allocate
+        self.round_s = round_s
+        self.overhead = overhead
+        self.first, self.last = window
+        self.record = record_job_rounds
+        self.capacity = np.array([cluster.total_gpus, cluster.total_cpus, cluster.total_mem_gb], dtype=float)
+        self.rows: list[tuple[Any, ...]] = []
+        self.job_rows: list[tuple[np.ndarray, ...]] = []
+        self.trace = trace
+        self.size = 0
+        self.jobs: list[Job | None] = []
+        self.state = JobArrays.of((), np.empty(0))
+        self.admitted = 0
+        self.ready_order = np.empty(0, dtype=np.int64)
+        self.max_jobs = max(len(trace), MAX_ARRIVALS_FACTOR * self.last)
+        self.arrivals_capped = False
+        self._grow(trace)
+
+    def _grow(self, trace: Trace) -> None:
+        """Take the (longer) trace's jobs: the first ``self.size`` are those already simulated."""
+        old = self.size
+        new_jobs = trace.jobs[old:]
+        for offset, job in enumerate(new_jobs):
+            if job.gpus > self.cluster.total_gpus:
+                raise InvalidInputError(
+                    f"trace.jobs[{old + offset}].gpus", job.gpus,
+                    f"more than the cluster's {self.cluster.total_gpus} GPUs: the job could never run",
+                )
+        self.trace = trace
+        self.size = len(trace)
+        self.table = ThroughputTable([job.profile for job in trace.jobs])
+        c_p, m_p = self.cluster.cpu_per_gpu, self.cluster.mem_gb_per_gpu
+        floors = self.table.at(np.arange(old, self.size), c_p, m_p)
+        zero = np.flatnonzero(floors <= 0)
+        if zero.size:
+            raise InvalidInputError(
+                f"trace.jobs[{old + int(zero[0])}].profile", new_jobs[int(zero[0])].profile.name,
+                f"throughput 0 at the GPU-proportional share ({c_p:g} CPUs, {m_p:g} GB per GPU): its duration "
+                "there, and so its speedup, is undefined",
+            )
+        fresh = JobArrays.of(new_jobs, floors)
+        self.state = self.state.extended(fresh)
+        self.jobs.extend([None] * len(new_jobs))
+        # Admission follows ready time; jobs already admitted keep their place at the front.
+        pending = np.arange(old, self.size)
+        pending = pending[np.argsort(self.state.ready[pending], kind="stable")]
+        self.ready_order = np.concatenate([self.ready_order[: self.admitted], pending])
+
+    def _job(self, position: int) -> Job:
+        job = self.jobs[position]
+        if job is None:
+            spec = self.trace.jobs[position]
+            job = Job(spec.id, spec.gpus, spec.profile, model=spec.model)
+            self.jobs[position] = job
+        return job
+
+    def loop(self, until_s: float | None) -> None:
+        round_s = self.round_s
+        total_gpus = self.cluster.total_gpus
+        active = np.empty(0, dtype=np.int64)
+        ran_last = np.empty(0, dtype=np.int64)
+        previous: np.ndarray | None = None
+        speedup = use = np.empty(0)
+        monitored_left = self.last - self.first
+        k = 0
+        while monitored_left > 0:
+            now = k * round_s
+            if until_s is not None and now >= until_s:
+                break
+            if self.admitted == self.size and self.trace.extendable:
+                if self.size < self.max_jobs:
+                    self._grow(self.trace.extend(min(2 * self.size, self.max_jobs)))
+                else:
+                    self.arrivals_capped = True
+            ready_sorted = self.state.ready[self.ready_order]
+            stop = int(np.searchsorted(ready_sorted, now, side="right"))
+            if stop > self.admitted:
+                active = np.concatenate([active, self.ready_order[self.admitted : stop]])
+                self.admitted = stop
+            if active.size == 0:
+                if self.admitted == self.size:
+                    break  # nothing left to arrive
+                k = max(k + 1, math.ceil(ready_sorted[self.admitted] / round_s))
+                continue
+            state = self.state
+            states = JobStates(now, active, state.arrival[active], state.duration[active], state.remaining[active],
+                               state.attained[active], state.gpus[active])
+            runnable = _fill(active[ranking(self.policy, states)], self.state.gpus, total_gpus)
+            solved = previous is None or not np.array_equal(runnable, previous)
+            seconds = 0.0
+            fallback = False
+            if solved:
+                started = time.perf_counter()
+                plan = self.allocate(RoundInstance(self.cluster, tuple(self._job(int(p)) for p in runnable)))
+                speedup, use = self._score(runnable, plan)
+                seconds = time.perf_counter() - started
+                fallback = plan.fallback
+                previous = runnable
+            running = runnable[speedup > 0]
+            rate = speedup[speedup > 0]
+            preempted = np.setdiff1d(ran_last, running, assume_unique=True)
+            self.state.preemptions[preempted] += 1
+            finished = self._progress(now, running, rate, ran_last)
+            ran_last = np.setdiff1d(running, finished, assume_unique=True)
+            self.rows.append((now, active.size, runnable.size, running.size, *(100 * use / self.capacity),
+                              seconds, solved, fallback))
+            if finished.size:
+                monitored_left -= int(np.count_nonzero((finished >= self.first) & (finished < self.last)))
+                active = np.setdiff1d(active, finished, assume_unique=True)
+            if running.size == 0 and not solved and self.admitted == self.size and not self._can_extend:
+                break  # the same jobs, unrunnable, and nothing new will arrive
+            if running.size == 0 and self.admitted < self.size:
+                # Nothing can progress until the next arrival changes the runnable set.
+                k = max(k + 1, math.ceil(self.state.ready[self.ready_order[self.admitted]] / round_s))
+            else:
+                k += 1
+        self.end_s = k * round_s
+
+    @property
+    def _can_extend(self) -> bool:
+        return self.trace.extendable and self.size < self.max_jobs
+
+    def _score(self, runnable: np.ndarray, plan: RoundPlan) -> tuple[np.ndarray, np.ndarray]:
+        """Each runnable job's speedup over its GPU-proportional throughput, and the resources in use."""
+        gpus = self.state.gpus[runnable]
+        if plan.allocation is not None:
+            ids = [self.trace.jobs[int(p)].id for p in runnable]
+            throughput, use = self.table.of_allocation(runnable, ids, gpus, plan.allocation)
+        else:
+            assert plan.cpu_per_gpu is not None and plan.mem_gb_per_gpu is not None
+            throughput = self.table.at(runnable, plan.cpu_per_gpu, plan.mem_gb_per_gpu)
+            use = np.array([gpus.sum(), gpus @ plan.cpu_per_gpu, gpus @ plan.mem_gb_per_gpu], dtype=float)
+        return throughput / self.state.floor[runnable], use
+
+    def _progress(self, now: float, running: np.ndarray, rate: np.ndarray, ran_last: np.ndarray) -> np.ndarray:
+        """Advance the running jobs by one round; returns the positions that finished in it."""
+        if running.size == 0:
+            return running
+        resumed = ~np.isin(running, ran_last, assume_unique=True) & (self.state.run_s[running] > 0)
+        delay = np.where(resumed, self.overhead, 0.0)
+        span = self.round_s - delay
+        need = self.state.remaining[running] / rate
+        done = need <= span
+        progress_time = np.where(done, need, span)
+        held = delay + progress_time
+        self.state.remaining[running] = np.where(done, 0.0, self.state.remaining[running] - rate * span)
+        self.state.progress_s[running] += progress_time
+        self.state.run_s[running] += held
+        self.state.attained[running] += self.state.gpus[running] * held
+        starts = running[np.isnan(self.state.first_start[running])]
+        self.state.first_start[starts] = now
+        finished = running[done]
+        self.state.finish[finished] = now + held[done]
+        if self.record:
+            self.job_rows.append((np.full(running.size, now), running, rate, progress_time))
+        return finished
+
+    def tables(self) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+        arrived = np.flatnonzero(self.state.arrival <= self.end_s) if self.size else np.empty(0, dtype=np.int64)
+        specs = [self.trace.jobs[int(p)] for p in arrived]
+        done_work = self.state.duration[arrived] - self.state.remaining[arrived]
+        progress_s = self.state.progress_s[arrived]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean_speedup = np.where(progress_s > 0, done_work / progress_s, np.nan)
+        jct = self.state.finish[arrived] - self.state.arrival[arrived]
+        jobs = pd.DataFrame({
+            "id": [s.id for s in specs],
+            "arrival_s": self.state.arrival[arrived],
+            "first_start_s": self.state.first_start[arrived],
+            "finish_s": self.state.finish[arrived],
+            "jct_s": jct,
+            "queue_s": jct - self.state.run_s[arrived],
+            "gpus": self.state.gpus[arrived],
+            "model": [s.model for s in specs],
+            "mean_speedup": mean_speedup,
+            "preemptions": self.state.preemptions[arrived],
+            "duration_s": self.state.duration[arrived],
+            "run_s": self.state.run_s[arrived],
+            "profiling_s": [s.profiling_s for s in specs],
+            "monitored": (arrived >= self.first) & (arrived < self.last),
+        }, columns=list(JOB_COLUMNS))
+        rounds = pd.DataFrame(self.rows, columns=list(ROUND_COLUMNS))
+        job_rounds = None
+        if self.record:
+            parts = self.job_rows or [(np.empty(0),) * 4]
+            time_s, position, rate, seconds = (np.concatenate(column) for column in zip(*parts, strict=True))
+            ids = [self.trace.jobs[int(p)].id for p in position]
+            job_rounds = pd.DataFrame({"time_s": time_s, "id": ids, "speedup": rate, "run_s": seconds})
+        return jobs, rounds, job_rounds
