@@ -1,5 +1,7 @@
 """synergy_opt: optimization toolkit for resource-sensitive scheduling of GPU clusters (Synergy, OSDI '22)."""
 
+from typing import Any
+
 from synergy_opt.builders.ideal import Reductions, build_ideal
 from synergy_opt.errors import (
     InvalidInputError,
@@ -21,6 +23,18 @@ from synergy_opt.solvers import SolveResult, SolverParams, Status, available_sol
 
 __version__ = "0.1.0"
 
+# The simulator (and pandas with it) loads on first use: `import synergy_opt` stays light for solving rounds.
+_SIMULATOR_NAMES = ("SimResult", "Trace", "TraceJob", "generate_trace", "load_trace", "save_trace", "simulate")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SIMULATOR_NAMES:
+        from synergy_opt import sim
+
+        return getattr(sim, name)
+    raise AttributeError(f"module 'synergy_opt' has no attribute {name!r}")
+
+
 __all__ = [
     "MECHANISMS",
     "Allocation",
@@ -38,11 +52,14 @@ __all__ = [
     "Profile",
     "Reductions",
     "RoundInstance",
+    "SimResult",
     "SolveResult",
     "SolverParams",
     "SolverUnavailableError",
     "Status",
     "SynergyError",
+    "Trace",
+    "TraceJob",
     "UnknownNameError",
     "__version__",
     "available_solvers",
@@ -50,10 +67,14 @@ __all__ = [
     "builtin_profile",
     "evaluate",
     "generate_round",
+    "generate_trace",
     "load_instance",
+    "load_trace",
     "model_names",
     "run_mechanism",
     "save_instance",
+    "save_trace",
+    "simulate",
     "solve_ideal",
     "solve_joint",
     "solve_opt",

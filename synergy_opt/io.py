@@ -88,7 +88,7 @@ def instance_to_dict(instance: RoundInstance) -> dict[str, Any]:
         entry: dict[str, Any] = {"id": job.id, "gpus": job.gpus}
         if job.model is not None:
             entry["model"] = job.model
-        if job.model is None or not _is_builtin(job.model, ratio, job.profile):
+        if job.model is None or not is_builtin(job.model, ratio, job.profile):
             entry["profile"] = job.profile.to_dict()
         if job.arrival:
             entry["arrival"] = job.arrival
@@ -136,16 +136,8 @@ def _job(where: str, raw: Any, ratio: int) -> Job:
     for name in ("id", "gpus"):
         if name not in raw:
             raise InvalidInputError(f"{where}.{name}", None, "missing field")
-    model = raw.get("model")
-    if model is not None and not isinstance(model, str):
-        raise InvalidInputError(f"{where}.model", model, "must be a model name (a string)")
+    model, profile = job_profile(where, raw, ratio)
     try:
-        if "profile" in raw:
-            profile = _profile(raw["profile"], model)
-        elif model is not None:
-            profile = model_info(model, ratio).profile
-        else:
-            raise InvalidInputError("model", None, "a job needs a built-in 'model' name or an inline 'profile'")
         return Job(
             id=raw["id"],
             gpus=raw["gpus"],
@@ -154,6 +146,22 @@ def _job(where: str, raw: Any, ratio: int) -> Job:
             arrival=raw.get("arrival", 0.0),
             work=raw.get("work"),
         )
+    except InvalidInputError as error:
+        raise prefixed(error, where) from None
+
+
+def job_profile(where: str, raw: Mapping[str, Any], ratio: int) -> tuple[str | None, Profile]:
+    """A job entry's ``model`` name and its profile: the inline ``profile`` if given, else the model's built-in
+    one (for servers with ``ratio`` CPUs per GPU). Errors are prefixed with ``where``."""
+    model = raw.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InvalidInputError(f"{where}.model", model, "must be a model name (a string)")
+    try:
+        if "profile" in raw:
+            return model, _profile(raw["profile"], model)
+        if model is not None:
+            return model, model_info(model, ratio).profile
+        raise InvalidInputError("model", None, "a job needs a built-in 'model' name or an inline 'profile'")
     except InvalidInputError as error:
         raise prefixed(error, where) from None
 
@@ -176,7 +184,8 @@ def _profile_ratio(cluster: Cluster) -> int:
     return int(ratio) if ratio.is_integer() and int(ratio) in cpu_gpu_ratios() else DEFAULT_CPU_GPU_RATIO
 
 
-def _is_builtin(model: str, ratio: int, profile: Profile) -> bool:
+def is_builtin(model: str, ratio: int, profile: Profile) -> bool:
+    """Whether ``profile`` is the built-in matrix of ``model`` (so a file may name it instead of holding it)."""
     try:
         return model_info(model, ratio).profile == profile
     except InvalidInputError:

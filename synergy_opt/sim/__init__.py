@@ -2,8 +2,22 @@
 
 from synergy_opt.sim.allocators import mechanism_names
 from synergy_opt.sim.engine import simulate
+from synergy_opt.sim.philly import philly_trace
 from synergy_opt.sim.policies import POLICIES, JobStates
 from synergy_opt.sim.result import SimResult
 from synergy_opt.sim.trace import Trace, TraceJob, generate_trace
+from synergy_opt.sim.trace_io import load_trace, save_trace
 
-__all__ = ["POLICIES", "JobStates", "SimResult", "Trace", "TraceJob", "generate_trace", "mechanism_names", "simulate"]
+__all__ = [
+    "POLICIES",
+    "JobStates",
+    "SimResult",
+    "Trace",
+    "TraceJob",
+    "generate_trace",
+    "load_trace",
+    "mechanism_names",
+    "philly_trace",
+    "save_trace",
+    "simulate",
+]

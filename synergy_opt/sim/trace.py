@@ -116,13 +116,19 @@ class Trace:
         return self.metadata.get("generator") == GENERATOR and self.metadata.get("load") is not None
 
     def extend(self, jobs: int) -> Trace:
-        """The same generated trace with ``jobs`` jobs (its first ``len(self)`` jobs unchanged)."""
+        """This trace followed by the generator's next arrivals, ``jobs`` jobs in all.
+
+        The jobs held here are kept as they are (edited or not); only the generator's jobs beyond them are
+        added, so a loaded trace goes on as the generator would have.
+        """
         if not self.extendable:
             raise InvalidInputError("trace", self.metadata.get("generator"), "only a generated dynamic trace extends")
         # Keys added since a trace was saved take their defaults.
         params = {key: self.metadata[key] for key in _GENERATOR_PARAMS if key in self.metadata}
         params["split"] = tuple(params["split"])
-        return generate_trace(jobs=jobs, **params)
+        longer = generate_trace(jobs=jobs, **params)
+        metadata = {**self.metadata, "jobs": max(jobs, len(self))}
+        return Trace(self.jobs + longer.jobs[len(self):], metadata)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per job: the columns of ``TRACE_COLUMNS``."""

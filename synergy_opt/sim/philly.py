@@ -1,0 +1,105 @@
+"""The public Philly trace (Microsoft, msr-fiddle/philly-traces) as a simulator trace.
+
+Its ``cluster_job_log`` is a JSON list of jobs, each with ``jobid``, ``submitted_time``
+(``"%Y-%m-%d %H:%M:%S"``), ``status`` and ``attempts``; an attempt has ``start_time``, ``end_time`` and
+``detail``, a list of ``{"ip": server, "gpus": [gpu names]}``. Per job we take its last attempt that ran (both
+times present, end after start, at least one GPU): GPU demand is that attempt's GPU count and duration its
+end minus start (read as the run time at the GPU-proportional share). Arrival is the submission time, from
+the first kept job's. The log names no models: each job gets one drawn by the workload split, seeded. Jobs
+that never ran, lack times or GPUs, repeat a job id, or ask for more than ``max_gpus`` are skipped and
+counted in the trace's metadata (``skipped``), whatever their ``status`` (killed and failed jobs did run).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.generate import GENERATOR_ARGUMENTS, draw_models
+from synergy_opt.profiles import model_info
+from synergy_opt.sim.trace import Trace, TraceJob
+from synergy_opt.validation import SEED, Integer, Optional, Rule
+
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+SOURCE = "philly cluster_job_log"
+PHILLY_ARGUMENTS: dict[str, Rule] = {
+    "seed": SEED, "cpu_per_gpu": GENERATOR_ARGUMENTS["cpu_per_gpu"], "max_gpus": Optional(Integer(1)),
+}
+
+
+def philly_trace(
+    log: list[Any],
+    split: tuple[float, float, float] = (20, 70, 10),
+    seed: int = 0,
+    cpu_per_gpu: int = 3,
+    max_gpus: int | None = None,
+) -> Trace:
+    """The jobs of a Philly ``cluster_job_log`` (already parsed) as a :class:`Trace` (see the module's rules)."""
+    skipped: Counter[str] = Counter()
+    kept: list[tuple[datetime, str, int, float]] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(log):
+        if not isinstance(entry, Mapping):
+            raise InvalidInputError(f"[{index}]", entry, "a Philly job log entry must be an object")
+        jobid = entry.get("jobid")
+        if not isinstance(jobid, str) or not jobid:
+            raise InvalidInputError(f"[{index}].jobid", jobid, "must be a non-empty string")
+        reason, run = _last_run(entry)
+        if run is None:
+            skipped[reason] += 1
+        elif jobid in seen:
+            skipped["repeated jobid"] += 1
+        elif max_gpus is not None and run[1] > max_gpus:
+            skipped[f"more than {max_gpus} GPUs"] += 1
+        else:
+            seen.add(jobid)
+            kept.append((run[0], jobid, run[1], run[2]))
+    kept.sort(key=lambda job: job[0])  # stable: log order among equal submission times
+    rng = np.random.default_rng(seed)
+    names = draw_models(rng, len(kept), split)
+    start = kept[0][0] if kept else None
+    jobs = tuple(
+        TraceJob(jobid, (submitted - start).total_seconds() if start else 0.0, gpus, duration,
+                 model_info(name, cpu_per_gpu).profile, model=name)
+        for (submitted, jobid, gpus, duration), name in zip(kept, names, strict=True)
+    )
+    metadata = {"source": SOURCE, "jobs_read": len(log), "skipped": dict(sorted(skipped.items())),
+                "split": list(split), "seed": seed, "cpu_per_gpu": cpu_per_gpu, "max_gpus": max_gpus,
+                "first_submitted": start.strftime(TIME_FORMAT) if start else None}
+    return Trace(jobs, metadata)
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.strptime(value, TIME_FORMAT)
+    except ValueError:
+        return None  # Philly writes "None" for times it does not have
+
+
+def _last_run(entry: Mapping[str, Any]) -> tuple[str, tuple[datetime, int, float] | None]:
+    """``(reason skipped, None)`` or ``("", (submitted, GPUs, duration))`` from the job's last attempt that ran."""
+    submitted = _time(entry.get("submitted_time"))
+    if submitted is None:
+        return "no submitted_time", None
+    attempts = entry.get("attempts")
+    if not isinstance(attempts, list) or not attempts:
+        return "never ran", None
+    for attempt in reversed(attempts):
+        if not isinstance(attempt, Mapping):
+            continue
+        began, ended = _time(attempt.get("start_time")), _time(attempt.get("end_time"))
+        if began is None or ended is None or ended <= began:
+            continue
+        detail = attempt.get("detail")
+        servers = detail if isinstance(detail, list) else []
+        gpus = sum(len(server.get("gpus") or ()) for server in servers if isinstance(server, Mapping))
+        if gpus > 0:
+            return "", (submitted, gpus, (ended - began).total_seconds())
+    return "no attempt with times and GPUs", None

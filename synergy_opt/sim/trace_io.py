@@ -1,0 +1,209 @@
+"""Traces as files: versioned JSON and CSV (both lossless), and the public Philly trace's job log.
+
+JSON (``synergy-trace/1``)::
+
+    {"format": "synergy-trace/1", "metadata": {...}, "jobs": [{"id": "j0", "arrival_s": 0.0, "gpus": 1,
+     "duration_s": 14521.5, "model": "transformer", "profiling_s": 0.0}, ...]}
+
+CSV: a first line ``# synergy-trace/1 {metadata as JSON}``, then the columns ``id, arrival_s, gpus,
+duration_s, model, profiling_s, profile`` (``profile``: the matrix as JSON, empty when the job's built-in model
+has it). In both, a job whose profile is its model's built-in one is saved by name; floats are written with
+``repr`` so that a trace reads back exactly. Reading goes through :func:`synergy_opt.io.read_json` /
+:func:`synergy_opt.files.read_text` (UTF-8, size and depth limits); writing is atomic.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.files import atomic_open, read_text
+from synergy_opt.generate import GENERATOR_ARGUMENTS
+from synergy_opt.io import is_builtin, job_profile, read_json
+from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO
+from synergy_opt.sim.philly import PHILLY_ARGUMENTS, philly_trace
+from synergy_opt.sim.trace import TRACE_COLUMNS, Trace, trace_job_from_fields
+from synergy_opt.validation import InstanceOf, Optional, checked, json_value, path
+
+FORMAT = "synergy-trace/1"
+_CSV_COLUMNS = (*TRACE_COLUMNS, "profile")
+_SUFFIXES = (".json", ".csv")
+
+
+@checked(trace=InstanceOf(Trace), path=path)
+def save_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
+    """Write ``trace`` as JSON or CSV, by the file's suffix (``.json`` or ``.csv``); returns the path.
+
+    The whole trace is converted before a file is opened, and the file is written atomically.
+    """
+    target = Path(path)
+    as_json = _suffix(target) == ".json"
+    text = json.dumps(trace_to_dict(trace), indent=1, allow_nan=False) + "\n" if as_json else _csv_text(trace)
+    with atomic_open(target, encoding="utf-8", newline="") as handle:
+        handle.write(text)
+    return target
+
+
+@checked(path=path, split=Optional(GENERATOR_ARGUMENTS["split"]), **PHILLY_ARGUMENTS)
+def load_trace(
+    path: str | os.PathLike[str],
+    *,
+    split: tuple[float, float, float] | None = None,
+    seed: int = 0,
+    cpu_per_gpu: int = DEFAULT_CPU_GPU_RATIO,
+    max_gpus: int | None = None,
+) -> Trace:
+    """Read a trace: this toolkit's JSON or CSV, or the Philly trace's ``cluster_job_log`` (a JSON list).
+
+    Parameters
+    ----------
+    path
+        A ``.csv`` file is read as CSV; anything else as JSON (an object: ``synergy-trace/1``; a list: Philly).
+    split, seed, cpu_per_gpu, max_gpus
+        For the Philly log only (see :func:`synergy_opt.sim.philly.philly_trace`): the workload split the
+        models are drawn by (default (20, 70, 10)), its seed, the CPU:GPU ratio of the built-in profiles, and
+        the largest GPU demand kept (larger jobs are skipped and counted).
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the file, or the JSON path / CSV row and field at fault.
+    """
+    source = Path(path)
+    if source.suffix.lower() == ".csv":
+        return _trace_from_csv(read_text(source))
+    data = read_json(source)
+    if isinstance(data, list):
+        return philly_trace(data, split=split or (20, 70, 10), seed=seed, cpu_per_gpu=cpu_per_gpu,
+                            max_gpus=max_gpus)
+    return trace_from_dict(data)
+
+
+def trace_to_dict(trace: Trace) -> dict[str, Any]:
+    """The JSON form of a trace."""
+    ratio = _ratio(trace.metadata)
+    jobs = []
+    for job in trace.jobs:
+        entry: dict[str, Any] = {"id": job.id, "arrival_s": job.arrival_s, "gpus": job.gpus,
+                                 "duration_s": job.duration_s}
+        if job.model is not None:
+            entry["model"] = job.model
+        if job.model is None or not is_builtin(job.model, ratio, job.profile):
+            entry["profile"] = job.profile.to_dict()
+        if job.profiling_s:
+            entry["profiling_s"] = job.profiling_s
+        jobs.append(entry)
+    return {"format": FORMAT, "metadata": json_value("metadata", dict(trace.metadata)), "jobs": jobs}
+
+
+def trace_from_dict(data: Any) -> Trace:
+    """A trace from its JSON form."""
+    if not isinstance(data, Mapping):
+        raise InvalidInputError("trace", data, "must be a JSON object (or a list: the Philly job log)")
+    if data.get("format") != FORMAT:
+        raise InvalidInputError("format", data.get("format"), f"expected {FORMAT!r}")
+    metadata = _metadata(data.get("metadata", {}))
+    raw_jobs = data.get("jobs")
+    if not isinstance(raw_jobs, list):
+        raise InvalidInputError("jobs", raw_jobs, "must be a list of jobs")
+    ratio = _ratio(metadata)
+    jobs = []
+    for index, raw in enumerate(raw_jobs):
+        where = f"jobs[{index}]"
+        if not isinstance(raw, Mapping):
+            raise InvalidInputError(where, raw, "must be an object")
+        _require(where, raw, ("id", "arrival_s", "gpus", "duration_s"))
+        _model, profile = job_profile(where, raw, ratio)
+        jobs.append(trace_job_from_fields(where, raw, profile))
+    return Trace(tuple(jobs), metadata)
+
+
+def _suffix(target: Path) -> str:
+    suffix = target.suffix.lower()
+    if suffix not in _SUFFIXES:
+        raise InvalidInputError("path", str(target), f"must end in {' or '.join(_SUFFIXES)} (the format)")
+    return suffix
+
+
+def _ratio(metadata: Mapping[str, Any]) -> int:
+    ratio = metadata.get("cpu_per_gpu", DEFAULT_CPU_GPU_RATIO)
+    return ratio if isinstance(ratio, int) else DEFAULT_CPU_GPU_RATIO
+
+
+def _metadata(raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError("metadata", raw, "must be an object")
+    return dict(json_value("metadata", dict(raw)))
+
+
+def _require(where: str, raw: Mapping[str, Any], names: tuple[str, ...]) -> None:
+    for name in names:
+        if name not in raw or raw[name] in (None, ""):
+            raise InvalidInputError(f"{where}.{name}", None, "missing field")
+
+
+def _csv_text(trace: Trace) -> str:
+    ratio = _ratio(trace.metadata)
+    buffer = io.StringIO()
+    buffer.write(f"# {FORMAT} {json.dumps(json_value('metadata', dict(trace.metadata)), allow_nan=False)}\n")
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(_CSV_COLUMNS)
+    for job in trace.jobs:
+        builtin = job.model is not None and is_builtin(job.model, ratio, job.profile)
+        profile = "" if builtin else json.dumps(job.profile.to_dict())
+        writer.writerow((job.id, repr(job.arrival_s), job.gpus, repr(job.duration_s), job.model or "",
+                         repr(job.profiling_s), profile))
+    return buffer.getvalue()
+
+
+def _trace_from_csv(text: str) -> Trace:
+    lines = text.splitlines()
+    metadata: dict[str, Any] = {}
+    if lines and lines[0].startswith("#"):
+        header = lines.pop(0)[1:].strip()
+        tag, _, rest = header.partition(" ")
+        if tag != FORMAT:
+            raise InvalidInputError("format", tag, f"expected {FORMAT!r} in the CSV's first line")
+        try:
+            metadata = _metadata(json.loads(rest) if rest.strip() else {})
+        except json.JSONDecodeError as error:
+            raise InvalidInputError("metadata", rest[:80], f"malformed JSON: {error.msg}") from None
+    reader = csv.DictReader(lines)
+    missing = [name for name in ("id", "arrival_s", "gpus", "duration_s") if name not in (reader.fieldnames or [])]
+    if missing:
+        raise InvalidInputError(f"columns.{missing[0]}", reader.fieldnames, "missing column")
+    ratio = _ratio(metadata)
+    jobs = []
+    for index, row in enumerate(reader):
+        where = f"rows[{index}]"
+        _require(where, row, ("id", "arrival_s", "gpus", "duration_s"))
+        raw: dict[str, Any] = {"id": row["id"], "arrival_s": _number(where, "arrival_s", row["arrival_s"]),
+                               "gpus": _number(where, "gpus", row["gpus"], integer=True),
+                               "duration_s": _number(where, "duration_s", row["duration_s"])}
+        if row.get("model"):
+            raw["model"] = row["model"]
+        if row.get("profiling_s"):
+            raw["profiling_s"] = _number(where, "profiling_s", row["profiling_s"])
+        if row.get("profile"):
+            try:
+                raw["profile"] = json.loads(row["profile"])
+            except json.JSONDecodeError as error:
+                reason = f"malformed JSON: {error.msg}"
+                raise InvalidInputError(f"{where}.profile", row["profile"][:80], reason) from None
+        _model, profile = job_profile(where, raw, ratio)
+        jobs.append(trace_job_from_fields(where, raw, profile))
+    return Trace(tuple(jobs), metadata)
+
+
+def _number(where: str, name: str, text: str, integer: bool = False) -> float | int:
+    try:
+        return int(text) if integer else float(text)
+    except ValueError:
+        kind = "an integer" if integer else "a number"
+        raise InvalidInputError(f"{where}.{name}", text, f"must be {kind}") from None

@@ -1,0 +1,145 @@
+"""Trace files: lossless JSON and CSV round trips, the Philly job log, and bad files named precisely."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import synergy_opt as so
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.sim import Trace, TraceJob, generate_trace, load_trace, save_trace, simulate
+
+
+@pytest.mark.parametrize("suffix", [".json", ".csv"])
+@pytest.mark.parametrize("trace", [
+    generate_trace(60, load=9.0, seed=1),
+    generate_trace(40, load=None, multi_gpu=True, profile_noise=0.05, seed=2),
+    generate_trace(30, load=4.0, job_kind="modelled", cpu_per_gpu=5, seed=3),
+    Trace((TraceJob("a", 0.1 + 0.2, 3, 1 / 3, so.Profile([1.0, 2.5], [10.0], [[0.5], [1.0]]), profiling_s=7.25),
+           TraceJob("b,\"quoted\"", 1e-300, 1, 1e300, so.builtin_profile("res18"), model="res18"))),
+], ids=["generated", "static-noisy", "modelled-ratio5", "hand-made"])
+def test_traces_read_back_exactly(tmp_path: Path, suffix: str, trace: Trace) -> None:
+    path = save_trace(trace, tmp_path / f"trace{suffix}")
+    back = load_trace(path)
+    assert back == trace
+    assert [j.profile for j in back.jobs] == [j.profile for j in trace.jobs]
+
+
+def test_saved_traces_name_built_in_profiles_and_carry_the_rest(tmp_path: Path) -> None:
+    trace = generate_trace(5, load=9.0, profile_noise=0.05)
+    data = json.loads(save_trace(generate_trace(5, load=9.0), tmp_path / "t.json").read_text())
+    assert data["format"] == "synergy-trace/1" and all("profile" not in job for job in data["jobs"])
+    noisy = json.loads(save_trace(trace, tmp_path / "n.json").read_text())
+    assert all("profile" in job for job in noisy["jobs"])
+
+
+def test_a_loaded_generated_trace_extends_as_the_generator_would(tmp_path: Path) -> None:
+    trace = generate_trace(20, load=30.0, seed=4)
+    back = load_trace(save_trace(trace, tmp_path / "t.csv"))
+    assert back.extend(60) == generate_trace(60, load=30.0, seed=4).extend(60)
+    assert simulate(back, so.Cluster(1), mechanism="tune").jobs.equals(
+        simulate(trace, so.Cluster(1), mechanism="tune").jobs)
+
+
+def _philly_job(jobid: str, submitted: str, attempts: list, status: str = "Pass") -> dict:
+    return {"jobid": jobid, "submitted_time": submitted, "status": status, "vc": "vc1", "user": "u",
+            "attempts": attempts}
+
+
+def _attempt(start: str, end: str, *gpus_per_server: int) -> dict:
+    detail = [{"ip": f"m{i}", "gpus": [f"gpu{g}" for g in range(n)]} for i, n in enumerate(gpus_per_server)]
+    return {"start_time": start, "end_time": end, "detail": detail}
+
+
+PHILLY_LOG = [
+    _philly_job("application_1", "2017-10-03 00:00:00", [_attempt("2017-10-03 00:01:00", "2017-10-03 02:01:00", 1)]),
+    # A failed first attempt (no end), then a run over two servers: 8 GPUs for 30 minutes.
+    _philly_job("application_2", "2017-10-03 00:10:00", [
+        _attempt("2017-10-03 00:11:00", "None", 4),
+        _attempt("2017-10-03 01:00:00", "2017-10-03 01:30:00", 4, 4),
+    ], status="Killed"),
+    _philly_job("application_3", "2017-10-03 00:05:00", []),  # never ran
+    _philly_job("application_4", "None", [_attempt("2017-10-03 00:11:00", "2017-10-03 00:12:00", 1)]),
+    _philly_job("application_5", "2017-10-03 00:20:00", [_attempt("2017-10-03 00:21:00", "2017-10-03 00:22:00")]),
+    _philly_job("application_6", "2017-10-03 00:30:00",
+                [_attempt("2017-10-03 00:31:00", "2017-10-03 03:31:00", 8, 8, 8)]),
+    _philly_job("application_1", "2017-10-03 00:40:00", [_attempt("2017-10-03 00:41:00", "2017-10-03 00:42:00", 1)]),
+    _philly_job("application_7", "2017-10-03 00:02:00", [_attempt("2017-10-03 00:03:00", "2017-10-03 00:03:30", 2)],
+                status="Failed"),
+]
+
+
+def test_the_philly_job_log_becomes_a_trace(tmp_path: Path) -> None:
+    path = tmp_path / "cluster_job_log"
+    path.write_text(json.dumps(PHILLY_LOG))
+    trace = load_trace(path, split=(0, 100, 0), seed=3, max_gpus=16)
+    frame = trace.to_frame().set_index("id")
+    assert list(frame.index) == ["application_1", "application_7", "application_2"]  # by submission time
+    assert frame["arrival_s"].tolist() == [0.0, 120.0, 600.0]
+    assert frame["gpus"].tolist() == [1, 2, 8]
+    assert frame["duration_s"].tolist() == [7200.0, 30.0, 1800.0]
+    assert set(frame["model"]) <= set(so.profiles.models_by_task()["language"])
+    assert trace.metadata["jobs_read"] == len(PHILLY_LOG)
+    assert trace.metadata["skipped"] == {
+        "more than 16 GPUs": 1, "never ran": 1, "no attempt with times and GPUs": 1, "no submitted_time": 1,
+        "repeated jobid": 1,
+    }
+    assert load_trace(path, split=(0, 100, 0), seed=3, max_gpus=16) == trace  # seeded
+    everything = load_trace(path)
+    assert len(everything) == 4 and everything.to_frame()["gpus"].max() == 24
+    result = simulate(trace, so.Cluster(2), mechanism="tune")
+    assert result.summary["unfinished"] == 0 and result.summary["monitored"] == 3  # a fifth of 3 jobs is none
+
+
+@pytest.mark.parametrize(("text", "suffix", "field"), [
+    ("{", ".json", "path"),
+    ('{"format": "synergy-round/1", "jobs": []}', ".json", "format"),
+    ('{"format": "synergy-trace/1", "jobs": {}}', ".json", "jobs"),
+    ('{"format": "synergy-trace/1", "jobs": [{"id": "a", "arrival_s": 0, "gpus": 1}]}', ".json",
+     "jobs[0].duration_s"),
+    ('{"format": "synergy-trace/1", "jobs": [{"id": "a", "arrival_s": -1, "gpus": 1, "duration_s": 5,'
+     ' "model": "res18"}]}', ".json", "jobs[0].arrival_s"),
+    ('{"format": "synergy-trace/1", "jobs": [{"id": "a", "arrival_s": 0, "gpus": 1, "duration_s": 5,'
+     ' "model": "resnet9000"}]}', ".json", "jobs[0].model"),
+    ('{"format": "synergy-trace/1", "jobs": [{"id": "a", "arrival_s": 0, "gpus": 1.5, "duration_s": 5,'
+     ' "model": "res18"}]}', ".json", "jobs[0].gpus"),
+    ('{"format": "synergy-trace/1", "jobs": [{"id": "a", "arrival_s": 0, "gpus": 1, "duration_s": 1e400,'
+     ' "model": "res18"}]}', ".json", "jobs[0].duration_s"),
+    ("id,arrival_s,gpus,duration_s,model\na,0,1,nan,res18\n", ".csv", "rows[0].duration_s"),
+    ("id,arrival_s,gpus,duration_s,model\na,0,two,5,res18\n", ".csv", "rows[0].gpus"),
+    ("id,arrival_s,gpus,model\na,0,1,res18\n", ".csv", "columns.duration_s"),
+    ("id,arrival_s,gpus,duration_s,model\na,0,1,5,\n", ".csv", "rows[0].model"),
+    ("id,arrival_s,gpus,duration_s,model,profile\na,0,1,5,,{bad\n", ".csv", "rows[0].profile"),
+    ("# synergy-round/1 {}\nid,arrival_s,gpus,duration_s\n", ".csv", "format"),
+    ('[{"jobid": 5}]', ".json", "[0].jobid"),
+    ("[3]", ".json", "[0]"),
+])
+def test_bad_trace_files_are_named(tmp_path: Path, text: str, suffix: str, field: str) -> None:
+    path = tmp_path / f"trace{suffix}"
+    path.write_text(text)
+    with pytest.raises(InvalidInputError) as error:
+        load_trace(path)
+    assert error.value.field == field
+
+
+def test_bad_arguments_are_named(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match="path"):
+        save_trace(generate_trace(3), tmp_path / "trace.txt")
+    with pytest.raises(InvalidInputError, match="trace"):
+        save_trace({"jobs": []}, tmp_path / "trace.json")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="path"):
+        load_trace(tmp_path / "missing.json")
+    (tmp_path / "log.json").write_text("[]")
+    with pytest.raises(InvalidInputError, match="max_gpus"):
+        load_trace(tmp_path / "log.json", max_gpus=0)
+    with pytest.raises(InvalidInputError, match="split"):
+        load_trace(tmp_path / "log.json", split=(1, 2))
+    assert len(load_trace(tmp_path / "log.json")) == 0
+
+
+def test_the_simulator_is_reachable_from_the_top_level() -> None:
+    assert so.simulate is simulate and so.load_trace is load_trace and so.Trace is Trace
+    with pytest.raises(AttributeError):
+        _ = so.no_such_name  # type: ignore[attr-defined]
