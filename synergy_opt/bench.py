@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from synergy_opt import cli_args
 from synergy_opt.benchmarking.cells import RunOptions
 from synergy_opt.benchmarking.grid import (
     ALL_MECHANISMS,
@@ -33,10 +34,8 @@ from synergy_opt.benchmarking.grid import (
 from synergy_opt.benchmarking.runner import run_grid
 from synergy_opt.benchmarking.table import SUMMARY_COLUMNS, add_references, medians, print_table, write_csv
 from synergy_opt.cli_errors import OneLineParser, run_cli
-from synergy_opt.errors import InvalidInputError, SynergyError
-from synergy_opt.generate import generate_round
+from synergy_opt.errors import SynergyError
 from synergy_opt.solvers import available_solvers, solver_names
-from synergy_opt.validation import check_arguments
 
 PROG = "python -m synergy_opt.bench"
 DEFAULT_GPUS = (128,)
@@ -45,73 +44,10 @@ DEFAULT_TIME_LIMIT = 5.0  # keeps --gpus 128 (every solver) well inside a minute
 OPT_PLACEMENTS = ("lp", "milp", "milp-integral")
 
 
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-
-
-def _generator(name: str, value: Any) -> Any:
-    """``value`` by generate_round's own rule for its argument ``name``, or an argparse error."""
-    try:
-        return check_arguments(generate_round, **{name: value})[name]
-    except InvalidInputError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _gpus(text: str) -> list[int]:
-    sizes = _int_list(text)
-    if not sizes:
-        raise argparse.ArgumentTypeError(f"{text!r} names no GPU count")
-    return [_generator("gpus", size) for size in sizes]
-
-
-def _seeds(text: str) -> list[int]:
-    # One number is a count (seeds 0..N-1); a comma-separated list names the seeds.
-    values = _int_list(text)
-    if not values or any(value < 0 for value in values) or ("," not in text and values[0] < 1):
-        raise argparse.ArgumentTypeError(f"{text!r}: give a seed count >= 1 or a list of seeds >= 0 (e.g. 0,1,5)")
-    return list(range(values[0])) if "," not in text else values
-
-
-def _split(text: str) -> tuple[float, float, float]:
-    try:
-        values = tuple(float(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not three percentages (image,language,speech)") from None
-    split: tuple[float, float, float] = _generator("split", values)
-    return split
-
-
-def _noise(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    noise: float = _generator("profile_noise", value)
-    return noise
-
-
-def _names(kind: str, known: Sequence[str]) -> Any:
-    def parse(text: str) -> list[str]:
-        if text == "all":
-            return list(known)
-        names = [part.strip() for part in text.split(",") if part.strip()]
-        unknown = [name for name in names if name not in known]
-        if not names or unknown:
-            raise argparse.ArgumentTypeError(
-                f"unknown {kind} {unknown[0] if unknown else text!r}; choose from {', '.join(known)} or 'all'"
-            )
-        return list(dict.fromkeys(names))
-
-    return parse
-
-
 def _solvers(text: str) -> list[str]:
     if text == "all":
         return list(available_solvers())
-    names = _names("solver", solver_names())(text)
+    names = cli_args.names_of("solver", solver_names())(text)
     missing = [name for name in names if name not in available_solvers()]
     if missing:
         raise argparse.ArgumentTypeError(
@@ -120,51 +56,28 @@ def _solvers(text: str) -> list[str]:
     return list(names)
 
 
-def _seconds(text: str) -> float | None:
-    # 0 or "none" turns the limit off.
-    if text.lower() in ("none", "0"):
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds > 0 (or 'none')")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0] + " " + __doc__.splitlines()[1],
                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     grid = parser.add_argument_group("instances")
-    grid.add_argument("--gpus", type=_gpus, default=None,
+    grid.add_argument("--gpus", type=cli_args.gpu_sizes, default=None,
                       help=f"cluster size(s) in GPUs, comma-separated multiples of 8 (default {DEFAULT_GPUS[0]})")
-    grid.add_argument("--seeds", type=_seeds, default=None,
+    grid.add_argument("--seeds", type=cli_args.seeds, default=None,
                       help=f"a seed count N (seeds 0..N-1) or a list of seeds (default {DEFAULT_SEEDS})")
-    grid.add_argument("--split", type=_split, default=None,
+    grid.add_argument("--split", type=cli_args.split, default=None,
                       help="workload split, percent image,language,speech (default 20,70,10)")
     grid.add_argument("--multi-gpu", choices=("no", "yes", "both"), default=None,
                       help="single-GPU trace (no), multi-GPU trace (yes), or both (default both)")
-    grid.add_argument("--profile-noise", type=_noise, default=None,
+    grid.add_argument("--profile-noise", type=cli_args.profile_noise, default=None,
                       help="per-job log-normal noise on each throughput matrix (default 0)")
     grid.add_argument("--instances", type=Path, default=None, metavar="DIR",
                       help="run on the saved *.json round instances in DIR instead of generating")
     run = parser.add_argument_group("what to run")
-    run.add_argument("--mechanisms", type=_names("mechanism", ALL_MECHANISMS), default=list(ALL_MECHANISMS),
+    run.add_argument("--mechanisms", type=cli_args.names_of("mechanism", ALL_MECHANISMS), default=list(ALL_MECHANISMS),
                      help="comma-separated, or 'all': " + ", ".join(ALL_MECHANISMS))
     run.add_argument("--solvers", type=_solvers, default=None,
                      help="comma-separated solver backends, or 'all' (default: every installed one)")
-    run.add_argument("--time-limit", type=_seconds, default=DEFAULT_TIME_LIMIT,
+    run.add_argument("--time-limit", type=cli_args.seconds_or_none, default=DEFAULT_TIME_LIMIT,
                      help="seconds per solve for opt, joint and the ideal ILP ('none' for no limit)")
     run.add_argument("--opt-placement", choices=OPT_PLACEMENTS, default="lp", help="OPT's placement step")
     run.add_argument("--joint-consolidate", action="store_true",
@@ -177,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="best-case demands within this fraction of the maximum (greedy, tune, drf, tetris, "
                           "near-opt; default 0.035)")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=_positive, default=1, help="local worker processes")
+    where.add_argument("--workers", type=cli_args.positive_int, default=1, help="local worker processes")
     where.add_argument("--dask", metavar="ADDRESS", default=None,
                        help="address of a running Dask scheduler (e.g. tcp://host:8786) to run the grid on")
     out = parser.add_argument_group("output")
