@@ -132,6 +132,9 @@ def figures(args: argparse.Namespace) -> list[dict[str, Any]]:
             if not args.quick:
                 _write(ref_path, list(cached.values()))
         references.append(ref)
+        if args.references_only:
+            print(f"{spec}: {ref['reference']} {float(ref['reference_value']):.4f}", flush=True)
+            continue
         value = float(ref["reference_value"])
         wall, cpu, result = timed(instance, args.repeats)
         for name in args.mechanisms:
@@ -289,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tolerance", action="store_true", help="the best-case tolerance study instead")
     parser.add_argument("--tiny", type=int, default=0, help="tiny rounds against the exact joint instead")
     parser.add_argument("--quick", action="store_true", help="smoke run: 128 GPUs, seeds 0-1, no CSV")
+    parser.add_argument("--references-only", action="store_true", help="compute and cache the references only")
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.seeds, args.repeats = [128], [0, 1], 1
@@ -304,6 +308,8 @@ def main(argv: list[str] | None = None) -> int:
             _write(RESULTS / "near_opt_tolerance.csv", rows)
         return 0
     rows = figures(args)
+    if args.references_only:
+        return 0
     summary = medians(rows)
     print_table(summary)
     if not args.quick:

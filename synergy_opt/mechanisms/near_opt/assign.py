@@ -19,7 +19,8 @@ Public API
 ----------
 ``Entries``
 ``chunk_sizes(instance, cpu_per_gpu, mem_per_gpu) -> ndarray``
-``assign_chunks(instance, cpu_per_gpu, mem_per_gpu, chunk) -> Entries``
+``assign_chunks(instance, cpu_per_gpu, mem_per_gpu, chunk) -> Entries`` (chunks)
+``merge_entries(job, server, gpus) -> Entries``
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ _TOLERANCE = 1e-9
 
 @dataclass(frozen=True)
 class Entries:
-    """``gpus[k]`` GPUs of job ``job[k]`` on server ``server[k]``; a job has one entry per server it uses."""
+    """``gpus[k]`` GPUs of job ``job[k]`` on server ``server[k]``: chunks (several of one job may share a server)
+    until :func:`merge_entries` makes them one entry per server a job uses."""
 
     job: np.ndarray
     server: np.ndarray
@@ -45,7 +47,8 @@ class Entries:
 
     def spans(self, jobs: int) -> np.ndarray:
         """Per job, the number of servers it uses."""
-        return np.bincount(self.job, minlength=jobs)
+        merged = merge_entries(self.job, self.server, self.gpus)
+        return np.bincount(merged.job, minlength=jobs)
 
 
 def chunk_sizes(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> np.ndarray:
@@ -112,7 +115,11 @@ def assign_chunks(
             rows, cols = linear_sum_assignment(growth)
             put(take[rows], eligible[cols], np.full(rows.size, size, dtype=np.int64))
             pending = pending[take.size:]
-    return merge_entries(np.concatenate(out_job), np.concatenate(out_server), np.concatenate(out_gpus))
+    job, server, gpus = np.concatenate(out_job), np.concatenate(out_server), np.concatenate(out_gpus)
+    # By job: a server's k-th entry is then an arbitrary one of its jobs, not the k-th round's (similar) chunk,
+    # which is what the local search's picks need.
+    order = np.lexsort((server, job))
+    return Entries(job[order], server[order], gpus[order])
 
 
 def _spread(size: int, free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -17,7 +17,7 @@ import numpy as np
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.configs import ConfigTable, PricedTargets, config_table, priced_targets
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE
-from synergy_opt.mechanisms.near_opt.assign import assign_chunks, chunk_sizes
+from synergy_opt.mechanisms.near_opt.assign import assign_chunks, chunk_sizes, merge_entries
 from synergy_opt.mechanisms.near_opt.rebalance import reassign_slots, rebalance
 from synergy_opt.mechanisms.near_opt.server_dp import backtrack, choose_units, server_tables
 from synergy_opt.mechanisms.near_opt.splits import split_columns
@@ -51,7 +51,14 @@ def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, P
     cpu, mem = table.cpu[target], table.mem[target]
     cluster = instance.cluster
     entries = assign_chunks(instance, cpu, mem, chunk_sizes(instance, cpu, mem))
-    entries = rebalance(instance, reassign_slots(instance, entries, cpu, mem), cpu, mem)
+    # What each job needs per GPU: its target, and what it cannot do without: a split job its target (its
+    # config must fit on every one of its servers), any other no more than its safe config.
+    safe = table.safe[table.klass]
+    spread = entries.spans(len(instance.jobs)) > 1
+    demand = np.column_stack((cpu, mem, np.where(spread, cpu, np.minimum(cpu, table.cpu[safe])),
+                              np.where(spread, mem, np.minimum(mem, table.mem[safe]))))
+    entries = rebalance(instance, reassign_slots(instance, entries, demand), demand)
+    entries = merge_entries(entries.job, entries.server, entries.gpus)
     units = choose_units(table)
     spans = entries.spans(len(instance.jobs))
     whole = spans[entries.job] == 1

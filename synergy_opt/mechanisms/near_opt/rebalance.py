@@ -1,16 +1,23 @@
-"""Local search on a placement: swap jobs between servers until their target configs fit wherever possible.
+"""Local search on a placement: move jobs between servers until their target configs fit wherever possible.
 
 A placement's *overflow* is, summed over servers, how far the target CPUs and memory of the jobs on a server
-exceed its capacity (each resource as a fraction of a server). Each round finds, for every overflowing
-server, the swap of one of its entries with an entry of as many GPUs on one of the ``PARTNERS`` servers with
-the most room where it is over, that lowers the overflow of the two servers the most, and makes the best
-such swaps that touch distinct servers. GPU counts per server never change, and a job never gets two
-entries on one server. Overflow left over is not lost throughput yet: the per-server programme
+exceed its capacity (each resource as a fraction of a server), plus ``HARD`` times how far what they cannot
+do without exceeds it (a split job's target, which must fit on each of its servers; no more than the safe
+config of any other job), which choosing smaller configs later cannot take back.
+
+- :func:`reassign_slots`: one single-GPU chunk off every server, all put back by an optimal assignment.
+- :func:`rebalance`: each round finds, for every overflowing server, the swap of one of its chunks with a chunk
+  of as many GPUs on one of the ``PARTNERS`` servers with the most room where it is over, that lowers the
+  overflow of the two servers the most, and makes the best such swaps that touch distinct servers.
+
+GPU counts per server never change. Overflow left over is not lost throughput yet: the per-server programme
 (:mod:`~synergy_opt.mechanisms.near_opt.server_dp`) then chooses the best configs that fit.
 
 Public API
 ----------
-``rebalance(instance, entries, cpu_per_gpu, mem_per_gpu, rounds=ROUNDS) -> Entries``
+``server_needs(instance, entries, demand) -> ndarray``
+``reassign_slots(instance, entries, demand, picks=PICKS) -> Entries``
+``rebalance(instance, entries, demand, rounds=ROUNDS) -> Entries``
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from synergy_opt.instance import RoundInstance
-from synergy_opt.mechanisms.near_opt.assign import Entries, merge_entries
+from synergy_opt.mechanisms.near_opt.assign import Entries
 
 # Servers each overflowing server may swap with in one round: those with the most room where it is over.
 PARTNERS = 8
@@ -31,22 +38,31 @@ PICKS = 6
 AFFINITY = 0.01
 
 
+# Overflow of what the jobs cannot do without (see server_needs) cannot be taken back by choosing smaller
+# configs later, so it weighs this much more than overflow of their targets.
+HARD = 10.0
+_WEIGHTS = np.array([1.0, 1.0, HARD, HARD])
+
+
 def _overflow(use: np.ndarray) -> np.ndarray:
-    """Per server (last axis: CPU, memory as fractions of a server), the total use beyond 1."""
-    return np.maximum(use - 1.0, 0.0).sum(axis=-1)
+    """Per server (last axis: target CPUs, target memory, least CPUs, least memory, each as a fraction of a
+    server), the weighted use beyond 1."""
+    return np.maximum(use - 1.0, 0.0) @ _WEIGHTS
 
 
-def rebalance(
-    instance: RoundInstance, entries: Entries, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray,
-    rounds: int = ROUNDS,
-) -> Entries:
-    """Swap entries between servers (see the module docstring); ``cpu_per_gpu``, ``mem_per_gpu`` are the
-    per-GPU targets per job."""
+def server_needs(instance: RoundInstance, entries: Entries, demand: np.ndarray) -> np.ndarray:
+    """Per entry, what it needs of its server as fractions of one: ``demand`` (jobs, 4) holds per GPU the
+    target CPUs and memory, and the CPUs and memory the job cannot do without (the caller's choice)."""
     cluster = instance.cluster
-    servers = cluster.servers
-    scale = np.array([cluster.cpus_per_server, cluster.mem_gb_per_server])
+    scale = np.array([cluster.cpus_per_server, cluster.mem_gb_per_server] * 2)
+    return entries.gpus[:, None] * demand[entries.job] / scale
+
+
+def rebalance(instance: RoundInstance, entries: Entries, demand: np.ndarray, rounds: int = ROUNDS) -> Entries:
+    """Swap entries between servers (see the module docstring); ``demand`` as for :func:`server_needs`."""
+    servers = instance.cluster.servers
     server = entries.server.copy()
-    need = entries.gpus[:, None] * np.column_stack((cpu_per_gpu[entries.job], mem_per_gpu[entries.job])) / scale
+    need = server_needs(instance, entries, demand)
     # Slots: entry k is slot slot[k] of its server; padded (servers, width) tables of entries.
     order = np.argsort(server, kind="stable")
     first = np.searchsorted(server[order], np.arange(servers))
@@ -55,21 +71,18 @@ def rebalance(
     width = int(slot.max(initial=-1)) + 1
     table = np.full((servers, width), -1, dtype=np.int64)
     table[server, slot] = np.arange(server.size)
-    # on[j, s]: job j has GPUs on server s (a job may not get two entries on one server).
-    on = np.zeros((int(entries.job.max(initial=0)) + 1, servers), dtype=bool)
-    on[entries.job, server] = True
     for _ in range(rounds):
         present = table >= 0
         size = np.where(present, entries.gpus[np.maximum(table, 0)], -1)
-        use = np.zeros((servers, 2))
+        use = np.zeros((servers, need.shape[1]))
         np.add.at(use, server, need)
         over = _overflow(use)
         hot = np.flatnonzero(over > 1e-9)
         if hot.size == 0:
             break
-        load = np.where(present[..., None], need[np.maximum(table, 0)], 0.0)  # (servers, width, 2)
+        load = np.where(present[..., None], need[np.maximum(table, 0)], 0.0)  # (servers, width, 4)
         # Partners: the servers with the most room in the resources the hot server is over.
-        excess = np.maximum(use[hot] - 1.0, 0.0)  # (hot, 2)
+        excess = np.maximum(use[hot] - 1.0, 0.0) * _WEIGHTS  # (hot, 4)
         room = excess @ (1.0 - use).T  # (hot, servers)
         room[np.arange(hot.size), hot] = -np.inf
         count = min(PARTNERS, servers - 1)
@@ -80,10 +93,6 @@ def rebalance(
         after_other = _overflow(use[partner][:, None, :, None, :] - delta)
         gain = over[hot][:, None, None, None] + over[partner][:, None, :, None] - after_hot - after_other
         valid = size[hot][:, :, None, None] == size[partner][:, None, :, :]
-        job_here = entries.job[np.maximum(table, 0)]  # (servers, width)
-        # Neither job may already be on the other server.
-        valid &= ~np.take_along_axis(on[job_here[hot]], partner[:, None, :], axis=2)[:, :, :, None]
-        valid &= ~on[job_here[partner], hot[:, None, None]][:, None, :, :]
         gain = np.where(valid, gain, -np.inf)
         flat = gain.reshape(hot.size, -1)
         best = flat.argmax(axis=1)
@@ -100,8 +109,6 @@ def rebalance(
             a, b = table[s, p[h]], table[other, q[h]]
             table[s, p[h]], table[other, q[h]] = b, a
             server[a], server[b] = other, s
-            ja, jb = entries.job[a], entries.job[b]
-            on[ja, s], on[ja, other], on[jb, other], on[jb, s] = False, True, False, True
             done[s] = done[other] = True
             moved = True
         if not moved:
@@ -109,21 +116,17 @@ def rebalance(
     return Entries(entries.job, server, entries.gpus)
 
 
-def reassign_slots(
-    instance: RoundInstance, entries: Entries, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray, picks: int = PICKS
-) -> Entries:
+def reassign_slots(instance: RoundInstance, entries: Entries, demand: np.ndarray, picks: int = PICKS) -> Entries:
     """Large-neighbourhood moves: take one single-GPU entry off every server and put them back optimally.
 
     For each pick (the k-th single-GPU entry of every server that has one), an optimal assignment
     (``scipy.optimize.linear_sum_assignment``) puts the picked entries back, one per server, minimising the
     total overflow of the targets, then (``AFFINITY``) keeping a job's GPUs together, then the sum of squared
-    loads (balance). An entry that joins more GPUs of its job on a server merges with them.
+    loads (balance).
     """
-    cluster = instance.cluster
-    servers = cluster.servers
-    scale = np.array([cluster.cpus_per_server, cluster.mem_gb_per_server])
+    servers = instance.cluster.servers
     server = entries.server.copy()
-    need = entries.gpus[:, None] * np.column_stack((cpu_per_gpu[entries.job], mem_per_gpu[entries.job])) / scale
+    need = server_needs(instance, entries, demand)
     single = np.flatnonzero(entries.gpus == 1)
     if single.size < 2:
         return entries
@@ -140,18 +143,17 @@ def reassign_slots(
         if has.size < 2:
             continue
         picked = order[first[has] + k]
-        use = np.zeros((servers, 2))
+        use = np.zeros((servers, need.shape[1]))
         np.add.at(use, server, need)
-        base = use[has] - need[picked]  # (servers, 2): each server without its picked entry
-        after = base[None, :, :] + need[picked][:, None, :]  # (entries, servers, 2)
+        base = use[has] - need[picked]  # (servers, 4): each server without its picked entry
+        after = base[None, :, :] + need[picked][:, None, :]  # (entries, servers, 4)
         jobs = entries.job[picked]
         # Other GPUs of the entry's job on each server (its own entry is leaving its server).
         others = on[jobs][:, has] - (server[picked][:, None] == has[None, :])
-        cost = (np.maximum(after - 1.0, 0.0).sum(axis=2) - AFFINITY * (others > 0)
-                + 1e-3 * (after**2).sum(axis=2))
+        cost = _overflow(after) - AFFINITY * (others > 0) + 1e-3 * (after[:, :, :2] ** 2).sum(axis=2)
         rows, cols = linear_sum_assignment(cost)
         moved = picked[rows]
         np.subtract.at(on, (entries.job[moved], server[moved]), 1)
         server[moved] = has[cols]
         np.add.at(on, (entries.job[moved], server[moved]), 1)
-    return merge_entries(entries.job, server, entries.gpus)
+    return Entries(entries.job, server, entries.gpus)
