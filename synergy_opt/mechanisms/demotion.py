@@ -27,6 +27,7 @@ import numpy as np
 
 from synergy_opt.errors import SynergyError
 from synergy_opt.mechanisms.state import ServerState
+from synergy_opt.profile_groups import profile_groups
 
 # Relative slack when comparing per-GPU configs and throughputs.
 _TOLERANCE = 1e-9
@@ -89,30 +90,40 @@ class _ConfigTable:
     mem: np.ndarray
     tput: np.ndarray
     footprint: np.ndarray
-    at: dict[tuple[float, float], float]  # throughput at each grid config
 
 
 def _table(state: ServerState, job: int) -> _ConfigTable:
     profile = state.instance.jobs[job].profile
     table = state.tables.get(id(profile))
     if table is None:
-        c_p, m_p = state.proportional
-        cpu, mem = np.meshgrid(profile.cpu_per_gpu, profile.mem_gb_per_gpu, indexing="ij")
-        cpu, mem, tput = cpu.ravel(), mem.ravel(), profile.tput.ravel()
-        footprint = cpu / c_p + mem / m_p
-        best_first = np.lexsort((mem, cpu, footprint, -tput))
-        at = dict(zip(zip(cpu.tolist(), mem.tolist(), strict=True), tput.tolist(), strict=True))
-        table = _ConfigTable(cpu[best_first], mem[best_first], tput[best_first], footprint[best_first], at)
-        state.tables[id(profile)] = table
+        _build_tables(state)
+        table = state.tables[id(profile)]
     return table
 
 
+def _build_tables(state: ServerState) -> None:
+    """Every profile's table at once, per group of profiles sharing axes (one sort of a 2-D array)."""
+    c_p, m_p = state.proportional
+    for group in profile_groups(state.instance):
+        cpu, mem = np.meshgrid(group.cpu_axis, group.mem_axis, indexing="ij")
+        cpu, mem = cpu.ravel(), mem.ravel()
+        footprint = cpu / c_p + mem / m_p
+        tput = group.tput.reshape(len(group.tput), -1)
+        shape = tput.shape
+        best_first = np.lexsort((np.broadcast_to(mem, shape), np.broadcast_to(cpu, shape),
+                                 np.broadcast_to(footprint, shape), -tput), axis=-1)
+        sorted_tput = np.take_along_axis(tput, best_first, axis=-1)
+        first_job = np.full(len(tput), -1)
+        first_job[group.row[::-1]] = group.jobs[::-1]
+        for row, job in enumerate(first_job.tolist()):
+            order = best_first[row]
+            profile = state.instance.jobs[job].profile
+            state.tables[id(profile)] = _ConfigTable(cpu[order], mem[order], sorted_tput[row], footprint[order])
+
+
 def _throughput(state: ServerState, job: int, cpu_per_gpu: float, mem_per_gpu: float) -> float:
-    """``W`` of ``job`` at a per-GPU point: a dict hit on the grid, else the evaluator's lookup."""
-    value = _table(state, job).at.get((cpu_per_gpu, mem_per_gpu))
-    if value is None:
-        value = float(state.instance.jobs[job].profile.throughput(cpu_per_gpu, mem_per_gpu))
-    return value
+    """``W`` of ``job`` at a per-GPU point, read as the evaluator reads it."""
+    return float(state.instance.jobs[job].profile.throughput(cpu_per_gpu, mem_per_gpu))
 
 
 def _choose(state: ServerState, server: int, shortfall: tuple[float, float]) -> tuple[int, tuple[float, float]]:

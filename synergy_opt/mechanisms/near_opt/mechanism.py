@@ -25,6 +25,10 @@ from synergy_opt.mechanisms.near_opt.tune_floor import tune_bound
 from synergy_opt.mechanisms.spare import Parts, parts_of, spend_parts
 from synergy_opt.mechanisms.tune import pack_tune
 
+# The TUNE bound is minimised over prices only when near-opt's total is within this fraction of its value at
+# near-opt's prices.
+TRY_MINIMUM = 0.02
+
 
 @dataclass(frozen=True, eq=False)
 class NearOptResult:
@@ -102,9 +106,10 @@ def solve_near_opt(
     if spend_spare:
         spend_parts(instance, table, own)
     own_objective = float(own.tput.sum())
-    # TUNE runs only when neither bound on its total (at near-opt's prices, then minimised) is reached.
+    # TUNE runs only when neither bound on its total (at near-opt's prices, then minimised) is reached; the
+    # minimum is sought only when the first bound is close (it rarely falls by more than a few percent).
     ceiling = tune_bound(table, best_case_tolerance, priced.prices)
-    if own_objective < ceiling * (1 - 1e-12):
+    if ceiling * (1 - TRY_MINIMUM) <= own_objective < ceiling * (1 - 1e-12):
         ceiling = tune_bound(table, best_case_tolerance)
     result = NearOptResult(own.to_allocation(instance), "near-opt", own_objective, own_objective, None, ceiling,
                            bound)
