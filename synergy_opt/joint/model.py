@@ -174,6 +174,7 @@ def build_joint(
     formulation: Formulation = "patterns",
     upper_bound: float | None = None,
     pattern_limit: int = PATTERN_LIMIT,
+    patterns: np.ndarray | None = None,
 ) -> JointModel:
     """Build the joint exact MILP of ``instance`` (equations in the module docstring).
 
@@ -196,30 +197,21 @@ def build_joint(
         A proven upper bound on the optimum (e.g. the ideal ILP's); added as row (J7).
     pattern_limit
         Most patterns the patterns formulation may have (see :func:`server_patterns`).
+    patterns
+        The server loads to use instead of all maximal ones, ``(patterns, item types)`` over the item types of
+        :func:`item_columns` (patterns formulation only): a restricted master, exact when the optimum's loads
+        lie under some of them (:mod:`synergy_opt.joint.decomposition`).
     """
     start = time.perf_counter()
     check_options(objective, split_penalty, upper_bound, formulation)
     reductions = reductions or JointReductions()
     cluster = instance.cluster
-    cols = _columns(instance, consolidate, split_penalty, reductions)
-    weight = cols.tput * np.where(cols.whole | (cols.gpus == 1), 1.0, 1.0 - split_penalty)
-    if objective == "gpu":
-        weight = weight * cols.gpus
-    # Units of its item type that each job of a column takes: one whole item, or g single-GPU pieces.
-    units = np.where(cols.whole, 1, cols.gpus)
-    item_size = np.where(cols.whole, cols.gpus, 1)
-    if reductions.pool_items:
-        keys = np.stack([item_size, cols.cpu, cols.mem], axis=1)
-        item_keys, col_item = np.unique(keys, axis=0, return_inverse=True)
-        col_item = col_item.ravel()
-        i_size, i_cpu, i_mem = item_keys[:, 0].astype(np.int64), item_keys[:, 1], item_keys[:, 2]
-    else:
-        col_item = np.arange(cols.cls.size)
-        i_size, i_cpu, i_mem = item_size, cols.cpu, cols.mem
-    supply = np.bincount(col_item, weights=units * cols.count[cols.cls], minlength=i_size.size).astype(np.int64)
-    per_server = np.minimum(item_capacity(cluster, i_size, i_cpu, i_mem), supply)
-    patterns = None
-    if formulation == "patterns":
+    items = item_columns(instance, consolidate, split_penalty, objective, reductions)
+    cols, weight, units, col_item = items.columns, items.weight, items.units, items.col_item
+    i_size, i_cpu, i_mem, per_server = items.item_size, items.item_cpu, items.item_mem, items.per_server
+    if patterns is not None:
+        formulation = "patterns"
+    elif formulation == "patterns":
         patterns = server_patterns(cluster, i_size, i_cpu, i_mem, per_server, limit=pattern_limit)
     if patterns is None:
         formulation = "servers"
@@ -267,6 +259,49 @@ def build_joint(
         patterns=patterns,
         build_seconds=time.perf_counter() - start,
     )
+
+
+@dataclass(frozen=True, eq=False)
+class ItemColumns:
+    """The model's columns and the item types they ask for: what every joint formulation is built from."""
+
+    columns: _JointColumns
+    weight: np.ndarray  # objective coefficient of each column
+    units: np.ndarray  # items of its type a job of the column takes: 1 whole item, or g pieces of one GPU
+    col_item: np.ndarray  # item type of each column
+    item_size: np.ndarray  # GPUs per item, per item type
+    item_cpu: np.ndarray  # per-GPU CPUs, per item type
+    item_mem: np.ndarray  # per-GPU GB, per item type
+    supply: np.ndarray  # most items of each type all jobs together can ask for
+    per_server: np.ndarray  # most items of each type one server can hold (and the supply allows)
+
+
+def item_columns(
+    instance: RoundInstance,
+    consolidate: bool,
+    split_penalty: float,
+    objective: Objective,
+    reductions: JointReductions,
+) -> ItemColumns:
+    """Columns (class, config, mode) with their weights, pooled into item types ``(size, c, m)``."""
+    cols = _columns(instance, consolidate, split_penalty, reductions)
+    weight = cols.tput * np.where(cols.whole | (cols.gpus == 1), 1.0, 1.0 - split_penalty)
+    if objective == "gpu":
+        weight = weight * cols.gpus
+    # Units of its item type that each job of a column takes: one whole item, or g single-GPU pieces.
+    units = np.where(cols.whole, 1, cols.gpus)
+    item_size = np.where(cols.whole, cols.gpus, 1)
+    if reductions.pool_items:
+        keys = np.stack([item_size, cols.cpu, cols.mem], axis=1)
+        item_keys, col_item = np.unique(keys, axis=0, return_inverse=True)
+        col_item = col_item.ravel()
+        i_size, i_cpu, i_mem = item_keys[:, 0].astype(np.int64), item_keys[:, 1], item_keys[:, 2]
+    else:
+        col_item = np.arange(cols.cls.size)
+        i_size, i_cpu, i_mem = item_size, cols.cpu, cols.mem
+    supply = np.bincount(col_item, weights=units * cols.count[cols.cls], minlength=i_size.size).astype(np.int64)
+    per_server = np.minimum(item_capacity(instance.cluster, i_size, i_cpu, i_mem), supply)
+    return ItemColumns(cols, weight, units.astype(np.int64), col_item, i_size, i_cpu, i_mem, supply, per_server)
 
 
 def check_options(objective: str, split_penalty: float, upper_bound: float | None, formulation: str) -> None:

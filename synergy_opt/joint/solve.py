@@ -1,4 +1,5 @@
-"""``solve_joint``: the joint exact MILP (SPEC 2.4) solved by any registered backend, decoded to an Allocation."""
+"""``solve_joint``: the joint exact MILP (SPEC 2.4), solved directly by any registered backend or by the
+decomposition (:mod:`synergy_opt.joint.decomposition`), decoded to an Allocation."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from synergy_opt.builders.ideal import OBJECTIVE, Objective
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.joint.decomposition import DecompositionReport, solve_decomposition
 from synergy_opt.joint.literal import LiteralJointModel, build_joint_literal
-from synergy_opt.joint.model import FORMULATIONS, JointModel, JointReductions, build_joint
+from synergy_opt.joint.model import FORMULATIONS, JointModel, JointReductions, build_joint, check_options
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import SolvedModel
 from synergy_opt.validation import (
@@ -27,6 +29,8 @@ from synergy_opt.validation import (
 )
 
 JointFormulation = Literal["patterns", "servers", "literal"]
+JointMethod = Literal["auto", "decomposition", "direct"]
+METHODS: tuple[JointMethod, ...] = ("auto", "decomposition", "direct")
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,36 +38,41 @@ class JointResult(SolvedModel):
     """Outcome of :func:`solve_joint`.
 
     ``objective`` and ``bound`` are the MILP's: the sum of (penalised, when ``split_penalty > 0``) throughput.
-    ``evaluation`` is the one evaluator's verdict on ``allocation``; without a split penalty its objective equals
-    ``objective``.
+    ``bound`` is a valid upper bound on the optimum whenever it is not None (never above the ideal ILP's with the
+    decomposition). ``evaluation`` is the one evaluator's verdict on ``allocation``; without a split penalty its
+    objective equals ``objective``. ``method`` is the method that ran; ``report`` the decomposition's phases.
     """
 
     status: Status
     objective: float | None
     bound: float | None
-    joint: JointModel | LiteralJointModel
+    joint: JointModel | LiteralJointModel | None
     solve: SolveResult
+    method: str = "direct"
+    report: DecompositionReport | None = None
 
     @property
     def model_build_seconds(self) -> float:
-        """Building the neutral model, with the pattern enumeration."""
-        return self.joint.build_seconds
+        """Building the neutral model, with the pattern enumeration (the decomposition: its ideal ILP)."""
+        return self.joint.build_seconds if self.report is None and self.joint is not None else 0.0
 
     @property
     def formulation(self) -> str:
         """The formulation solved (patterns may have fallen back to servers, see ``PATTERN_LIMIT``)."""
-        return self.joint.formulation
+        if self.method == "decomposition":
+            return "decomposition"
+        return "" if self.joint is None else self.joint.formulation
 
     @cached_property
     def allocation(self) -> Allocation | None:
         """Where every job runs (None when the solve ended without a solution)."""
-        if not self.has_solution:
+        if not self.has_solution or self.joint is None:
             return None
         return self.joint.allocation(self.solve.solution())
 
     @cached_property
     def evaluation(self) -> Evaluation | None:
-        if self.allocation is None:
+        if self.allocation is None or self.joint is None:
             return None
         return evaluate(self.joint.instance, self.allocation)
 
@@ -74,7 +83,7 @@ class JointResult(SolvedModel):
         At least ``objective`` (the decoder may place a job the MILP counted as split on one server), equal to
         it at an optimum.
         """
-        if self.evaluation is None:
+        if self.evaluation is None or self.joint is None:
             return None
         p = self.joint.split_penalty
         gpu = self.joint.objective_kind == "gpu"
@@ -102,6 +111,7 @@ def solve_joint(
     seed: int = 0,
     verbose: bool = False,
     options: Mapping[str, Any] | None = None,
+    method: JointMethod = "auto",
 ) -> JointResult:
     """Choose every job's per-GPU config and its integral placement together, optimally (SPEC 2.4).
 
@@ -123,7 +133,14 @@ def solve_joint(
         ``"patterns"`` (servers counted per load pattern; default), ``"servers"`` (one variable per server and
         item type) or ``"literal"`` (SPEC 2.4 as written; small instances only).
     upper_bound
-        A proven upper bound on the optimum (for instance the ideal ILP's), added as a cut-off row.
+        A proven upper bound on the optimum (for instance the ideal ILP's), added as a cut-off row (the
+        decomposition takes it as a bound).
+    method
+        ``"direct"``: the model of ``formulation`` handed to ``solver``. ``"decomposition"``: server patterns
+        priced exactly, a bound from them and the ideal ILP, incumbents, a proof when the patterns within the
+        gap are few (:mod:`synergy_opt.joint.decomposition`; HiGHS, floors fixed, no backend ``options``).
+        ``"auto"``: direct when every maximal server load can be listed (``PATTERN_LIMIT``: rounds whose jobs
+        share a few profiles), else the decomposition when it applies.
 
     Returns
     -------
@@ -131,24 +148,57 @@ def solve_joint(
         Status, objective, bound, gap, the decoded ``allocation`` and its ``evaluation``. Limits and
         infeasibility (e.g. jobs that cannot be consolidated) are statuses, never exceptions.
     """
-    if formulation == "literal":
-        joint: JointModel | LiteralJointModel = build_joint_literal(
-            instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective
-        )
-    elif formulation in FORMULATIONS:
-        joint = build_joint(
-            instance,
-            consolidate=consolidate,
-            split_penalty=split_penalty,
-            objective=objective,
-            reductions=reductions,
-            formulation=formulation,
-            upper_bound=upper_bound,
-        )
-    else:
-        raise InvalidInputError("formulation", formulation, "choose one of patterns, servers, literal")
+    if method not in METHODS:
+        raise InvalidInputError("method", method, f"choose one of {', '.join(METHODS)}")
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
                           options=dict(options or {}))
+    if formulation not in (*FORMULATIONS, "literal"):
+        raise InvalidInputError("formulation", formulation, "choose one of patterns, servers, literal")
+    check_options(objective, split_penalty, upper_bound, "patterns")
+    reductions = reductions or JointReductions()
+    why_not = _decomposition_unsupported(solver, formulation, reductions, options)
+    if method == "decomposition" and why_not:
+        raise InvalidInputError("method", method, f"the decomposition does not apply here: {why_not}")
+    joint: JointModel | LiteralJointModel | None = None
+    if method == "auto":
+        if why_not or not instance.jobs:
+            method = "direct"
+        else:
+            joint = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
+                                reductions=reductions, upper_bound=upper_bound)
+            method = "direct" if joint.formulation == "patterns" else "decomposition"
+    if method == "decomposition" and instance.jobs:
+        found, result, report = solve_decomposition(instance, params, consolidate=consolidate,
+                                                    split_penalty=split_penalty, objective=objective,
+                                                    reductions=reductions, upper_bound=upper_bound)
+        return JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=found,
+                           solve=result, method="decomposition", report=report)
+    if joint is None:
+        joint = _direct_model(instance, consolidate, split_penalty, objective, reductions, formulation, upper_bound)
     result = solve_model(joint.model, solver, params)
     return JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=joint,
-                       solve=result)
+                       solve=result, method="direct")
+
+
+def _decomposition_unsupported(solver: str, formulation: str, reductions: JointReductions,
+                               options: Mapping[str, Any] | None) -> str:
+    """Why the decomposition cannot take this request ("" when it can)."""
+    if solver != DEFAULT_SOLVER:
+        return f"it runs on {DEFAULT_SOLVER} (solver={solver!r})"
+    if formulation != "patterns":
+        return f"formulation={formulation!r} asks for a direct model"
+    if not reductions.fix_below_floor:
+        return "its master has no floor rows (JointReductions.fix_below_floor=False)"
+    if options:
+        return "backend options apply to a direct solve"
+    return ""
+
+
+def _direct_model(instance: RoundInstance, consolidate: bool, split_penalty: float, objective: Objective,
+                  reductions: JointReductions, formulation: str, upper_bound: float | None
+                  ) -> JointModel | LiteralJointModel:
+    if formulation == "literal":
+        return build_joint_literal(instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective)
+    return build_joint(instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
+                       reductions=reductions, formulation=formulation,  # type: ignore[arg-type]
+                       upper_bound=upper_bound)

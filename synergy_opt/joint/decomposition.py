@@ -1,0 +1,356 @@
+"""The joint model solved by decomposition: server patterns priced exactly, a bound, incumbents, a proof.
+
+1. *Bound*: the ideal ILP's optimum bounds the joint one; the master LP over server patterns
+   (:mod:`synergy_opt.joint.master`), priced exactly (:mod:`synergy_opt.joint.pricing`), gives ``L``, valid at
+   every pricing round. The bound reported is the smaller (and ``upper_bound``, if given).
+2. *Incumbents*: the ideal ILP's configs placed greedily and improved by local search
+   (:mod:`synergy_opt.joint.incumbent`); then a dive that rounds the master LP to whole servers; then the
+   restricted master MILP over every pattern generated, started from the best incumbent (price-and-branch).
+3. *Proof* when the gap is still open: a solution better than the incumbent loses less than
+   ``gap = L - incumbent`` against ``L``, and every column and every server load costs it its reduced cost
+   (all >= 0 at the prices of ``L``). So it uses only columns and maximal loads of reduced cost below ``gap``;
+   when those are few (:func:`~synergy_opt.joint.pricing.near_patterns`), the MILP over them alone is exact,
+   and its bound is a valid bound for the whole model even when it stops at a limit.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from synergy_opt.builders.ideal import Objective
+from synergy_opt.instance import RoundInstance
+from synergy_opt.joint.incumbent import Placement, place
+from synergy_opt.joint.master import ColumnGeneration, Prices
+from synergy_opt.joint.model import ItemColumns, JointModel, JointReductions, build_joint, item_columns
+from synergy_opt.joint.pricing import ItemTypes, near_patterns
+from synergy_opt.solvers import solve_model
+from synergy_opt.solvers.base import SolveResult, SolverParams, Status
+
+if TYPE_CHECKING:
+    import highspy
+
+SOLVER_NAME = "highs-decomposition"
+# Share of the time limit (and seconds at most) the greedy incumbent's local search may take.
+INCUMBENT_SHARE, INCUMBENT_SECONDS = 0.05, 0.25
+# Seconds the restricted master MILP may take when no time limit is given.
+MASTER_MILP_SECONDS = 30.0
+# Share of the time left the MILP over the dive's patterns may take.
+DIVE_SHARE = 0.2
+# Most maximal patterns a proof enumerates; beyond it the gap stays open (reported, never hidden).
+PROOF_PATTERNS = 3_000
+
+
+@dataclass
+class DecompositionReport:
+    """What the decomposition did, phase by phase (seconds from the start of the solve)."""
+
+    lp_bound: float | None = None  # the best L
+    ideal_bound: float | None = None
+    rounds: int = 0
+    patterns: int = 0
+    first_incumbent_seconds: float | None = None
+    incumbent_source: str = ""
+    proof: str = ""
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class _Best:
+    """The best realizable round so far, as a (restricted) patterns model and its solution vector."""
+
+    value: float
+    joint: JointModel
+    x: np.ndarray
+    source: str
+
+
+def solve_decomposition(
+    instance: RoundInstance,
+    params: SolverParams,
+    *,
+    consolidate: bool,
+    split_penalty: float,
+    objective: Objective,
+    reductions: JointReductions,
+    upper_bound: float | None = None,
+    dive: bool = True,
+    restricted: bool = True,
+    prove: bool = True,
+    stop_early: bool = True,
+) -> tuple[JointModel | None, SolveResult, DecompositionReport]:
+    """Solve the joint model as the module docstring says; the result reads like any backend's.
+
+    ``dive``, ``restricted`` and ``prove`` switch those steps off, and ``stop_early=False`` runs the proof even
+    when the gap has closed before it (tests of each path). The model returned decodes ``x`` (a patterns
+    model restricted to the incumbent's loads, or the direct model when that settled the round).
+    """
+    from synergy_opt.ideal import solve_ideal  # the ideal solve imports the solvers: on use
+
+    start = time.perf_counter()
+    deadline = None if params.time_limit is None else start + params.time_limit
+    report = DecompositionReport()
+    items = item_columns(instance, consolidate, split_penalty, objective, reductions)
+    cluster = instance.cluster
+    types = ItemTypes(items.item_size, items.item_cpu, items.item_mem, cluster)
+    best: _Best | None = None
+    bound = math.inf if upper_bound is None else float(upper_bound)
+
+    def mark(phase: str) -> None:
+        report.phases[phase] = time.perf_counter() - start
+
+    def finish(status: Status, message: str) -> tuple[JointModel | None, SolveResult, DecompositionReport]:
+        report.incumbent_source = "" if best is None else best.source
+        objective_value = None if best is None else best.value
+        upper = None if not math.isfinite(bound) else bound
+        if best is not None and upper is not None:
+            upper = max(upper, best.value)
+        result = SolveResult(status=status, solver=SOLVER_NAME, objective=objective_value, bound=upper,
+                             x=None if best is None else best.x, build_seconds=report.phases.get("ideal", 0.0),
+                             solve_seconds=time.perf_counter() - start - report.phases.get("ideal", 0.0),
+                             message=message, native_status=message)
+        return (None if best is None else best.joint), result, report
+
+    def offer(candidate: _Best | None) -> None:
+        nonlocal best
+        if candidate is not None and (best is None or candidate.value > best.value + 1e-9):
+            best = candidate
+            if report.first_incumbent_seconds is None:
+                report.first_incumbent_seconds = time.perf_counter() - start
+
+    def closed(final: bool = False) -> bool:
+        if not (stop_early or final) or best is None:
+            return False
+        return bound - best.value <= params.mip_gap * max(abs(best.value), 1e-10) + 1e-9
+
+    if np.setdiff1d(np.arange(items.columns.count.size), items.columns.cls).size:
+        return finish(Status.INFEASIBLE, "infeasible: a job has no config that fits a server")
+
+    ideal = solve_ideal(instance, objective=objective, time_limit=params.time_limit)
+    mark("ideal")
+    if ideal.bound is not None:
+        report.ideal_bound = ideal.bound
+        bound = min(bound, ideal.bound)
+    if ideal.status is Status.INFEASIBLE:
+        return finish(Status.INFEASIBLE, "infeasible: the ideal ILP (a relaxation) is")
+    if ideal.has_solution:
+        budget = INCUMBENT_SECONDS if params.time_limit is None else min(INCUMBENT_SECONDS,
+                                                                         INCUMBENT_SHARE * params.time_limit)
+        aims = _aim_values(instance, ideal.throughput, objective)
+        placement = place(items, cluster, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu, aims,
+                          deadline=time.perf_counter() + budget)
+        if placement is not None:
+            offer(_from_placement(instance, items, placement, "greedy", consolidate, split_penalty, objective,
+                                  reductions))
+    mark("incumbent")
+    if closed():
+        return finish(Status.OPTIMAL, "optimal: the incumbent meets the ideal ILP's bound")
+
+    initial = [np.diag(items.per_server)]
+    if best is not None:
+        assert best.joint.patterns is not None
+        initial.append(best.joint.patterns)
+    master = ColumnGeneration(items, types, cluster.servers, np.vstack(initial))
+    if best is None:
+        feasible = master.phase_one(deadline)
+        if feasible is False:
+            return finish(Status.INFEASIBLE, "infeasible: no server patterns hold every job (priced proof)")
+    prices = master.run(deadline)
+    report.rounds, report.patterns, report.lp_bound = master.rounds, len(master.patterns), prices.bound
+    bound = min(bound, prices.bound)
+    mark("column generation")
+    if _expired(deadline):
+        return finish(_limit(best), "time limit during column generation")
+    if closed():
+        return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
+
+    if dive:
+        fixed = master.dive(deadline)
+        prices = master.best or prices
+        report.rounds, report.patterns, report.lp_bound = master.rounds, len(master.patterns), prices.bound
+        bound = min(bound, prices.bound)
+        mark("dive")
+        if fixed is not None:
+            offer(_solve_restricted(instance, master.patterns[fixed > 0], params, deadline, None, "dive",
+                                    consolidate, split_penalty, objective, reductions, share=DIVE_SHARE))
+        if closed():
+            return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
+
+    if restricted:
+        offer(_solve_restricted(instance, master.patterns, params, deadline, best, "restricted master",
+                                consolidate, split_penalty, objective, reductions))
+        mark("restricted master")
+    if closed():
+        return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
+    if best is None:
+        if _expired(deadline):
+            return finish(Status.NO_SOLUTION, "time limit before any incumbent")
+        # No heuristic placed every job: the direct model settles whether any round exists.
+        direct = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
+                             reductions=reductions)
+        seconds = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+        settled = solve_model(direct.model, "highs", replace(params, time_limit=seconds))
+        mark("direct")
+        if settled.status is Status.INFEASIBLE:
+            return finish(Status.INFEASIBLE, "infeasible: settled by the direct model")
+        if not settled.has_solution:
+            return finish(Status.NO_SOLUTION, "no incumbent")
+        assert settled.objective is not None and settled.x is not None
+        offer(_Best(settled.objective, direct, settled.x, "direct"))
+        if settled.status is Status.OPTIMAL:
+            bound = min(bound, settled.objective * (1 + params.mip_gap) + 1e-9 if settled.bound is None
+                        else settled.bound)
+        if closed(final=True) or settled.status is Status.OPTIMAL:
+            return finish(Status.OPTIMAL, "optimal: settled by the direct model")
+        return finish(Status.FEASIBLE, "time limit in the direct model")
+    if not prove or _expired(deadline):
+        return finish(_limit(best), "gap open: " + ("no proof asked" if not prove else "time limit"))
+
+    proof = _prove(instance, items, types, prices, best, params, deadline, consolidate, split_penalty, objective,
+                   reductions)
+    mark("proof")
+    if proof is None:
+        report.proof = f"too many patterns within the gap (more than {PROOF_PATTERNS})"
+        return finish(_limit(best), "gap open: " + report.proof)
+    candidate, proof_bound, proven, count = proof
+    report.proof = f"{count} patterns within the gap"
+    offer(candidate)
+    bound = min(bound, max(proof_bound, best.value))
+    if proven or closed(final=True):
+        return finish(Status.OPTIMAL, f"optimal: proof over {count} patterns within the gap")
+    return finish(_limit(best), "time limit during the proof")
+
+
+def _limit(best: _Best | None) -> Status:
+    return Status.NO_SOLUTION if best is None else Status.FEASIBLE
+
+
+def _expired(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() > deadline
+
+
+def _aim_values(instance: RoundInstance, throughput: np.ndarray, objective: Objective) -> np.ndarray:
+    """The weight each job would have at its ideal config (what the local search measures losses against)."""
+    return np.asarray(throughput * (instance.gpus if objective == "gpu" else 1), dtype=float)
+
+
+def _from_placement(instance: RoundInstance, items: ItemColumns, placement: Placement, source: str,
+                    consolidate: bool, split_penalty: float, objective: Objective, reductions: JointReductions
+                    ) -> _Best:
+    """A placement as a patterns model over its servers' loads, with the solution vector that is it."""
+    loads = placement.loads(items, instance.cluster.servers)
+    patterns, count = np.unique(loads, axis=0, return_counts=True)
+    joint = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
+                        reductions=reductions, patterns=patterns)
+    y = np.bincount(placement.column, minlength=items.weight.size).astype(float)
+    x = np.concatenate([y, count.astype(float)])
+    return _Best(float(items.weight @ y), joint, x, source)
+
+
+def _solve_restricted(instance: RoundInstance, patterns: np.ndarray, params: SolverParams, deadline: float | None,
+                      start: _Best | None, source: str, consolidate: bool, split_penalty: float, objective: Objective,
+                      reductions: JointReductions, share: float = 1.0) -> _Best | None:
+    """The patterns model over ``patterns`` only, by HiGHS, from ``start`` (whose loads are added)."""
+    patterns = _with_loads_of(start, patterns)
+    joint = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
+                        reductions=reductions, patterns=patterns)
+    seconds = MASTER_MILP_SECONDS if deadline is None else max(deadline - time.perf_counter(), 0.0)
+    result = _run_highs(joint.model, params, share * seconds, _start_vector(joint, start))
+    if result is None:
+        return None
+    x, value, _, _ = result
+    return None if x is None else _Best(value, joint, x, source)
+
+
+def _with_loads_of(best: _Best | None, patterns: np.ndarray) -> np.ndarray:
+    """``patterns`` and the loads of ``best``'s servers (when it is a patterns model), each once."""
+    if best is None or best.joint.patterns is None:
+        return np.unique(patterns, axis=0)
+    return np.unique(np.vstack([patterns, best.joint.patterns]), axis=0)
+
+
+def _start_vector(joint: JointModel, start: _Best | None) -> np.ndarray | None:
+    """``start``'s solution in ``joint``'s columns (its loads are among ``joint``'s patterns)."""
+    if start is None or start.joint.patterns is None or joint.patterns is None:
+        return None
+    y = start.joint.model.block(start.x, "y")
+    counts = start.joint.model.block(start.x, "x")
+    index = {p.tobytes(): k for k, p in enumerate(joint.patterns)}
+    x = np.zeros(len(joint.patterns))
+    for p, c in zip(start.joint.patterns, counts, strict=True):
+        x[index[p.tobytes()]] += c
+    return np.concatenate([y, x])
+
+
+def _run_highs(model: object, params: SolverParams, seconds: float, start: np.ndarray | None
+               ) -> tuple[np.ndarray | None, float, float | None, bool] | None:
+    """Solve a MILP on HiGHS from a starting solution: (x, objective, bound, proven optimal)."""
+    import highspy
+
+    from synergy_opt.solvers.highs import run, to_highs
+
+    if seconds <= 0:
+        return None
+    h = to_highs(model)  # type: ignore[arg-type]
+    h.setOptionValue("time_limit", float(seconds))
+    h.setOptionValue("mip_rel_gap", float(params.mip_gap))
+    h.setOptionValue("random_seed", int(params.seed))
+    if start is not None:
+        h.setSolution(_solution(start))
+    run(h, params.threads)
+    info = h.getInfo()
+    if info.primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible:
+        return None
+    x = np.array(h.getSolution().col_value)
+    bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else None
+    return x, float(info.objective_function_value), bound, h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+
+
+def _solution(x: np.ndarray) -> highspy.HighsSolution:
+    import highspy
+
+    solution = highspy.HighsSolution()
+    solution.col_value = list(map(float, x))
+    solution.value_valid = True
+    return solution
+
+
+def _prove(instance: RoundInstance, items: ItemColumns, types: ItemTypes, prices: Prices, best: _Best,
+           params: SolverParams, deadline: float | None, consolidate: bool, split_penalty: float,
+           objective: Objective, reductions: JointReductions,
+           ) -> tuple[_Best | None, float, bool, int] | None:
+    """The MILP over the columns and maximal loads of reduced cost within ``L - incumbent`` (module docstring).
+
+    Returns (its solution, its bound, whether it is proven optimal, how many patterns); None when there are
+    more than ``PROOF_PATTERNS`` maximal loads to consider.
+    """
+    gap = prices.bound - best.value
+    low = prices.column_rc <= gap + 1e-9 * max(1.0, abs(prices.bound))
+    demand = items.units * items.columns.count[items.columns.cls]
+    supply = np.bincount(items.col_item[low], weights=demand[low], minlength=items.item_size.size).astype(np.int64)
+    caps = np.minimum(items.per_server, supply)
+    floor_value = prices.best_pattern_value - gap - 1e-9 * max(1.0, abs(prices.bound))
+    patterns = near_patterns(types, prices.pi, floor_value, caps, limit=PROOF_PATTERNS)
+    if patterns is None:
+        return None
+    y_upper = np.where(low, np.inf, 0.0)
+    seconds = math.inf if deadline is None else deadline - time.perf_counter()
+    joint = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
+                        reductions=reductions, patterns=_with_loads_of(best, patterns))
+    model = joint.model
+    upper = model.col_upper.copy()
+    block = model.var_blocks["y"]
+    upper[block] = np.minimum(upper[block], y_upper)
+    joint = replace(joint, model=replace(model, col_upper=upper))
+    result = _run_highs(joint.model, replace(params, mip_gap=min(params.mip_gap, 1e-9)),
+                        seconds if math.isfinite(seconds) else 1e9, _start_vector(joint, best))
+    if result is None:
+        return None, math.inf, False, len(patterns)
+    x, value, proof_bound, proven = result
+    candidate = None if x is None else _Best(value, joint, x, "proof")
+    return candidate, value if proven else (proof_bound if proof_bound is not None else math.inf), proven, \
+        len(patterns)

@@ -1,0 +1,209 @@
+"""The joint model by decomposition: exact pricing, every path against brute force, agreement with the direct
+model on generated rounds, and the bound and status contract under limits."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import synergy_opt as so
+from synergy_opt.instance import Cluster, RoundInstance
+from synergy_opt.joint.decomposition import solve_decomposition
+from synergy_opt.joint.model import JointReductions, item_columns, server_patterns
+from synergy_opt.joint.pricing import ItemTypes, best_patterns, near_patterns
+from synergy_opt.joint.solve import JointResult
+from synergy_opt.solvers import SolverParams, Status
+from tests.test_joint import brute_force_joint, check_allocation, tiny_instances
+
+FUZZ = settings(derandomize=True, deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+TOL = 1e-6
+
+
+# ---------------------------------------------------------------------------------------------- pricing
+@st.composite
+def item_types(draw: st.DrawFn) -> tuple[ItemTypes, np.ndarray]:
+    """A small server and up to 6 item types (sizes up to the server's GPUs), with prices, some zero."""
+    gpus = draw(st.integers(1, 6))
+    cluster = Cluster(1, gpus, float(draw(st.sampled_from([2, 4, 6, 9]))), float(draw(st.sampled_from([3, 5, 8]))))
+    count = draw(st.integers(1, 6))
+    size = np.array([draw(st.integers(1, gpus)) for _ in range(count)])
+    cpu = np.array([draw(st.sampled_from([0.5, 1.0, 1.5, 2.0])) for _ in range(count)])
+    mem = np.array([draw(st.sampled_from([0.5, 1.0, 2.0])) for _ in range(count)])
+    prices = np.array([draw(st.sampled_from([0.0, 0.3, 1.0, 1.7, 2.5])) for _ in range(count)])
+    return ItemTypes(size, cpu, mem, cluster), prices
+
+
+def all_loads(items: ItemTypes, caps: np.ndarray) -> np.ndarray:
+    """Every load with ``a <= caps`` that fits the server (not only the maximal ones), by enumeration."""
+    grids = np.meshgrid(*[np.arange(c + 1) for c in caps], indexing="ij")
+    loads = np.stack([g.ravel() for g in grids], axis=1)
+    return loads[items.fits(loads)]
+
+
+@FUZZ
+@given(item_types())
+def test_pricing_is_the_best_load_of_a_server(case: tuple[ItemTypes, np.ndarray]) -> None:
+    items, prices = case
+    caps = np.full(prices.size, items.cluster.gpus_per_server)  # a server never holds more items than GPUs
+    loads = all_loads(items, caps)
+    priced = best_patterns(items, prices, count=3)
+    assert priced.value == pytest.approx(float((loads @ prices).max()), abs=1e-9)
+    # Every pattern returned fits, is worth what it says, and the first is the best.
+    assert items.fits(priced.patterns).all()
+    assert np.allclose(priced.patterns @ prices, priced.values)
+    assert priced.values[0] == pytest.approx(priced.value)
+
+
+@FUZZ
+@given(item_types(), st.floats(0.0, 1.0), st.integers(0, 3))
+def test_near_patterns_are_every_maximal_load_worth_enough(case: tuple[ItemTypes, np.ndarray], share: float,
+                                                            cap: int) -> None:
+    items, prices = case
+    caps = np.minimum(np.full(prices.size, cap + 1), items.cluster.gpus_per_server)
+    best = float((all_loads(items, caps) @ prices).max())
+    floor = share * best
+    found = near_patterns(items, prices, floor, caps, limit=10_000)
+    assert found is not None
+    maximal = server_patterns(items.cluster, items.size, items.cpu, items.mem, caps, limit=10_000)
+    assert maximal is not None
+    expected = {tuple(p) for p in maximal if p @ prices >= floor - 1e-9}
+    assert {tuple(p) for p in found} == expected
+
+
+# ---------------------------------------------------------------------------------------------- every path
+PATHS = {
+    "whole method": {},
+    "heuristic incumbent only": {"dive": False, "restricted": False, "prove": False},
+    "forced proof": {"dive": False, "restricted": False, "stop_early": False},
+}
+
+
+def decompose(instance: RoundInstance, path: str, **options: object) -> JointResult:
+    params = SolverParams(mip_gap=0.0)
+    kwargs = {"consolidate": True, "split_penalty": 0.0, "objective": "job", "reductions": JointReductions()}
+    kwargs.update(options)
+    joint, result, report = solve_decomposition(instance, params, **kwargs, **PATHS[path])  # type: ignore[arg-type]
+    return JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=joint,
+                       solve=result, method="decomposition", report=report)
+
+
+@settings(FUZZ, max_examples=120)
+@given(tiny_instances(), st.booleans(), st.sampled_from([0.0, 0.25]), st.sampled_from(["job", "gpu"]),
+       st.sampled_from(list(PATHS)))
+def test_every_path_equals_brute_force(instance: RoundInstance, consolidate: bool, split_penalty: float, kind: str,
+                                       path: str) -> None:
+    expected = brute_force_joint(instance, consolidate, split_penalty)
+    if kind == "gpu" and expected is not None:
+        expected = so.solve_joint(instance, consolidate=consolidate, split_penalty=split_penalty, objective="gpu",
+                                  mip_gap=0.0, method="direct").objective
+    result = decompose(instance, path, consolidate=consolidate, split_penalty=split_penalty, objective=kind)
+    if expected is None:
+        assert result.status in (Status.INFEASIBLE, Status.NO_SOLUTION) if path != "whole method" \
+            else result.status is Status.INFEASIBLE
+        return
+    if result.status is Status.OPTIMAL or path != "heuristic incumbent only":
+        assert result.status is Status.OPTIMAL, (path, result.solve.message)
+        assert result.objective == pytest.approx(expected, abs=TOL)
+    if result.has_solution:
+        assert result.objective is not None and result.bound is not None
+        assert result.objective <= expected + TOL <= result.bound + 2 * TOL
+        check_allocation(instance, result)
+    else:
+        assert result.bound is None or result.bound >= expected - TOL
+
+
+# ---------------------------------------------------------------------------------------------- generated rounds
+@pytest.mark.parametrize(("gpus", "multi_gpu", "noise", "seed"), [
+    (32, True, 0.0, 0), (64, False, 0.0, 1), (128, True, 0.0, 2),
+    (16, True, 0.05, 0), (32, False, 0.05, 1), (24, True, 0.05, 3),
+])
+def test_same_optimum_as_the_direct_model(gpus: int, multi_gpu: bool, noise: float, seed: int) -> None:
+    instance = so.generate_round(gpus, multi_gpu=multi_gpu, seed=seed, profile_noise=noise)
+    for consolidate in (True, False):
+        direct = so.solve_joint(instance, consolidate=consolidate, method="direct", mip_gap=1e-9, time_limit=60)
+        assert direct.status is Status.OPTIMAL and direct.objective is not None
+        ours = so.solve_joint(instance, consolidate=consolidate, method="decomposition", mip_gap=1e-9)
+        assert ours.bound is not None and ours.objective is not None
+        assert ours.bound >= direct.objective - 1e-6 >= ours.objective - 2e-6
+        if ours.status is Status.OPTIMAL:
+            assert ours.objective == pytest.approx(direct.objective, rel=1e-6)
+        else:  # the proof may stop at its pattern limit: then say so, with the gap it has
+            assert ours.status is Status.FEASIBLE and "gap open" in ours.solve.message
+        check_allocation(instance, ours)
+
+
+@pytest.mark.parametrize("multi_gpu", [False, True])
+def test_bound_contract_under_a_time_limit(multi_gpu: bool) -> None:
+    instance = so.generate_round(256, multi_gpu=multi_gpu, seed=1, profile_noise=0.05)
+    ideal = so.solve_ideal(instance)
+    assert ideal.bound is not None
+    for limit in (0.3, 3.0):
+        result = so.solve_joint(instance, time_limit=limit)
+        assert result.method == "decomposition"
+        assert result.status in (Status.OPTIMAL, Status.FEASIBLE), result.solve.message
+        assert result.objective is not None and result.bound is not None
+        assert result.objective <= result.bound + TOL
+        assert result.bound <= ideal.bound + TOL
+        assert result.gap is not None and result.gap >= 0
+        check_allocation(instance, result)
+
+
+def test_bound_is_tighter_than_the_ideal_on_multi_gpu_rounds() -> None:
+    """Packing jobs whole on servers costs multi-GPU rounds; the pattern bound sees it, the ideal ILP cannot."""
+    instance = so.generate_round(128, multi_gpu=True, seed=0, profile_noise=0.05)
+    result = so.solve_joint(instance, method="decomposition", time_limit=3)
+    assert result.report is not None and result.report.lp_bound is not None
+    assert result.bound is not None and result.report.ideal_bound is not None
+    assert result.bound <= result.report.lp_bound + TOL
+    assert result.report.lp_bound < result.report.ideal_bound * (1 - 1e-3)
+
+
+def test_no_solution_only_when_no_incumbent_exists() -> None:
+    """Three 5-GPU jobs cannot be consolidated on two 8-GPU servers: the decomposition proves it."""
+    profile = so.builtin_profile("gnmt")
+    instance = RoundInstance(Cluster(2, 8, 24, 500), tuple(so.Job(f"j{i}", 5, profile) for i in range(3)))
+    result = so.solve_joint(instance, method="decomposition")
+    assert result.status is Status.INFEASIBLE and result.allocation is None
+    assert so.solve_joint(instance, consolidate=False, method="decomposition").objective == pytest.approx(3.0)
+
+
+# ---------------------------------------------------------------------------------------------- the method switch
+def test_auto_chooses_direct_when_patterns_can_be_listed_and_decomposition_otherwise() -> None:
+    plain = so.generate_round(64, multi_gpu=True, seed=0)
+    noisy = so.generate_round(24, multi_gpu=True, seed=0, profile_noise=0.05)
+    assert so.solve_joint(plain).method == "direct"
+    assert so.solve_joint(noisy, time_limit=2).method == "decomposition"
+    # What the decomposition cannot take goes direct under auto, and is refused when asked for by name.
+    no_floor = JointReductions(merge_identical=False, fix_below_floor=False)
+    assert so.solve_joint(noisy, reductions=no_floor, time_limit=1).method == "direct"
+    with pytest.raises(so.InvalidInputError, match="method"):
+        so.solve_joint(noisy, reductions=no_floor, method="decomposition")
+    with pytest.raises(so.InvalidInputError, match="method"):
+        so.solve_joint(noisy, formulation="servers", method="decomposition")
+    with pytest.raises(so.InvalidInputError, match="method"):
+        so.solve_joint(noisy, method="branch")  # type: ignore[arg-type]
+
+
+def test_report_and_timings() -> None:
+    instance = so.generate_round(32, seed=2, profile_noise=0.05)
+    result = so.solve_joint(instance, method="decomposition", time_limit=5)
+    assert result.report is not None and result.report.first_incumbent_seconds is not None
+    assert result.solve_seconds >= 0 and result.build_seconds >= 0
+    assert result.formulation == "decomposition" and result.solver == "highs-decomposition"
+    assert math.isfinite(result.report.phases["ideal"])
+
+
+def test_empty_round() -> None:
+    result = so.solve_joint(RoundInstance(Cluster(2), ()), method="decomposition")
+    assert result.status is Status.OPTIMAL and result.objective == 0
+
+
+def test_items_of_the_decomposition_are_the_models() -> None:
+    instance = so.generate_round(32, multi_gpu=True, seed=1, profile_noise=0.05)
+    items = item_columns(instance, True, 0.0, "job", JointReductions())
+    joint = so.joint.build_joint(instance, formulation="servers")
+    assert np.array_equal(items.col_item, joint.col_item) and np.array_equal(items.weight, joint.col_weight)
