@@ -37,12 +37,16 @@ if TYPE_CHECKING:
 SOLVER_NAME = "highs-decomposition"
 # Share of the time limit (and seconds at most) the greedy incumbent's local search may take.
 INCUMBENT_SHARE, INCUMBENT_SECONDS = 0.05, 0.25
-# Seconds the restricted master MILP may take when no time limit is given.
-MASTER_MILP_SECONDS = 30.0
+# Seconds a heuristic MILP (restricted master, threshold round) may take when no time limit is given.
+MASTER_MILP_SECONDS = 10.0
 # Share of the time left the MILP over the dive's patterns may take.
 DIVE_SHARE = 0.2
-# Most maximal patterns a proof enumerates; beyond it the gap stays open (reported, never hidden).
+# Most maximal patterns a proof (or a heuristic round) enumerates; a proof needs every pattern within the gap,
+# so beyond it the gap stays open (reported, never hidden).
 PROOF_PATTERNS = 3_000
+# Rounds over the patterns of least reduced cost, the share of the time left each heuristic one may take, and
+# how many times the threshold is quartered looking for a pool of at most PROOF_PATTERNS.
+THRESHOLD_ROUNDS, THRESHOLD_SHARE, THRESHOLD_STEPS = 3, 0.4, 6
 
 
 @dataclass
@@ -180,12 +184,10 @@ def solve_decomposition(
         if closed():
             return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
 
-    if restricted:
-        offer(_solve_restricted(instance, master.patterns, params, deadline, best, "restricted master",
+    if best is None and restricted:
+        offer(_solve_restricted(instance, master.patterns, params, deadline, None, "restricted master",
                                 consolidate, split_penalty, objective, reductions))
         mark("restricted master")
-    if closed():
-        return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
     if best is None:
         if _expired(deadline):
             return finish(Status.NO_SOLUTION, "time limit before any incumbent")
@@ -201,28 +203,50 @@ def solve_decomposition(
             return finish(Status.NO_SOLUTION, "no incumbent")
         assert settled.objective is not None and settled.x is not None
         offer(_Best(settled.objective, direct, settled.x, "direct"))
-        if settled.status is Status.OPTIMAL:
-            bound = min(bound, settled.objective * (1 + params.mip_gap) + 1e-9 if settled.bound is None
-                        else settled.bound)
+        if settled.bound is not None:
+            bound = min(bound, max(settled.bound, settled.objective))
         if closed(final=True) or settled.status is Status.OPTIMAL:
             return finish(Status.OPTIMAL, "optimal: settled by the direct model")
         return finish(Status.FEASIBLE, "time limit in the direct model")
-    if not prove or _expired(deadline):
-        return finish(_limit(best), "gap open: " + ("no proof asked" if not prove else "time limit"))
+    if closed():
+        return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
 
-    proof = _prove(instance, items, types, prices, best, params, deadline, consolidate, split_penalty, objective,
-                   reductions)
-    mark("proof")
-    if proof is None:
-        report.proof = f"too many patterns within the gap (more than {PROOF_PATTERNS})"
-        return finish(_limit(best), "gap open: " + report.proof)
-    candidate, proof_bound, proven, count = proof
-    report.proof = f"{count} patterns within the gap"
-    offer(candidate)
-    bound = min(bound, max(proof_bound, best.value))
-    if proven or closed(final=True):
-        return finish(Status.OPTIMAL, f"optimal: proof over {count} patterns within the gap")
-    return finish(_limit(best), "time limit during the proof")
+    # Rounds over the patterns of least reduced cost: exact once they are all those within the gap.
+    for attempt in range(THRESHOLD_ROUNDS):
+        if not (restricted or prove) or _expired(deadline):
+            break
+        gap = prices.bound - best.value
+        pool = _low_patterns(items, types, prices, gap, exact_only=not restricted)
+        if pool is None:
+            report.proof = f"more than {PROOF_PATTERNS} maximal loads within the gap"
+            break
+        patterns, low, complete = pool
+        if complete and not prove:
+            complete = False
+        share = 1.0 if complete or attempt == THRESHOLD_ROUNDS - 1 else THRESHOLD_SHARE
+        outcome = _solve_over(instance, np.vstack([patterns, master.patterns]) if not complete else patterns,
+                              low if complete else None, params, deadline, best, consolidate, split_penalty,
+                              objective, reductions, share, exact=complete)
+        mark(f"threshold round {attempt + 1}")
+        if outcome is None:
+            continue
+        candidate, milp_bound, proven = outcome
+        offer(candidate)
+        if complete:
+            report.proof = f"{len(patterns)} maximal loads within the gap"
+            bound = min(bound, max(milp_bound, best.value))
+            if proven or closed(final=True):
+                return finish(Status.OPTIMAL, f"optimal: proof over the {report.proof}")
+            return finish(_limit(best), "time limit during the proof")
+        if closed():
+            return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
+    if _expired(deadline):
+        reason = "time limit"
+    elif not prove:
+        reason = "no proof asked"
+    else:
+        reason = report.proof or f"{THRESHOLD_ROUNDS} rounds without a complete pool"
+    return finish(_limit(best), f"gap open: {reason}")
 
 
 def _limit(best: _Best | None) -> Status:
@@ -319,38 +343,48 @@ def _solution(x: np.ndarray) -> highspy.HighsSolution:
     return solution
 
 
-def _prove(instance: RoundInstance, items: ItemColumns, types: ItemTypes, prices: Prices, best: _Best,
-           params: SolverParams, deadline: float | None, consolidate: bool, split_penalty: float,
-           objective: Objective, reductions: JointReductions,
-           ) -> tuple[_Best | None, float, bool, int] | None:
-    """The MILP over the columns and maximal loads of reduced cost within ``L - incumbent`` (module docstring).
-
-    Returns (its solution, its bound, whether it is proven optimal, how many patterns); None when there are
-    more than ``PROOF_PATTERNS`` maximal loads to consider.
-    """
-    gap = prices.bound - best.value
-    low = prices.column_rc <= gap + 1e-9 * max(1.0, abs(prices.bound))
+def _low_patterns(items: ItemColumns, types: ItemTypes, prices: Prices, gap: float, exact_only: bool
+                  ) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """The maximal loads of reduced cost within ``gap`` (and the columns within it): all of them when there are
+    at most ``PROOF_PATTERNS`` (``complete``, a proof's pool), else those within the largest ``gap / 4^k`` that
+    has few enough (a heuristic pool; None with ``exact_only``)."""
+    slack = 1e-9 * max(1.0, abs(prices.bound))
     demand = items.units * items.columns.count[items.columns.cls]
-    supply = np.bincount(items.col_item[low], weights=demand[low], minlength=items.item_size.size).astype(np.int64)
-    caps = np.minimum(items.per_server, supply)
-    floor_value = prices.best_pattern_value - gap - 1e-9 * max(1.0, abs(prices.bound))
-    patterns = near_patterns(types, prices.pi, floor_value, caps, limit=PROOF_PATTERNS)
-    if patterns is None:
-        return None
-    y_upper = np.where(low, np.inf, 0.0)
-    seconds = math.inf if deadline is None else deadline - time.perf_counter()
+    threshold = gap
+    for _ in range(THRESHOLD_STEPS):
+        low = prices.column_rc <= threshold + slack
+        supply = np.bincount(items.col_item[low], weights=demand[low], minlength=items.item_size.size)
+        caps = np.minimum(items.per_server, supply.astype(np.int64))
+        patterns = near_patterns(types, prices.pi, prices.best_pattern_value - threshold - slack, caps,
+                                 limit=PROOF_PATTERNS)
+        if patterns is not None:
+            return patterns, low, threshold >= gap
+        if exact_only:
+            return None
+        threshold /= 4
+    return None
+
+
+def _solve_over(instance: RoundInstance, patterns: np.ndarray, low: np.ndarray | None, params: SolverParams,
+                deadline: float | None, best: _Best, consolidate: bool, split_penalty: float, objective: Objective,
+                reductions: JointReductions, share: float, exact: bool) -> tuple[_Best | None, float, bool] | None:
+    """The patterns model over ``patterns`` (and ``best``'s loads), columns outside ``low`` fixed to 0, from
+    ``best``: its best solution, its bound, and whether it is proven optimal. Exact runs close the gap fully."""
     joint = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
                         reductions=reductions, patterns=_with_loads_of(best, patterns))
-    model = joint.model
-    upper = model.col_upper.copy()
-    block = model.var_blocks["y"]
-    upper[block] = np.minimum(upper[block], y_upper)
-    joint = replace(joint, model=replace(model, col_upper=upper))
-    result = _run_highs(joint.model, replace(params, mip_gap=min(params.mip_gap, 1e-9)),
-                        seconds if math.isfinite(seconds) else 1e9, _start_vector(joint, best))
+    if low is not None:
+        model = joint.model
+        upper = model.col_upper.copy()
+        block = model.var_blocks["y"]
+        upper[block] = np.where(low, upper[block], 0.0)
+        joint = replace(joint, model=replace(model, col_upper=upper))
+    left = MASTER_MILP_SECONDS / share if deadline is None else deadline - time.perf_counter()
+    if exact and deadline is None:
+        left = math.inf
+    gap = min(params.mip_gap, 1e-9) if exact else params.mip_gap
+    result = _run_highs(joint.model, replace(params, mip_gap=gap), share * left, _start_vector(joint, best))
     if result is None:
-        return None, math.inf, False, len(patterns)
-    x, value, proof_bound, proven = result
-    candidate = None if x is None else _Best(value, joint, x, "proof")
-    return candidate, value if proven else (proof_bound if proof_bound is not None else math.inf), proven, \
-        len(patterns)
+        return None
+    x, value, bound, proven = result
+    candidate = None if x is None else _Best(value, joint, x, "proof" if exact else "threshold")
+    return candidate, (value if proven else (math.inf if bound is None else bound)), proven

@@ -55,7 +55,7 @@ def price(items: ItemColumns, types: ItemTypes, servers: int, pi: np.ndarray, we
     net = w - items.units * pi[items.col_item]
     best = np.full(cols.count.size, -np.inf)
     np.maximum.at(best, cols.cls, net)
-    priced = best_patterns(types, pi, count=PATTERNS_PER_ROUND)
+    priced = best_patterns(types, pi, items.per_server, count=PATTERNS_PER_ROUND)
     top = max(priced.value, 0.0)
     bound = float(cols.count @ best + servers * top)
     rc = np.maximum(best[cols.cls] - net, 0.0)

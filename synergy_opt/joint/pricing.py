@@ -1,10 +1,11 @@
 """Server patterns priced exactly: the decomposition's pricing problem and its near-optimal patterns.
 
 A *pattern* ``a`` is a load of one server: ``a[t]`` items of type ``t = (size, c, m)`` with
-``sum size a <= G``, ``sum size c a <= C`` and ``sum size m a <= M``. Given item prices ``pi >= 0`` the pricing
-problem is ``max pi . a`` over patterns, an integer knapsack with three rows. Every item takes at least one GPU,
-so a pattern holds at most ``G`` items: :func:`best_patterns` is a dynamic programme over the GPUs used (at most
-``G`` levels), each level keeping the undominated (CPU, memory, value) states, which makes it exact.
+``sum size a <= G``, ``sum size c a <= C`` and ``sum size m a <= M``, and at most as many of a type as the jobs
+can ask for (``caps``). Given item prices ``pi >= 0`` the pricing problem is ``max pi . a`` over patterns, a
+bounded integer knapsack with three rows. Every item takes at least one GPU, so a pattern holds at most ``G``
+items: :func:`best_patterns` is a dynamic programme over the item types whose states are indexed by the GPUs
+used (at most ``G + 1`` values), each keeping the undominated (CPU, memory, value) states: exact.
 :func:`near_patterns` lists every maximal pattern within the item caps whose value is at least a given one
 (the patterns a proof must consider), breadth-first over item types with bounds on what is still to come.
 """
@@ -59,127 +60,112 @@ class Priced:
     values: np.ndarray
 
 
-def best_patterns(items: ItemTypes, prices: np.ndarray, count: int = 1) -> Priced:
-    """``max prices . a`` over the patterns of one server, exactly; up to ``count`` of the best patterns found.
+def best_patterns(items: ItemTypes, prices: np.ndarray, caps: np.ndarray, count: int = 1) -> Priced:
+    """``max prices . a`` over the patterns of one server with ``a <= caps``, exactly; up to ``count`` of the best.
 
-    Levels ``g = 0..G`` hold loads of exactly ``g`` GPUs; a load reaches level ``g + size`` by one more item.
-    Within a level a state another one dominates (no more CPU, no more memory, no less value) is dropped:
-    whatever can complete it can complete the other. States that cannot beat the best value seen, even with
-    every GPU left at the best value per GPU, are dropped too.
+    A dynamic programme over the item types: a state is a partial load (GPUs, CPUs, GB used, value); each type
+    adds 0 to ``caps[t]`` items. Of states with equal GPUs, one another dominates (no more CPU, no more memory,
+    no less value) is dropped: whatever completes it completes the other. States that cannot beat the best
+    value seen, even with every GPU left at the best value per GPU of the types to come, are dropped too.
     """
-    types = np.flatnonzero(prices > _VALUE_TOLERANCE)
+    types = np.flatnonzero((prices > _VALUE_TOLERANCE) & (caps > 0))
     empty = Priced(0.0, np.zeros((1, prices.size), dtype=np.int64), np.zeros(1))
     if not types.size:
         return empty
-    size, need, value = items.size[types], items.need[types], prices[types]
+    # Largest value per GPU first: good loads appear early and prune the rest.
+    types = types[np.lexsort((types, -prices[types] / items.size[types]))]
+    size, need, value, cap = items.size[types], items.need[types], prices[types], caps[types]
     capacity = items.capacity
     gpus = int(items.cluster.gpus_per_server)
     to_go = _best_per_gpus(size, value, gpus)
-    # Per level: resources used, value, and the (level, state, type) it came from.
-    levels: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = [
-        (np.zeros((1, 2)), np.zeros(1), np.full(1, -1), np.full(1, -1))
-    ]
-    pending: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in range(gpus + 1)]
+    gpu = np.zeros(1, dtype=np.int64)
+    use = np.zeros((1, 2))
+    val = np.zeros(1)
+    history: list[tuple[np.ndarray, np.ndarray]] = []
     best = 0.0
-    for g in range(gpus + 1):
-        if g:
-            parts = pending[g]
-            if parts:
-                use = np.concatenate([p[0] for p in parts])
-                val = np.concatenate([p[1] for p in parts])
-                parent = np.concatenate([p[2] for p in parts])
-                kind = np.concatenate([p[3] for p in parts])
-                keep = val + to_go[gpus - g] >= best - _VALUE_TOLERANCE
-                keep[keep] = _undominated(use[keep], val[keep])
-                levels.append((use[keep], val[keep], parent[keep], kind[keep]))
-                best = max(best, float(val[keep].max(initial=0.0)))
-            else:
-                levels.append((np.zeros((0, 2)), np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64)))
-        use, val, _, _ = levels[g]
-        for s in np.unique(size):
-            if g + s > gpus or not val.size:
-                continue
-            of_size = np.flatnonzero(size == s)
-            new_use = use[:, None, :] + need[of_size][None, :, 1:]
-            new_val = val[:, None] + value[of_size][None, :]
-            ok = np.all(new_use <= capacity[1:], axis=2) & (new_val + to_go[gpus - g - s] >= best - _VALUE_TOLERANCE)
-            state, which = np.nonzero(ok)
-            if state.size:
-                pending[g + s].append((new_use[state, which], new_val[state, which], state, of_size[which]))
-    # The best states over all levels, read back along their parents.
-    candidates = [(float(v), g, i) for g, (_, val, _, _) in enumerate(levels) for i, v in enumerate(val)]
-    candidates.sort(key=lambda c: -c[0])
-    chosen, seen = [], set()
-    for v, g, i in candidates:
-        pattern = _read_back(levels, g, i, types, size, prices.size)
-        key = pattern.tobytes()
-        if key not in seen:
-            seen.add(key)
-            chosen.append((v, pattern))
-        if len(chosen) >= count:
-            break
-    if not chosen:
-        return empty
-    return Priced(chosen[0][0], np.array([p for _, p in chosen]), np.array([v for v, _ in chosen]))
-
-
-def _read_back(levels: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]], g: int, i: int,
-               types: np.ndarray, size: np.ndarray, num_types: int) -> np.ndarray:
-    pattern = np.zeros(num_types, dtype=np.int64)
-    while g > 0:
-        _, _, parent, kind = levels[g]
-        t = int(kind[i])
-        pattern[types[t]] += 1
-        g, i = g - int(size[t]), int(parent[i])
-    return pattern
+    for k in range(types.size):
+        room = np.floor(np.min((capacity - np.column_stack([gpu, use])) / need[k], axis=1) + 1e-9).astype(np.int64)
+        reps = np.minimum(np.maximum(room, 0), cap[k]) + 1
+        parent = np.repeat(np.arange(val.size), reps)
+        copies = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+        gpu = gpu[parent] + copies * size[k]
+        use = use[parent] + copies[:, None] * need[k, 1:]
+        val = val[parent] + copies * value[k]
+        best = max(best, float(val.max()))
+        keep = val + to_go[k + 1, gpus - gpu] >= best - _VALUE_TOLERANCE
+        keep[keep] = _undominated(use[keep], val[keep], gpu[keep])
+        gpu, use, val = gpu[keep], use[keep], val[keep]
+        history.append((parent[keep], copies[keep]))
+    order = np.argsort(-val, kind="stable")[:count]
+    patterns = np.zeros((order.size, prices.size), dtype=np.int64)
+    for row, state in enumerate(order):
+        i = int(state)
+        for k in range(types.size - 1, -1, -1):
+            parent, copies = history[k]
+            patterns[row, types[k]] = copies[i]
+            i = int(parent[i])
+    return Priced(float(val[order[0]]), patterns, val[order])
 
 
 def _best_per_gpus(size: np.ndarray, value: np.ndarray, gpus: int) -> np.ndarray:
-    """``to_go[k]``: the most value ``k`` GPUs can hold, CPU and memory ignored (an unbounded knapsack)."""
-    to_go = np.zeros(gpus + 1)
-    for k in range(1, gpus + 1):
-        fits = size <= k
-        if fits.any():
-            to_go[k] = max(to_go[k - 1], float(np.max(value[fits] + to_go[k - size[fits]])))
-        else:
-            to_go[k] = to_go[k - 1]
+    """``to_go[k, g]``: the most value ``g`` GPUs can hold from types ``k, k+1, ...`` (CPU, memory and caps
+    ignored: an unbounded knapsack by GPUs), by one pass from the last type back."""
+    to_go = np.zeros((size.size + 1, gpus + 1))
+    row = [0.0] * (gpus + 1)
+    for k in range(size.size - 1, -1, -1):
+        s, v = int(size[k]), float(value[k])
+        for g in range(s, gpus + 1):
+            row[g] = max(row[g], v + row[g - s])
+        for g in range(1, gpus + 1):
+            row[g] = max(row[g], row[g - 1])
+        to_go[k] = row
     return to_go
 
 
-def _undominated(use: np.ndarray, value: np.ndarray) -> np.ndarray:
-    """Mask of the states no other state dominates (no more CPU, no more memory, no less value).
+def _undominated(use: np.ndarray, value: np.ndarray, gpu: np.ndarray | None = None) -> np.ndarray:
+    """Mask of the states no other state dominates (no more GPUs, CPU or memory, no less value).
 
-    Of states with equal resources one is kept. On a grid of the distinct CPU and memory values, the best value
-    with no more of either is a running maximum; a state is dominated when the best value strictly below it in
-    CPU or in memory is at least its own.
+    Of states with equal resources one is kept. On a grid of the distinct values of each resource, the best
+    value with no more of any is a running maximum; a state is dominated when the best value strictly below it
+    in one resource (and no more in the others) is at least its own. Grids too large for memory fall back to
+    comparing states of equal GPUs and CPU only (still exact, less pruning).
     """
     n = value.size
     if n <= 1:
         return np.ones(n, dtype=bool)
-    cpu_key, cpu_rank = np.unique(np.round(use[:, 0], 9), return_inverse=True)
-    mem_key, mem_rank = np.unique(np.round(use[:, 1], 6), return_inverse=True)
-    cpu_rank, mem_rank = cpu_rank.ravel(), mem_rank.ravel()
+    gpu = np.zeros(n, dtype=np.int64) if gpu is None else gpu
+    ranks, sizes = [], []
+    for values, digits in ((gpu, 0), (use[:, 0], 9), (use[:, 1], 6)):
+        key, rank = np.unique(np.round(values, digits), return_inverse=True)
+        ranks.append(rank.ravel())
+        sizes.append(key.size)
+    cell = np.ravel_multi_index(tuple(ranks), tuple(sizes))
     # One state per cell: the one of largest value.
-    order = np.lexsort((-value, mem_rank, cpu_rank))
-    cell = cpu_rank[order] * mem_key.size + mem_rank[order]
-    first = np.r_[True, cell[1:] != cell[:-1]]
-    keep = np.zeros(n, dtype=bool)
+    order = np.lexsort((-value, cell))
+    first = np.r_[True, cell[order][1:] != cell[order][:-1]]
     kept = order[first]
-    if cpu_key.size * mem_key.size <= _GRID_CELLS:
-        grid = np.full((cpu_key.size, mem_key.size), -np.inf)
-        grid[cpu_rank[kept], mem_rank[kept]] = value[kept]
-        running = np.maximum.accumulate(np.maximum.accumulate(grid, axis=0), axis=1)
+    keep = np.zeros(n, dtype=bool)
+    if int(np.prod(sizes)) <= _GRID_CELLS:
+        grid = np.full(tuple(sizes), -np.inf)
+        grid[tuple(r[kept] for r in ranks)] = value[kept]
+        running = grid
+        for axis in range(3):
+            running = np.maximum.accumulate(running, axis=axis)
         below = np.full(grid.shape, -np.inf)
-        below[1:, :] = running[:-1, :]
-        below[:, 1:] = np.maximum(below[:, 1:], running[:, :-1])
-        dominated = below[cpu_rank[kept], mem_rank[kept]] >= value[kept] - _VALUE_TOLERANCE
+        below[1:, :, :] = running[:-1, :, :]
+        below[:, 1:, :] = np.maximum(below[:, 1:, :], running[:, :-1, :])
+        below[:, :, 1:] = np.maximum(below[:, :, 1:], running[:, :, :-1])
+        dominated = below[tuple(r[kept] for r in ranks)] >= value[kept] - _VALUE_TOLERANCE
     else:
-        # Equal CPU only: within a CPU group (memory ascending), dominated by a running maximum before it.
-        c, v = cpu_rank[kept], value[kept]
-        starts = np.r_[True, c[1:] != c[:-1]]
-        group = np.cumsum(starts)
+        # Equal GPUs and CPU only: memory ascending within each, dominated by a running maximum before it.
+        group_key = ranks[0][kept] * sizes[1] + ranks[1][kept]
+        inner = np.lexsort((ranks[2][kept], group_key))
+        kept = kept[inner]
+        v, group = value[kept], group_key[inner]
+        starts = np.r_[True, group[1:] != group[:-1]]
         lift = 2.0 * (np.ptp(v) + 1.0)
-        running = np.maximum.accumulate(v + lift * group) - lift * group
+        index = np.cumsum(starts)
+        running = np.maximum.accumulate(v + lift * index) - lift * index
         before = np.r_[-np.inf, running[:-1]]
         before[starts] = -np.inf
         dominated = before >= v - _VALUE_TOLERANCE
