@@ -44,9 +44,11 @@ DIVE_SHARE = 0.2
 # Most maximal patterns a proof (or a heuristic round) enumerates; a proof needs every pattern within the gap,
 # so beyond it the gap stays open (reported, never hidden).
 PROOF_PATTERNS = 3_000
+# Most patterns of a heuristic round's pool (patterns within a fraction of the gap).
+HEURISTIC_PATTERNS = 2_000
 # Rounds over the patterns of least reduced cost, the share of the time left each heuristic one may take, and
 # how many times the threshold is quartered looking for a pool of at most PROOF_PATTERNS.
-THRESHOLD_ROUNDS, THRESHOLD_SHARE, THRESHOLD_STEPS = 3, 0.4, 6
+THRESHOLD_ROUNDS, THRESHOLD_SHARE, THRESHOLD_STEPS = 3, 0.4, 12
 
 
 @dataclass
@@ -225,8 +227,8 @@ def solve_decomposition(
             complete = False
         share = 1.0 if complete or attempt == THRESHOLD_ROUNDS - 1 else THRESHOLD_SHARE
         outcome = _solve_over(instance, np.vstack([patterns, master.patterns]) if not complete else patterns,
-                              low if complete else None, params, deadline, best, consolidate, split_penalty,
-                              objective, reductions, share, exact=complete)
+                              low, params, deadline, best, consolidate, split_penalty, objective, reductions, share,
+                              exact=complete)
         mark(f"threshold round {attempt + 1}")
         if outcome is None:
             continue
@@ -347,22 +349,26 @@ def _low_patterns(items: ItemColumns, types: ItemTypes, prices: Prices, gap: flo
                   ) -> tuple[np.ndarray, np.ndarray, bool] | None:
     """The maximal loads of reduced cost within ``gap`` (and the columns within it): all of them when there are
     at most ``PROOF_PATTERNS`` (``complete``, a proof's pool), else those within the largest ``gap / 4^k`` that
-    has few enough (a heuristic pool; None with ``exact_only``)."""
+    has few enough, or none (a heuristic pool: the caller adds the generated patterns; None with ``exact_only``).
+    """
     slack = 1e-9 * max(1.0, abs(prices.bound))
     demand = items.units * items.columns.count[items.columns.cls]
+    # Columns of reduced cost above the gap are in no better solution: they stay out of every round.
+    low = prices.column_rc <= gap + slack
     threshold = gap
     for _ in range(THRESHOLD_STEPS):
-        low = prices.column_rc <= threshold + slack
-        supply = np.bincount(items.col_item[low], weights=demand[low], minlength=items.item_size.size)
+        within = prices.column_rc <= threshold + slack
+        supply = np.bincount(items.col_item[within], weights=demand[within], minlength=items.item_size.size)
         caps = np.minimum(items.per_server, supply.astype(np.int64))
-        patterns = near_patterns(types, prices.pi, prices.best_pattern_value - threshold - slack, caps,
-                                 limit=PROOF_PATTERNS)
+        limit = PROOF_PATTERNS if threshold >= gap else HEURISTIC_PATTERNS
+        patterns = near_patterns(types, prices.pi, prices.best_pattern_value - threshold - slack, caps, limit=limit)
         if patterns is not None:
             return patterns, low, threshold >= gap
         if exact_only:
             return None
         threshold /= 4
-    return None
+    # Too many even near zero (items priced at zero fill loads in many ways): the generated patterns alone.
+    return np.zeros((0, items.item_size.size), dtype=np.int64), low, False
 
 
 def _solve_over(instance: RoundInstance, patterns: np.ndarray, low: np.ndarray | None, params: SolverParams,

@@ -25,10 +25,12 @@ from synergy_opt.joint.model import ItemColumns
 from synergy_opt.joint.pricing import ItemTypes, best_patterns
 
 # Patterns added per pricing round (the best ones the DP found).
-PATTERNS_PER_ROUND = 8
+PATTERNS_PER_ROUND = 16
 # Relative tolerance of "no pattern prices out" and of "the bound meets the LP".
 _TOLERANCE = 1e-9
 MAX_ROUNDS = 2_000
+# Pricing rounds between two fixings of a dive (the LP need not be optimal to steer the rounding).
+DIVE_ROUNDS = 3
 
 
 @dataclass(frozen=True, eq=False)
@@ -189,9 +191,11 @@ class ColumnGeneration:
     def _dual_servers(self) -> float:
         return float(max(np.array(self._h.getSolution().row_dual)[-1], 0.0))
 
-    def run(self, deadline: float | None, gap: float = 0.0) -> Prices:
-        """Price patterns in until none improves the LP (or the deadline, or ``L`` within ``gap`` of the LP)."""
-        while self.rounds < MAX_ROUNDS:
+    def run(self, deadline: float | None, gap: float = 0.0, rounds: int = MAX_ROUNDS) -> Prices:
+        """Price patterns in until none improves the LP (or the deadline, or ``L`` within ``gap`` of the LP, or
+        after ``rounds`` pricing rounds)."""
+        last = self.rounds + rounds
+        while self.rounds < min(MAX_ROUNDS, last):
             self.rounds += 1
             value, pi, _ = self._solve_lp()
             self.lp_value = value
@@ -226,7 +230,7 @@ class ColumnGeneration:
         """
         fixed = np.zeros(len(self.patterns))
         while True:
-            self.run(deadline)
+            self.run(deadline, rounds=DIVE_ROUNDS)
             if len(fixed) < len(self.patterns):
                 fixed = np.r_[fixed, np.zeros(len(self.patterns) - len(fixed))]
             _, x = self.lp_solution()

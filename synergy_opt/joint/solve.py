@@ -14,7 +14,15 @@ from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.joint.decomposition import DecompositionReport, solve_decomposition
 from synergy_opt.joint.literal import LiteralJointModel, build_joint_literal
-from synergy_opt.joint.model import FORMULATIONS, JointModel, JointReductions, build_joint, check_options
+from synergy_opt.joint.model import (
+    FORMULATIONS,
+    JointModel,
+    JointReductions,
+    build_joint,
+    check_options,
+    item_columns,
+    server_patterns,
+)
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import SolvedModel
 from synergy_opt.validation import (
@@ -164,9 +172,16 @@ def solve_joint(
         if why_not or not instance.jobs:
             method = "direct"
         else:
-            joint = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
-                                reductions=reductions, upper_bound=upper_bound)
-            method = "direct" if joint.formulation == "patterns" else "decomposition"
+            items = item_columns(instance, consolidate, split_penalty, objective, reductions)
+            patterns = server_patterns(instance.cluster, items.item_size, items.item_cpu, items.item_mem,
+                                       items.per_server)
+            if patterns is None:
+                method = "decomposition"
+            else:
+                method = "direct"
+                joint = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty,
+                                    objective=objective, reductions=reductions, upper_bound=upper_bound,
+                                    patterns=patterns)
     if method == "decomposition" and instance.jobs:
         found, result, report = solve_decomposition(instance, params, consolidate=consolidate,
                                                     split_penalty=split_penalty, objective=objective,
