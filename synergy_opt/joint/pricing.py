@@ -46,6 +46,11 @@ class ItemTypes:
         c = self.cluster
         return np.array([c.gpus_per_server, c.cpus_per_server * _FIT, c.mem_gb_per_server * _FIT])
 
+    @property
+    def fit_alone(self) -> np.ndarray:
+        """How many items of each type fit on an empty server."""
+        return np.floor(np.min(self.capacity / self.need, axis=1) + 1e-9).astype(np.int64)
+
     def fits(self, patterns: np.ndarray) -> np.ndarray:
         """Whether each pattern (rows) fits one server."""
         return np.all(patterns @ self.need <= self.capacity + 1e-9, axis=1)
@@ -72,6 +77,9 @@ def best_patterns(items: ItemTypes, prices: np.ndarray, caps: np.ndarray, count:
     empty = Priced(0.0, np.zeros((1, prices.size), dtype=np.int64), np.zeros(1))
     if not types.size:
         return empty
+    if np.all(caps[types] >= items.fit_alone[types]):
+        # The caps say nothing the server's capacity does not: no counts to track, a pass over GPU levels.
+        return _best_by_levels(items, prices, types, count)
     # Largest value per GPU first: good loads appear early and prune the rest.
     types = types[np.lexsort((types, -prices[types] / items.size[types]))]
     size, need, value, cap = items.size[types], items.need[types], prices[types], caps[types]
@@ -105,6 +113,61 @@ def best_patterns(items: ItemTypes, prices: np.ndarray, caps: np.ndarray, count:
             patterns[row, types[k]] = copies[i]
             i = int(parent[i])
     return Priced(float(val[order[0]]), patterns, val[order])
+
+
+def _best_by_levels(items: ItemTypes, prices: np.ndarray, types: np.ndarray, count: int) -> Priced:
+    """:func:`best_patterns` without caps: levels ``g = 0..G`` hold loads of exactly ``g`` GPUs, a load reaches
+    level ``g + size`` by one more item, and each level keeps its undominated (CPU, memory, value) states."""
+    size, need, value = items.size[types], items.need[types], prices[types]
+    capacity = items.capacity
+    gpus = int(items.cluster.gpus_per_server)
+    to_go = _best_per_gpus(size, value, gpus)[0]
+    # Per level: resources used, value, and the (state of the level below, type) it came from.
+    levels: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = [
+        (np.zeros((1, 2)), np.zeros(1), np.full(1, -1), np.full(1, -1))
+    ]
+    pending: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in range(gpus + 1)]
+    best = 0.0
+    for g in range(gpus + 1):
+        if g:
+            parts = pending[g]
+            use = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 2))
+            val = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
+            parent = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int64)
+            kind = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, np.int64)
+            keep = val + to_go[gpus - g] >= best - _VALUE_TOLERANCE
+            keep[keep] = _undominated(use[keep], val[keep])
+            levels.append((use[keep], val[keep], parent[keep], kind[keep]))
+            best = max(best, float(val[keep].max(initial=0.0)))
+        use, val, _, _ = levels[g]
+        for s in np.unique(size):
+            if g + s > gpus or not val.size:
+                continue
+            of_size = np.flatnonzero(size == s)
+            new_use = use[:, None, :] + need[of_size][None, :, 1:]
+            new_val = val[:, None] + value[of_size][None, :]
+            ok = np.all(new_use <= capacity[1:], axis=2) & (new_val + to_go[gpus - g - s] >= best - _VALUE_TOLERANCE)
+            state, which = np.nonzero(ok)
+            if state.size:
+                pending[g + s].append((new_use[state, which], new_val[state, which], state, of_size[which]))
+    # The best states over all levels (a few more than asked: equal loads reached in another order repeat).
+    level = np.concatenate([np.full(lv[1].size, g) for g, lv in enumerate(levels)])
+    index = np.concatenate([np.arange(lv[1].size) for lv in levels])
+    values = np.concatenate([lv[1] for lv in levels])
+    chosen: dict[bytes, tuple[float, np.ndarray]] = {}
+    for k in np.argsort(-values, kind="stable")[:4 * count]:
+        pattern = np.zeros(prices.size, dtype=np.int64)
+        g, i = int(level[k]), int(index[k])
+        while g > 0:
+            _, _, parent, kind = levels[g]
+            t = int(kind[i])
+            pattern[types[t]] += 1
+            g, i = g - int(size[t]), int(parent[i])
+        chosen.setdefault(pattern.tobytes(), (float(values[k]), pattern))
+        if len(chosen) >= count:
+            break
+    picked = list(chosen.values())
+    return Priced(picked[0][0], np.array([p for _, p in picked]), np.array([v for v, _ in picked]))
 
 
 def _best_per_gpus(size: np.ndarray, value: np.ndarray, gpus: int) -> np.ndarray:
