@@ -51,6 +51,7 @@ from synergy_opt.builders.ideal import (
 )
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Allocation, Cluster, Placement, RoundInstance
+from synergy_opt.joint.pricing import ItemTypes, near_patterns
 from synergy_opt.model import LinearModel, ModelBuilder
 from synergy_opt.profile_groups import profile_groups
 
@@ -336,30 +337,12 @@ def server_patterns(
 ) -> np.ndarray | None:
     """Every maximal load of one server: item counts ``a <= upper`` within (J5) to which no item can be added.
 
-    Enumerated breadth-first over item types, vectorised. Returns None when there are more than ``limit``
-    maximal loads, or more than ``_PARTIAL_FACTOR * limit`` partial ones on the way (the caller then uses the
-    servers formulation).
+    Enumerated breadth-first over item types, vectorised (:func:`synergy_opt.joint.pricing.near_patterns` with
+    every price zero). Returns None when there are more than ``limit`` maximal loads, or more than
+    ``_PARTIAL_FACTOR * limit`` partial ones on the way (the caller then uses the servers formulation).
     """
-    tol = 1 + _FIT_TOLERANCE
-    need = np.stack([size, size * cpu, size * mem], axis=1).astype(float)  # (types, 3)
-    capacity = np.array([cluster.gpus_per_server, cluster.cpus_per_server * tol, cluster.mem_gb_per_server * tol])
-    loads = np.zeros((1, size.size), dtype=np.int32)
-    used = np.zeros((1, 3))
-    for t in range(size.size):
-        room = np.floor(np.min((capacity - used) / need[t], axis=1) + 1e-9).astype(np.int64)
-        reps = np.minimum(np.maximum(room, 0), upper[t]) + 1
-        if reps.sum() > _PARTIAL_FACTOR * limit:
-            return None
-        parent = np.repeat(np.arange(len(loads)), reps)
-        count = (np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)).astype(np.int32)
-        loads = loads[parent]
-        loads[:, t] = count
-        used = used[parent] + count[:, None] * need[t]
-    # Keep the maximal loads: a load that has room for one more item is covered by a larger one.
-    free = capacity - used
-    addable = np.all(free[:, None, :] >= need[None, :, :] - 1e-9, axis=2) & (loads < upper[None, :])
-    maximal = loads[~addable.any(axis=1)]
-    return maximal if len(maximal) <= limit else None
+    items = ItemTypes(size, cpu, mem, cluster)
+    return near_patterns(items, np.zeros(size.size), 0.0, upper, limit, partial_factor=_PARTIAL_FACTOR)
 
 
 @dataclass(frozen=True)

@@ -237,8 +237,9 @@ def _undominated(use: np.ndarray, value: np.ndarray, gpu: np.ndarray | None = No
 
 
 def near_patterns(items: ItemTypes, prices: np.ndarray, floor_value: float, caps: np.ndarray,
-                  limit: int) -> np.ndarray | None:
-    """Every maximal pattern with ``a <= caps`` and ``prices . a >= floor_value``; None past ``limit`` of them.
+                  limit: int, partial_factor: int = 20) -> np.ndarray | None:
+    """Every maximal pattern with ``a <= caps`` and ``prices . a >= floor_value``; None past ``limit`` of them
+    (or past ``partial_factor * limit`` partial loads on the way).
 
     Maximal: no item of a type with room left under its cap fits any more. A pattern of value at least
     ``floor_value`` extends to a maximal one of value at least as large (prices are >= 0), so these cover
@@ -266,7 +267,7 @@ def near_patterns(items: ItemTypes, prices: np.ndarray, floor_value: float, caps
     for k in range(types.size):
         room = np.floor(np.min((capacity - used) / need[k], axis=1) + 1e-9).astype(np.int64)
         reps = np.minimum(np.maximum(room, 0), cap[k]) + 1
-        if reps.sum() > 20 * limit:
+        if reps.sum() > partial_factor * limit:
             return None
         parent = np.repeat(np.arange(len(loads)), reps)
         count = (np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)).astype(np.int32)
