@@ -8,7 +8,8 @@ complement it (a CPU-hungry job beside one that gives CPU away). Chunks of one j
 join again; a job whose chunks land on several servers is split (CPU and memory per GPU the same on each).
 
 Chunks are placed largest first, in rounds: each round gives at most one chunk to each server with room for
-it, by an optimal assignment (``scipy.optimize.linear_sum_assignment``) of the round's chunks to the servers
+it, by an optimal assignment (``scipy.optimize.linear_sum_assignment``; in interleaved blocks of at most
+``BLOCK`` servers on large clusters) of the round's chunks to the servers
 that minimises the growth of the sum over servers of the squared *projected excess*: what is placed on a
 server, plus its still-free GPUs at the average target per GPU of the chunks still to come (room reserved
 for the jobs still to come), minus its capacity, in CPU and memory as fractions of a server. A chunk larger
@@ -19,6 +20,7 @@ Public API
 ----------
 ``Entries``
 ``chunk_sizes(instance, cpu_per_gpu, mem_per_gpu) -> ndarray``
+``blocks(count, parts=None) -> list[ndarray]``
 ``assign_chunks(instance, cpu_per_gpu, mem_per_gpu, chunk) -> Entries`` (chunks)
 ``merge_entries(job, server, gpus) -> Entries``
 """
@@ -34,6 +36,8 @@ from synergy_opt.instance import RoundInstance
 
 # Relative slack when comparing per-GPU values with the proportional share.
 _TOLERANCE = 1e-9
+# Largest optimal assignment solved at once (servers); larger rounds are cut into interleaved blocks.
+BLOCK = 128
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,15 @@ class Entries:
         """Per job, the number of servers it uses."""
         merged = merge_entries(self.job, self.server, self.gpus)
         return np.bincount(merged.job, minlength=jobs)
+
+
+def blocks(count: int, parts: int | None = None) -> list[np.ndarray]:
+    """Positions ``0..count-1`` dealt round-robin into ``parts`` blocks (default: enough for at most ``BLOCK``
+    each): one optimal assignment per block instead of one over everything (cubic in its size), each block a
+    sample of every rank. With ``c <= e`` positions dealt into as many blocks, block ``b`` of the ``c`` never
+    outnumbers block ``b`` of the ``e``."""
+    parts = max(1, -(-count // BLOCK)) if parts is None else parts
+    return [np.arange(b, count, parts) for b in range(parts)]
 
 
 def chunk_sizes(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> np.ndarray:
@@ -111,9 +124,15 @@ def assign_chunks(
             take = pending[: eligible.size]
             projected = used[eligible] + free[eligible, None] * mean - 1.0  # (servers, 2)
             step = size * (per_gpu[take] - mean)  # (chunks, 2): how a chunk moves its server's projection
-            growth = 2 * step @ projected.T + (step**2).sum(axis=1)[:, None]
-            rows, cols = linear_sum_assignment(growth)
-            put(take[rows], eligible[cols], np.full(rows.size, size, dtype=np.int64))
+            by_room = np.argsort(projected.sum(axis=1), kind="stable")
+            # Blocks mix costly and cheap chunks, roomy and full servers (see blocks()).
+            rooms_blocks = blocks(eligible.size)
+            for chunks, rooms in zip(blocks(take.size, len(rooms_blocks)), rooms_blocks, strict=True):
+                mine, there = step[chunks], projected[by_room[rooms]]
+                # einsum, not @: BLAS products wake BLAS threads, which costs milliseconds on a shared machine.
+                growth = 2 * np.einsum("cd,sd->cs", mine, there) + (mine**2).sum(axis=1)[:, None]
+                rows, cols = linear_sum_assignment(growth)
+                put(take[chunks[rows]], eligible[by_room[rooms[cols]]], np.full(rows.size, size, dtype=np.int64))
             pending = pending[take.size:]
     job, server, gpus = np.concatenate(out_job), np.concatenate(out_server), np.concatenate(out_gpus)
     # By job: a server's k-th entry is then an arbitrary one of its jobs, not the k-th round's (similar) chunk,

@@ -5,7 +5,8 @@ exceed its capacity (each resource as a fraction of a server), plus ``HARD`` tim
 do without exceeds it (a split job's target, which must fit on each of its servers; no more than the safe
 config of any other job), which choosing smaller configs later cannot take back.
 
-- :func:`reassign_slots`: one single-GPU chunk off every server, all put back by an optimal assignment.
+- :func:`reassign_slots`: one single-GPU chunk off every server, all put back by an optimal assignment (in
+  interleaved blocks of at most ``BLOCK`` servers on large clusters).
 - :func:`rebalance`: each round finds, for every overflowing server, the swap of one of its chunks with a chunk
   of as many GPUs on one of the ``PARTNERS`` servers with the most room where it is over, that lowers the
   overflow of the two servers the most, and makes the best such swaps that touch distinct servers.
@@ -26,7 +27,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from synergy_opt.instance import RoundInstance
-from synergy_opt.mechanisms.near_opt.assign import Entries
+from synergy_opt.mechanisms.near_opt.assign import Entries, blocks
 
 # Servers each overflowing server may swap with in one round: those with the most room where it is over.
 PARTNERS = 8
@@ -47,7 +48,7 @@ _WEIGHTS = np.array([1.0, 1.0, HARD, HARD])
 def _overflow(use: np.ndarray) -> np.ndarray:
     """Per server (last axis: target CPUs, target memory, least CPUs, least memory, each as a fraction of a
     server), the weighted use beyond 1."""
-    return np.maximum(use - 1.0, 0.0) @ _WEIGHTS
+    return np.einsum("...d,d->...", np.maximum(use - 1.0, 0.0), _WEIGHTS)  # not @: no BLAS threads (see assign)
 
 
 def server_needs(instance: RoundInstance, entries: Entries, demand: np.ndarray) -> np.ndarray:
@@ -83,7 +84,7 @@ def rebalance(instance: RoundInstance, entries: Entries, demand: np.ndarray, rou
         load = np.where(present[..., None], need[np.maximum(table, 0)], 0.0)  # (servers, width, 4)
         # Partners: the servers with the most room in the resources the hot server is over.
         excess = np.maximum(use[hot] - 1.0, 0.0) * _WEIGHTS  # (hot, 4)
-        room = excess @ (1.0 - use).T  # (hot, servers)
+        room = np.einsum("hd,sd->hs", excess, 1.0 - use)  # (hot, servers)
         room[np.arange(hot.size), hot] = -np.inf
         count = min(PARTNERS, servers - 1)
         partner = np.argpartition(-room, count - 1, axis=1)[:, :count] if count > 0 else np.zeros((hot.size, 0), int)
@@ -145,15 +146,16 @@ def reassign_slots(instance: RoundInstance, entries: Entries, demand: np.ndarray
         picked = order[first[has] + k]
         use = np.zeros((servers, need.shape[1]))
         np.add.at(use, server, need)
-        base = use[has] - need[picked]  # (servers, 4): each server without its picked entry
-        after = base[None, :, :] + need[picked][:, None, :]  # (entries, servers, 4)
-        jobs = entries.job[picked]
-        # Other GPUs of the entry's job on each server (its own entry is leaving its server).
-        others = on[jobs][:, has] - (server[picked][:, None] == has[None, :])
-        cost = _overflow(after) - AFFINITY * (others > 0) + 1e-3 * (after[:, :, :2] ** 2).sum(axis=2)
-        rows, cols = linear_sum_assignment(cost)
-        moved = picked[rows]
-        np.subtract.at(on, (entries.job[moved], server[moved]), 1)
-        server[moved] = has[cols]
-        np.add.at(on, (entries.job[moved], server[moved]), 1)
+        for block in blocks(has.size):
+            here, taken = has[block], picked[block]
+            base = use[here] - need[taken]  # (servers, 4): each server without its picked entry
+            after = base[None, :, :] + need[taken][:, None, :]  # (entries, servers, 4)
+            # Other GPUs of the entry's job on each server (its own entry is leaving its server).
+            others = on[entries.job[taken]][:, here] - (server[taken][:, None] == here[None, :])
+            cost = _overflow(after) - AFFINITY * (others > 0) + 1e-3 * (after[:, :, :2] ** 2).sum(axis=2)
+            rows, cols = linear_sum_assignment(cost)
+            moved = taken[rows]
+            np.subtract.at(on, (entries.job[moved], server[moved]), 1)
+            server[moved] = here[cols]
+            np.add.at(on, (entries.job[moved], server[moved]), 1)
     return Entries(entries.job, server, entries.gpus)

@@ -105,7 +105,14 @@ def server_tables(
     column = table.start[klass][entry] + (np.arange(entry.size) - np.repeat(np.cumsum(counts) - counts, counts))
     cu = units.cpu_units(gpus[entry], table.cpu[column])
     mu = units.mem_units(gpus[entry], table.mem[column])
-    fits = (cu <= size) & (mu <= size)
+    # A column that leaves the server's other entries less than their least use can never be chosen (exact).
+    least_a = np.full(server.size, size + 1)
+    least_b = np.full(server.size, size + 1)
+    np.minimum.at(least_a, entry, cu)
+    np.minimum.at(least_b, entry, mu)
+    others_a = np.bincount(server, least_a, minlength=servers)[server] - least_a  # per entry
+    others_b = np.bincount(server, least_b, minlength=servers)[server] - least_b
+    fits = (cu <= size - others_a[entry]) & (mu <= size - others_b[entry])
     entry, column, cu, mu = entry[fits], column[fits], cu[fits], mu[fits]
     value = table.tput[column]
     pair_server = server[entry]
