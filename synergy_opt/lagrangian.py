@@ -95,6 +95,9 @@ def solve_dual(knapsack: Knapsack, tolerance: float = 1e-12, max_iterations: int
     """Minimise ``L`` over ``lam >= 0`` by Kelley's cutting planes (see the module docstring)."""
     import highspy  # imported on use, as the backends are: importing the package loads no solver
 
+    from synergy_opt.solvers.highs import swallow_banner
+
+    swallow_banner()
     master = highspy.Highs()
     master.setOptionValue("output_flag", False)
     inf = highspy.kHighsInf

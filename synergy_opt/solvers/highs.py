@@ -62,7 +62,7 @@ def run(h: highspy.Highs, threads: int | None) -> None:
 
 
 @functools.cache
-def _swallow_banner() -> None:
+def swallow_banner() -> None:
     """HiGHS prints a banner from C++ when the process makes its first Highs object: send it to /dev/null."""
     with silenced_output():
         highspy.Highs()
@@ -80,7 +80,7 @@ def option_names() -> tuple[str, ...]:
 
 def check_options(options: Mapping[str, Any]) -> None:
     """Each option is set on a fresh Highs object: HiGHS itself rejects unknown names and bad values."""
-    _swallow_banner()
+    swallow_banner()
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     for key, value in options.items():
@@ -94,7 +94,7 @@ def check_options(options: Mapping[str, Any]) -> None:
 
 def to_highs(model: LinearModel) -> highspy.Highs:
     """A Highs object holding ``model`` (used for solving and for MPS/LP export)."""
-    _swallow_banner()
+    swallow_banner()
     lp = highspy.HighsLp()
     lp.num_col_ = model.num_vars
     lp.num_row_ = model.num_cons
