@@ -42,12 +42,33 @@ def save_plots(summary: Sequence[Row], prefix: str | Path) -> list[Path]:
     prefix = Path(prefix)
     paths = []
     for name, make in (("gap", gap_figure), ("time", time_figure)):
-        figure = make(summary)
-        path = prefix.with_name(f"{prefix.name}_{name}.png")
-        with atomic_path(path) as temporary:
-            figure.savefig(temporary, dpi=110, bbox_inches="tight", format="png")
-        paths.append(path)
+        paths.append(save_figure(make(summary), prefix.with_name(f"{prefix.name}_{name}.png")))
     return paths
+
+
+def new_figure(width: float, height: float) -> Figure:
+    """An empty figure drawn by Agg (no pyplot, so a notebook's backend is left alone)."""
+    figure = Figure(figsize=(width, height))
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def save_figure(figure: Figure, path: Path) -> Path:
+    """Write ``figure`` as a PNG at ``path``, atomically; returns the path."""
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=110, bbox_inches="tight", format="png")
+    return path
+
+
+def shared_legend(figure: Figure, axes: Sequence[Any]) -> None:
+    """One legend right of the panels, with every label of any panel once."""
+    handles, labels = [], []
+    for axis in axes:
+        for handle, label in zip(*axis.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    figure.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
 
 
 def _figure(summary: Sequence[Row], column: str, transform: Any, ylabel: str, *, log: bool,
@@ -56,8 +77,7 @@ def _figure(summary: Sequence[Row], column: str, transform: Any, ylabel: str, *,
     mechanisms = list(dict.fromkeys(row["mechanism"] for row in summary))
     solvers = list(dict.fromkeys(row["solver"] for row in summary if row["solver"]))
     colours = colormaps["tab10"]
-    figure = Figure(figsize=(6.5 * max(len(traces), 1), 4.8))
-    FigureCanvasAgg(figure)
+    figure = new_figure(6.5 * max(len(traces), 1), 4.8)
     axes = figure.subplots(1, max(len(traces), 1), squeeze=False)
     for axis, trace in zip(axes[0], traces, strict=False):
         for m_index, mechanism in enumerate(mechanisms):
@@ -87,12 +107,6 @@ def _figure(summary: Sequence[Row], column: str, transform: Any, ylabel: str, *,
         axis.set_ylabel(ylabel)
         axis.set_title(f"{trace}-GPU trace" if trace in ("single", "multi") else trace)
         axis.grid(True, which="both", alpha=0.3)
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    for axis in axes[0][1:]:
-        for handle, label in zip(*axis.get_legend_handles_labels(), strict=True):
-            if label not in labels:
-                handles.append(handle)
-                labels.append(label)
-    figure.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
+    shared_legend(figure, list(axes[0]))
     figure.tight_layout()
     return figure

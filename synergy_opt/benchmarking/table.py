@@ -111,28 +111,30 @@ _HEADERS = (
     ("jobs_unplaced", "unplaced"), ("jobs_split", "split"), ("gpu_util", "GPU %"), ("cpu_util", "CPU %"),
     ("mem_util", "mem %"), ("build_ms", "build ms"), ("solve_ms", "solve ms"), ("round_ms", "round ms"),
 )
+Headers = Sequence[tuple[str, str]]
+_TEXT_KEYS = frozenset({"trace", "mechanism", "solver", "status", "policy", "split", "job_kind"})
 
 
-_PCT_JOINT = [key for key, _ in _HEADERS].index("pct_joint")
-
-
-def render_table(summary: Sequence[Row], title: str = "") -> Table:
+def render_table(
+    summary: Sequence[Row], title: str = "", headers: Headers = _HEADERS, block: Sequence[str] = ("gpus", "trace")
+) -> Table:
+    """A rich table of ``summary``: one column per ``(key, header)``, a rule where the ``block`` keys change."""
     table = Table(title=title or None, header_style="bold")
-    for key, header in _HEADERS:
-        table.add_column(header, justify="left" if key in ("trace", "mechanism", "solver", "status") else "right",
-                         no_wrap=True)
-    previous: tuple[Any, Any] | None = None
+    keys = [key for key, _ in headers]
+    for key, header in headers:
+        table.add_column(header, justify="left" if key in _TEXT_KEYS else "right", no_wrap=True)
+    previous: tuple[Any, ...] | None = None
     against_bound = False
     for row in summary:
-        # A rule between (size, trace) blocks keeps a sweep's table readable.
-        block = (row["gpus"], row["trace"])
-        end_section = previous is not None and block != previous
+        # A rule between blocks (by default (size, trace)) keeps a sweep's table readable.
+        this_block = tuple(row.get(key) for key in block)
+        end_section = previous is not None and this_block != previous
         if end_section:
             table.add_section()
-        previous = block
-        cells = [_cell(key, row.get(key)) for key, _ in _HEADERS]
-        if row.get("joint_ref") == "bound" and row.get("pct_joint") is not None:
-            cells[_PCT_JOINT] = ">=" + cells[_PCT_JOINT]
+        previous = this_block
+        cells = [_cell(key, row.get(key)) for key in keys]
+        if row.get("joint_ref") == "bound" and row.get("pct_joint") is not None and "pct_joint" in keys:
+            cells[keys.index("pct_joint")] = ">=" + cells[keys.index("pct_joint")]
             against_bound = True
         table.add_row(*cells)
     if against_bound:
@@ -140,8 +142,11 @@ def render_table(summary: Sequence[Row], title: str = "") -> Table:
     return table
 
 
-def print_table(summary: Sequence[Row], title: str = "", console: Console | None = None) -> None:
-    table = render_table(summary, title)
+def print_table(
+    summary: Sequence[Row], title: str = "", console: Console | None = None, headers: Headers = _HEADERS,
+    block: Sequence[str] = ("gpus", "trace"),
+) -> None:
+    table = render_table(summary, title, headers, block)
     if console is None:
         console = Console()
         if not console.is_terminal:
@@ -161,6 +166,10 @@ def _cell(key: str, value: Any) -> str:
         return f"{100 * value:.1f}"
     if key.endswith("_ms"):
         return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
+    if key.endswith(("_h", "_ratio")) and isinstance(value, float):  # hours and ratios: two decimals
+        return f"{value:.2f}"
+    if key.endswith("_s") and isinstance(value, float):
+        return f"{value:.1f}"
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
