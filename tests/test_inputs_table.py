@@ -29,6 +29,8 @@ from synergy_opt.bench import main as bench_main
 from synergy_opt.errors import InvalidInputError, SynergyError
 from synergy_opt.instance import Placement
 from synergy_opt.io import instance_to_dict
+from synergy_opt.sim.cli import main as sim_main
+from synergy_opt.sim.trace import Trace, TraceJob
 from tests.test_inputs import EXAMPLE as BASE_EXAMPLE
 
 # test_inputs' two-job round, with every optional field of a job and metadata set.
@@ -570,6 +572,52 @@ def test_bench_bad_input_is_one_line_and_exit_code_2(
                       if "--mechanisms" not in given and "--out" not in given else [*given, "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "error:" in err, err
+
+
+# --------------------------------------------------------------------------------------- the simulator CLI
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--gpus", "100"], ["--cpu-per-gpu", "7"], ["--policy", "bogus"], ["--load", "-1"], ["--load", "x"],
+        ["--load", "nan"], ["--load", ","], ["--split", "1,2"], ["--split", "20,70,10/abc"],
+        ["--multi-gpu", "maybe"], ["--profile-noise", "1000"], ["--job-kind", "random"], ["--jobs", "0"],
+        ["--seeds", "-1"], ["--mechanisms", "bogus"], ["--round-s", "0"], ["--round-s", "inf"],
+        ["--monitor", "5,2"], ["--monitor", "5"], ["--preemption-overhead", "300"], ["--time-limit", "5"],
+        ["--workers", "0"], ["--workers", "2", "--dask", "tcp://127.0.0.1:1"], ["--trace", "{missing}"],
+        ["--trace", "{utf16}"], ["--trace", "{trace}", "--load", "3"], ["--trace", "{trace}", "--monitor", "0,9"],
+        ["--trace", "{trace}", "--gpus", "8"], ["--trace", "{trace}", "--split", "50,0,50"],
+        ["--experiment", "nosuch"], ["--experiment", "{bad_key}"], ["--experiment", "{bad_value}"],
+        ["--experiment", "{bad_toml}"], ["--experiment", "{bad_type}"], ["--out", "{file}"],
+    ],
+)
+def test_sim_bad_input_is_one_line_and_exit_code_2(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = {"missing": tmp_path / "missing.json", "utf16": tmp_path / "utf16.json", "trace": tmp_path / "t.json",
+             "bad_key": tmp_path / "key.toml", "bad_value": tmp_path / "value.toml",
+             "bad_toml": tmp_path / "broken.toml", "bad_type": tmp_path / "type.toml", "file": tmp_path / "file"}
+    paths["utf16"].write_bytes(json.dumps({"format": "synergy-trace/1", "jobs": []}).encode("utf-16"))
+    big = TraceJob("big", 0.0, 16, 3600.0, so.builtin_profile("res18"), model="res18")
+    so.save_trace(Trace((big, TraceJob("small", 60.0, 1, 60.0, big.profile, model="res18"))), paths["trace"])
+    paths["bad_key"].write_text('bogus_setting = 3\n')
+    paths["bad_value"].write_text('load = [-2]\n')
+    paths["bad_toml"].write_text('load = [2,\n')
+    paths["bad_type"].write_text('load = {a = 1}\n')
+    paths["file"].write_text("")
+    given = [arg.format(**paths) for arg in argv]
+    code = sim_main([*given, *_sim_defaults(given, tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "error:" in err, err
+
+
+def _sim_defaults(given: list[str], tmp_path: Path) -> list[str]:
+    """Flags that keep a run that was wrongly accepted short, unless the row gives them itself."""
+    extra = {"--mechanisms": "proportional", "--gpus": "16", "--out": str(tmp_path / "out")}
+    if "--trace" not in given:
+        extra["--jobs"] = "5"
+    return [*(item for flag, value in extra.items() if flag not in given for item in (flag, value)), "--no-progress"]
 
 
 def test_saved_instance_round_trips_through_the_json_form(tmp_path: Path) -> None:

@@ -1,0 +1,199 @@
+"""A sweep of simulations: every (setting, seed, mechanism) as one run, here, in local processes or on Dask.
+
+A run is self-contained and picklable (:class:`SimRun`): a generated trace is drawn in the worker from its
+setting (deterministic per seed), a loaded trace travels with the run. Each run gives one summary row and its
+per-job and per-round tables, each row prefixed with the run's setting columns (:data:`SETTING_COLUMNS`), so
+that the runs of a sweep stack into one CSV each. Which process ran a run changes only the wall-time columns
+(:data:`WALL_TIME_COLUMNS`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from synergy_opt.generate import GPUS_PER_SERVER, MEM_GB_PER_SERVER, JobKind
+from synergy_opt.instance import Cluster
+from synergy_opt.parallel import run_in_order
+from synergy_opt.sim.engine import simulate
+from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SUMMARY_KEYS
+from synergy_opt.sim.trace import Trace, generate_trace
+
+# What identifies a run, in CSV order; ``trace`` is "generated" or the trace file's name.
+SETTING_COLUMNS = (
+    "trace", "cluster_gpus", "cpu_per_gpu", "policy", "load", "split", "multi_gpu", "profile_noise", "job_kind",
+    "trace_jobs", "round_s", "seed", "mechanism",
+)
+SUMMARY_COLUMNS = (
+    *SETTING_COLUMNS, "monitor_first", "monitor_last", "preemption_overhead_s", *SUMMARY_KEYS, "arrivals_capped",
+    "proportional_ratio",
+)
+PER_JOB_COLUMNS = (*SETTING_COLUMNS, *JOB_COLUMNS)
+PER_ROUND_COLUMNS = (*SETTING_COLUMNS, *ROUND_COLUMNS)
+# Columns that measure this machine, not the simulation: they differ between otherwise identical runs.
+WALL_TIME_COLUMNS = ("wall_s", "mechanism_s")
+GENERATED = "generated"
+REFERENCE_MECHANISM = "proportional"
+# Imported once by the fork server, so that every worker process starts with the simulator loaded.
+_PRELOAD = ["synergy_opt.sim.sweep", "synergy_opt.mechanisms", "synergy_opt.ideal"]
+
+
+@dataclass(frozen=True)
+class SimSetting:
+    """Everything a run depends on but its mechanism: the cluster, the trace and the policy.
+
+    ``load`` is in jobs per hour (None: a static trace); ``jobs`` is the generated trace's length (it draws
+    more arrivals while monitored jobs run); ``monitor`` is ``simulate``'s (None: its default).
+    """
+
+    gpus: int = 128
+    cpu_per_gpu: int = 3
+    policy: str = "fifo"
+    load: float | None = 9.0
+    split: tuple[float, float, float] = (20, 70, 10)
+    multi_gpu: bool = False
+    profile_noise: float = 0.0
+    job_kind: JobKind = "builtin"
+    jobs: int = 1000
+    seed: int = 0
+    round_s: float = 300.0
+    monitor: tuple[int, int] | None = None
+    preemption_overhead_s: float = 0.0
+    trace_name: str = GENERATED
+
+    @property
+    def cluster(self) -> Cluster:
+        """8-GPU servers with 500 GB and ``8 * cpu_per_gpu`` CPUs each, as :func:`synergy_opt.generate_round`'s."""
+        return Cluster(self.gpus // GPUS_PER_SERVER, GPUS_PER_SERVER, GPUS_PER_SERVER * self.cpu_per_gpu,
+                       MEM_GB_PER_SERVER)
+
+    def columns(self) -> dict[str, Any]:
+        """The setting's CSV columns (``SETTING_COLUMNS`` but ``mechanism``)."""
+        return {
+            "trace": self.trace_name, "cluster_gpus": self.gpus, "cpu_per_gpu": self.cpu_per_gpu, "policy": self.policy,
+            "load": self.load, "split": split_text(self.split), "multi_gpu": self.multi_gpu,
+            "profile_noise": self.profile_noise, "job_kind": self.job_kind, "trace_jobs": self.jobs,
+            "round_s": self.round_s, "seed": self.seed,
+        }
+
+
+def split_text(split: Sequence[float]) -> str:
+    """``(20, 70, 10)`` as ``"20,70,10"``: one CSV field, the form ``--split`` takes."""
+    return ",".join(f"{value:g}" for value in split)
+
+
+@dataclass(frozen=True)
+class SimRun:
+    """One simulation: a setting, a mechanism and its options, and the trace when it was loaded from a file."""
+
+    setting: SimSetting
+    mechanism: str
+    trace: Trace | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def make_trace(self) -> Trace:
+        if self.trace is not None:
+            return self.trace
+        s = self.setting
+        return generate_trace(jobs=s.jobs, load=s.load, split=s.split, multi_gpu=s.multi_gpu, seed=s.seed,
+                              cpu_per_gpu=s.cpu_per_gpu, profile_noise=s.profile_noise, job_kind=s.job_kind)
+
+
+@dataclass(frozen=True, eq=False)
+class RunOutcome:
+    """A run's summary row (``SUMMARY_COLUMNS`` but ``proportional_ratio``), per-job and per-round tables."""
+
+    summary: dict[str, Any]
+    jobs: pd.DataFrame
+    rounds: pd.DataFrame
+
+
+def run_one(run: SimRun) -> RunOutcome:
+    """Simulate ``run`` and label its results with its setting."""
+    s = run.setting
+    result = simulate(run.make_trace(), s.cluster, policy=s.policy, mechanism=run.mechanism, round_s=s.round_s,
+                      seed=s.seed, monitor=s.monitor, preemption_overhead_s=s.preemption_overhead_s,
+                      **run.options)
+    labels = {**s.columns(), "mechanism": run.mechanism}
+    summary = {**result.summary, **labels}
+    return RunOutcome(summary, _labelled(result.jobs, labels), _labelled(result.rounds, labels))
+
+
+def _labelled(frame: pd.DataFrame, labels: Mapping[str, Any]) -> pd.DataFrame:
+    setting = pd.DataFrame({key: [value] * len(frame) for key, value in labels.items()}, index=frame.index,
+                           columns=list(SETTING_COLUMNS))
+    return pd.concat([setting, frame], axis=1)
+
+
+def run_sweep(
+    runs: Sequence[SimRun], *, workers: int = 1, dask: Any = None,
+    progress: Callable[[RunOutcome], None] | None = None,
+) -> list[RunOutcome]:
+    """Run every simulation, in the order of ``runs`` (see :func:`synergy_opt.parallel.run_in_order`)."""
+    return run_in_order(run_one, runs, workers=workers, dask=dask, progress=progress, preload=_PRELOAD)
+
+
+def with_ratios(summaries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each summary row with ``proportional_ratio``: proportional's average JCT over the run's, at the same
+    setting and seed (3.4 = 3.4x shorter than under GPU-proportional); None without a proportional run."""
+    key_columns = [column for column in SETTING_COLUMNS if column != "mechanism"]
+    reference = {
+        tuple(row[c] for c in key_columns): row["avg_jct_h"]
+        for row in summaries if row["mechanism"] == REFERENCE_MECHANISM
+    }
+    rows = []
+    for row in summaries:
+        base = reference.get(tuple(row[c] for c in key_columns))
+        rows.append({**row, "proportional_ratio": _ratio(base, row["avg_jct_h"])})
+    return rows
+
+
+def _ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or denominator is None or not np.isfinite(numerator) or not np.isfinite(denominator):
+        return None
+    return float(numerator / denominator) if denominator > 0 else None
+
+
+# The figures of a sweep's table: means over seeds of each (setting, mechanism).
+TABLE_MEANS = ("avg_jct_h", "p50_jct_h", "p95_jct_h", "p99_jct_h", "makespan_h", "rounds", "rounds_solved",
+               "wall_s")
+TABLE_COLUMNS = (*[c for c in SETTING_COLUMNS if c != "seed"], "runs", "seeds", *TABLE_MEANS, "unfinished",
+                 "proportional_ratio")
+
+
+def seed_means(summaries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (setting, mechanism) in first-seen order: means over its seeds, the unfinished jobs summed,
+    and ``proportional_ratio`` as the ratio of the mean average JCTs (proportional's over the mechanism's)."""
+    group_columns = [c for c in SETTING_COLUMNS if c != "seed"]
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for row in summaries:
+        groups.setdefault(tuple(row[c] for c in group_columns), []).append(row)
+    table = []
+    for key, group in groups.items():
+        out: dict[str, Any] = dict(zip(group_columns, key, strict=True))
+        out["runs"] = len(group)
+        out["seeds"] = ",".join(str(row["seed"]) for row in group)
+        for column in TABLE_MEANS:
+            values = [float(row[column]) for row in group]
+            out[column] = float(np.mean(values)) if values else None
+        out["unfinished"] = sum(int(row["unfinished"]) for row in group)
+        table.append(out)
+    by_setting = {tuple(r[c] for c in group_columns if c != "mechanism"): r["avg_jct_h"]
+                  for r in table if r["mechanism"] == REFERENCE_MECHANISM}
+    for row in table:
+        base = by_setting.get(tuple(row[c] for c in group_columns if c != "mechanism"))
+        row["proportional_ratio"] = _ratio(base, row["avg_jct_h"])
+    return table
+
+
+def varying(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[str]:
+    """The ``columns`` that take more than one value over ``rows`` (what a sweep sweeps)."""
+    return [c for c in columns if len({_hashable(row.get(c)) for row in rows}) > 1]
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
