@@ -81,6 +81,16 @@ def test_optimistic_matches_exhaustive_on_any_model(model: JobModel) -> None:
     check_exact(model, PAPER_CPU, PAPER_MEM)
 
 
+@given(st.floats(0.3, 0.99), st.floats(0.5, 6.0))
+@CI
+def test_mostly_serial_jobs_are_within_three_percent(serial: float, cpu: float) -> None:
+    """Jobs CPUs barely help: the lowest stretch is skipped when within threshold / 4 (no trend below it)."""
+    model = JobModel(256, 0.3, 0.3 * cpu, serial, 50.0, 0.1)
+    optimistic = profile_job(model.samples_per_s, PAPER_CPU, PAPER_MEM, model.memory_model)
+    assert relative_error(optimistic.profile, profile_exhaustive(model.samples_per_s, PAPER_CPU, PAPER_MEM).profile) \
+        <= 0.025 + 1e-12
+
+
 @given(job_models(), st.integers(0, 2**32 - 1), st.sampled_from(sorted(GRIDS)))
 @CI
 def test_within_five_percent_with_two_percent_noise(model: JobModel, seed: int, grid: str) -> None:
@@ -118,6 +128,19 @@ def test_flat_jobs_take_two_points() -> None:
     model = builtin_job_model("gnmt")
     result = profile_job(model.samples_per_s, PAPER_CPU, PAPER_MEM, model.memory_model)
     assert [m.cpus_per_gpu for m in result.measurements] == [24.0, 1.0]
+
+
+def test_a_job_that_does_not_run_on_few_cpus() -> None:
+    """Zero throughput (it cannot run with 1 or 2 CPUs) is a valid measurement; the trend starts above it."""
+    model = builtin_job_model("res18")
+
+    def measure(cpus: float, mem: float) -> float:
+        return 0.0 if cpus < 3 else float(model.samples_per_s(cpus, mem))
+
+    optimistic = profile_job(measure, PAPER_CPU, PAPER_MEM, model.memory_model)
+    exhaustive = profile_exhaustive(measure, PAPER_CPU, PAPER_MEM)
+    assert np.allclose(optimistic.profile.tput, exhaustive.profile.tput, rtol=1e-12)
+    assert optimistic.cpu_points <= PAPER_CPU.size // 2
 
 
 def test_the_meter_refuses_a_second_measurement() -> None:

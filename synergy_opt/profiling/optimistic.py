@@ -4,7 +4,7 @@ The search measures the CPU axis at full memory only. It measures both ends of t
 stretch between two measured neighbours that still matters, from the fewest CPUs up:
 
 - the paper's rule: a stretch whose upper end improves on its lower end by less than ``threshold`` (10%)
-  is flat enough to skip;
+  is flat enough to skip (not the lowest stretch, which has no trend below it: see the next rule);
 - a stretch is also skipped when it is already pinned down. In the plane of time per sample (``1 / W``)
   against ``1 / c``, a CPU stage that follows Amdahl's law is a straight line, and the slowest of it and a
   plateau (the GPU, or the storage) is convex. So the chord between the two neighbours bounds a skipped
@@ -15,7 +15,8 @@ stretch between two measured neighbours that still matters, from the fewest CPUs
   the unconfirmed trend pins nothing.
 
 Skipped points take the lower bound on time (the larger of the upper end and the trend below, never beyond
-the chord): exact for a job of that form, within the stretch's ``threshold`` otherwise. Every other memory
+the chord): exact for a job of that form, except on the lowest stretch (within ``threshold / 4`` there), and
+within the stretch's improvement (below ``threshold``) otherwise. Every other memory
 value comes from ``memory_model.throughput(W at full memory, mem)``, e.g. the job's :class:`MinIOCache`.
 """
 
@@ -118,7 +119,8 @@ def _next_stretch(cpu: np.ndarray, values: np.ndarray, threshold: float) -> tupl
     """The lowest-CPU stretch between measured neighbours that is neither flat nor pinned down."""
     measured = np.flatnonzero(~np.isnan(values))
     for low, high in itertools.pairwise(measured):
-        if high - low < 2 or values[high] < values[low] * (1 + threshold):
+        # The paper's flat rule, where a trend below bounds the skipped points (not on the lowest stretch).
+        if high - low < 2 or (low > measured[0] and values[high] < values[low] * (1 + threshold)):
             continue
         inside = np.arange(low + 1, high)
         tolerance = _PINNED * threshold
@@ -157,8 +159,8 @@ def _time_bounds(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper bounds on ``1 / W`` at the points ``inside`` the stretch ``(low, high)``.
 
-    The lower bound follows the trend below the stretch (the secant from the lowest measured point to
-    ``low``); with ``confirmed`` given, only once a measured point between them lies on it within that
+    The lower bound follows the trend below the stretch (the secant from the lowest measured point where
+    the job runs to ``low``); with ``confirmed`` given, only once a measured point between them lies on it within that
     relative tolerance, so that a job that is not of the assumed form cannot pin a stretch it never saw.
     """
     with np.errstate(divide="ignore"):
@@ -168,14 +170,15 @@ def _time_bounds(
     def line(a: int, b: int, at: np.ndarray) -> np.ndarray:
         return time[a] + (time[b] - time[a]) * (x[at] - x[a]) / (x[b] - x[a])
 
-    upper = line(low, high, inside)
     if not math.isfinite(time[low]):
         return np.full(inside.size, time[high]), np.full(inside.size, np.inf)
+    upper = line(low, high, inside)
     # Monotone: fewer CPUs are never faster than the upper end.
     bounds = [np.full(inside.size, time[high])]
-    first = int(measured[0])
-    if first < low and math.isfinite(time[first]):
-        between = measured[(measured > first) & (measured < low)]
+    running = measured[np.isfinite(time[measured])]
+    first = int(running[0])
+    if first < low:
+        between = running[(running > first) & (running < low)]
         on_trend = between.size > 0 and bool(
             np.all(np.abs(time[between] - line(first, low, between)) <= confirmed * time[between])
         ) if confirmed is not None else True

@@ -1,0 +1,248 @@
+"""Optimistic against exhaustive profiling, and what modelled jobs change in a round.
+
+Run from the repository root::
+
+    python benchmarks/bench_profiling.py            # every figure; writes the CSVs and the plot
+    python benchmarks/bench_profiling.py --quick    # fewer seeds (a smoke run)
+
+Three tables, in ``benchmarks/results/``:
+
+- ``profiling.csv``: per built-in model (its fitted :class:`JobModel` as the job), on the paper's grid
+  (1-24 CPUs x memory in 50 GB steps to 500 GB: 240 points) and on the built-in grid (9 x 5), the points and
+  simulated minutes (one a point) of the optimistic and the exhaustive profiler, and the optimistic profile's
+  largest relative error against the exhaustive one: exact, and with 2% measurement noise (the worst error
+  and the most points of ``--noise-seeds`` runs); then the same for the built-in matrices themselves
+  (``job = "matrix"``).
+- ``profiling_rounds.csv``: on 128-GPU full-load rounds (single- and multi-GPU jobs, seeds ``--seeds``),
+  built-in, log-normal-noise (``profile_noise=0.1``) and modelled (``jobs="modelled"``) jobs, and modelled
+  jobs with the dataset spread at 0.3 instead of 0.1 (``modelled wide``, the same jobs otherwise): the
+  objective of proportional, TUNE and the ideal ILP (``evaluate`` / ``solve_ideal``) and the gains over
+  proportional.
+- ``profiling_rounds.png``: those gains.
+- ``profiling_sensitivity.csv``: per kind of job and model, over the single-GPU rounds, the mean of a job's
+  best throughput over its floor, and of its plateau (grid points at its best throughput).
+
+Every figure is deterministic (no timing), so the machine's load does not move them; it is recorded anyway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from synergy_opt import evaluate, generate_round, model_names, run_mechanism, solve_ideal
+from synergy_opt.instance import Job, RoundInstance
+from synergy_opt.profiles import builtin_profile
+from synergy_opt.profiling import (
+    JobModel,
+    builtin_job_model,
+    draw_job_model,
+    profile_exhaustive,
+    profile_job,
+    profile_matrix,
+)
+from synergy_opt.profiling.sampler import PARAMETER_SPREAD
+
+RESULTS = Path(__file__).resolve().parent / "results"
+GRIDS = {
+    "paper 24x10": (np.arange(1.0, 25.0), np.arange(50.0, 501.0, 50.0)),
+    "builtin 9x5": (np.array([1, 2, 3, 4, 5, 6, 9, 12, 24.0]), np.array([20.83, 62.5, 125, 187.5, 250])),
+}
+KINDS = ("builtin", "noise 0.1", "modelled", "modelled wide")
+WIDE = tuple((key, 0.3 if key == "dataset_gb" else sigma) for key, sigma in PARAMETER_SPREAD)
+
+
+@dataclass(frozen=True)
+class ProfilingRow:
+    grid: str
+    model: str
+    job: str
+    cpu_axis: int
+    optimistic_points: int
+    exhaustive_points: int
+    optimistic_minutes: float
+    exhaustive_minutes: float
+    speedup: float
+    max_error_exact: float
+    max_error_noise2: float | None
+    max_points_noise2: int | None
+    load_avg_1min: float
+
+
+@dataclass(frozen=True)
+class RoundRow:
+    jobs: str
+    multi_gpu: bool
+    seed: int
+    proportional: float
+    tune: float
+    ideal: float
+    tune_gain: float
+    ideal_gain: float
+    load_avg_1min: float
+
+
+def relative_error(profile: np.ndarray, exact: np.ndarray) -> float:
+    return float((np.abs(profile - exact) / np.where(exact > 0, exact, 1.0)).max())
+
+
+def profiling_rows(noise_seeds: int) -> list[ProfilingRow]:
+    rows = []
+    for grid, (cpu, mem) in GRIDS.items():
+        for name in model_names():
+            model = builtin_job_model(name)
+            exhaustive = profile_exhaustive(model.samples_per_s, cpu, mem)
+            optimistic = profile_job(model.samples_per_s, cpu, mem, model.memory_model)
+            noisy, noisy_points = [], []
+            for seed in range(noise_seeds):
+                rng = np.random.default_rng(seed)
+
+                def measure(c: float, m: float, rng: np.random.Generator = rng, job: JobModel = model) -> float:
+                    return float(job.samples_per_s(c, m)) * (1 + 0.02 * rng.uniform(-1, 1))
+
+                result = profile_job(measure, cpu, mem, model.memory_model)
+                noisy.append(relative_error(result.profile.tput, exhaustive.profile.tput))
+                noisy_points.append(result.points)
+            rows.append(ProfilingRow(
+                grid, name, "model", cpu.size, optimistic.points, exhaustive.points, optimistic.minutes,
+                exhaustive.minutes, exhaustive.minutes / optimistic.minutes,
+                relative_error(optimistic.profile.tput, exhaustive.profile.tput), max(noisy), max(noisy_points),
+                os.getloadavg()[0],
+            ))
+    for name in model_names():
+        profile = builtin_profile(name)
+        optimistic, exhaustive = profile_matrix(profile, "optimistic"), profile_matrix(profile, "exhaustive")
+        rows.append(ProfilingRow(
+            "builtin 9x5", name, "matrix", profile.cpu_per_gpu.size, optimistic.points, exhaustive.points,
+            optimistic.minutes, exhaustive.minutes, exhaustive.minutes / optimistic.minutes,
+            relative_error(optimistic.profile.tput, profile.tput), None, None, os.getloadavg()[0],
+        ))
+    return rows
+
+
+def make_round(kind: str, multi_gpu: bool, seed: int) -> RoundInstance:
+    if kind == "noise 0.1":
+        return generate_round(gpus=128, multi_gpu=multi_gpu, seed=seed, profile_noise=0.1)
+    if kind == "modelled":
+        return generate_round(gpus=128, multi_gpu=multi_gpu, seed=seed, jobs="modelled")
+    instance = generate_round(gpus=128, multi_gpu=multi_gpu, seed=seed)
+    if kind == "builtin":
+        return instance
+    # The built-in round's jobs, each given a model drawn with the wider dataset spread.
+    rng = np.random.default_rng([seed, 1])
+    cpu, mem = GRIDS["builtin 9x5"]
+    jobs = tuple(Job(job.id, job.gpus, draw_job_model(rng, str(job.model), WIDE).profile(cpu, mem), model=job.model,
+                     work=job.work) for job in instance.jobs)
+    return RoundInstance(instance.cluster, jobs, {**instance.metadata, "jobs": "modelled wide"})
+
+
+def sensitivity_rows(seeds: list[int]) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for kind in KINDS:
+        jobs = [(job, floor) for seed in seeds for instance in [make_round(kind, False, seed)]
+                for job, floor in zip(instance.jobs, instance.floors, strict=True)]
+        for name in model_names():
+            picked = [(job.profile.tput, floor) for job, floor in jobs if job.model == name]
+            rows.append({
+                "jobs": kind, "model": name, "count": len(picked),
+                "best_over_floor": float(np.mean([tput.max() / floor for tput, floor in picked])),
+                "plateau_points": float(np.mean([(tput >= tput.max() * (1 - 1e-9)).sum() for tput, _ in picked])),
+            })
+    return rows
+
+
+def round_rows(seeds: list[int]) -> list[RoundRow]:
+    rows = []
+    for kind in KINDS:
+        for multi_gpu in (False, True):
+            for seed in seeds:
+                instance = make_round(kind, multi_gpu, seed)
+                proportional = evaluate(instance, run_mechanism(instance, "proportional")).objective
+                tune = evaluate(instance, run_mechanism(instance, "tune")).objective
+                ideal = solve_ideal(instance).objective
+                rows.append(RoundRow(kind, multi_gpu, seed, proportional, tune, ideal, tune / proportional,
+                                     ideal / proportional, os.getloadavg()[0]))
+    return rows
+
+
+def write(path: Path, rows: list[ProfilingRow] | list[RoundRow] | list[dict[str, object]]) -> None:
+    dicts = [row if isinstance(row, dict) else asdict(row) for row in rows]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(dicts[0]))
+        writer.writeheader()
+        writer.writerows(dicts)
+
+
+def plot(rows: list[RoundRow], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    for ax, multi_gpu in zip(axes, (False, True), strict=True):
+        for offset, (what, colour) in enumerate((("tune_gain", "tab:blue"), ("ideal_gain", "tab:orange"))):
+            for index, kind in enumerate(KINDS):
+                gains = [getattr(r, what) for r in rows if r.jobs == kind and r.multi_gpu == multi_gpu]
+                ax.scatter(np.full(len(gains), index + 0.15 * (2 * offset - 1)), gains, color=colour, s=14,
+                           label=what.replace("_gain", "") if index == 0 else None)
+        ax.set_xticks(range(len(KINDS)), list(KINDS))
+        ax.set_title(f"128 GPUs, {'multi' if multi_gpu else 'single'}-GPU jobs")
+        ax.axhline(1.0, color="grey", lw=0.5)
+    axes[0].set_ylabel("objective / proportional")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="3 round seeds and 5 noise seeds")
+    parser.add_argument("--seeds", default="0,1,2,3,4,5,6,7,8,9", help="round seeds (comma-separated)")
+    parser.add_argument("--noise-seeds", type=int, default=50, help="noisy profiling runs per model and grid")
+    args = parser.parse_args()
+    seeds = [0, 1, 2] if args.quick else [int(s) for s in args.seeds.split(",")]
+    noise_seeds = 5 if args.quick else args.noise_seeds
+    RESULTS.mkdir(exist_ok=True)
+
+    profiling = profiling_rows(noise_seeds)
+    write(RESULTS / "profiling.csv", profiling)
+    print(f"{'grid':12s} {'model':11s} {'job':6s} {'points opt/exh':>15s} {'minutes':>13s} {'x':>5s} "
+          f"{'err exact':>9s} {'err 2%':>7s} {'points 2%':>9s}")
+    for r in profiling:
+        noise = "" if r.max_error_noise2 is None else f"{r.max_error_noise2:7.3f} {r.max_points_noise2:9d}"
+        print(f"{r.grid:12s} {r.model:11s} {r.job:6s} {r.optimistic_points:7d}/{r.exhaustive_points:<7d} "
+              f"{r.optimistic_minutes:5.0f}/{r.exhaustive_minutes:<7.0f} {r.speedup:5.1f} "
+              f"{r.max_error_exact:9.4f} {noise}")
+
+    rounds = round_rows(seeds)
+    write(RESULTS / "profiling_rounds.csv", rounds)
+    plot(rounds, RESULTS / "profiling_rounds.png")
+    print(f"\n{'jobs':14s} {'trace':6s} {'tune gain median [min, max]':>30s} {'ideal gain median [min, max]':>30s}")
+    for kind in KINDS:
+        for multi_gpu in (False, True):
+            picked = [r for r in rounds if r.jobs == kind and r.multi_gpu == multi_gpu]
+            cells = []
+            for what in ("tune_gain", "ideal_gain"):
+                gains = [getattr(r, what) for r in picked]
+                cells.append(f"{statistics.median(gains):.3f} [{min(gains):.3f}, {max(gains):.3f}]")
+            print(f"{kind:14s} {'multi' if multi_gpu else 'single':6s} {cells[0]:>30s} {cells[1]:>30s}")
+    sensitivity = sensitivity_rows(seeds)
+    write(RESULTS / "profiling_sensitivity.csv", sensitivity)
+    print("\nmean best throughput / floor, single-GPU rounds")
+    print(f"{'model':12s}" + "".join(f"{kind:>15s}" for kind in KINDS))
+    for name in model_names():
+        cells = [next(r["best_over_floor"] for r in sensitivity if r["jobs"] == kind and r["model"] == name)
+                 for kind in KINDS]
+        print(f"{name:12s}" + "".join(f"{float(str(c)):15.2f}" for c in cells))
+    print(f"\nload average (1 min) at the end: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
