@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from synergy_opt.profiling import (
     with_profiling_delay,
 )
 from synergy_opt.profiling.measurement import Meter
+from synergy_opt.sim import Trace, TraceJob, simulate
 from synergy_opt.sim.trace import generate_trace
 
 CI = settings(derandomize=True, deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
@@ -263,6 +265,24 @@ def test_trace_delays() -> None:
     assert all(job.profiling_s == 0 for job in trace.jobs)
     halved = with_profiling_delay(trace, minutes_per_point=0.5)
     assert halved.jobs[0].profiling_s == 0.5 * optimistic.jobs[0].profiling_s
+
+
+@pytest.mark.parametrize("method", ["optimistic", "exhaustive"])
+@pytest.mark.parametrize("job_kind", ["builtin", "modelled"])
+def test_a_lone_job_finishes_its_profiling_delay_later(method: str, job_kind: str) -> None:
+    """Alone on an empty cluster, a job starts at the first round boundary after its profiling, so its JCT grows
+    by the delay rounded up to a round (exactly the delay with one-minute rounds: the delay is whole minutes)."""
+    drawn = generate_trace(jobs=8, load=None, multi_gpu=True, seed=3, job_kind=job_kind)
+    cluster = Cluster(2)
+    for one in drawn.jobs:
+        alone = Trace((TraceJob(one.id, 0.0, one.gpus, 1800.0, one.profile, model=one.model),))
+        delay = with_profiling_delay(alone, method).jobs[0].profiling_s
+        assert delay == 60.0 * profile_matrix(one.profile, method).points > 0
+        for round_s in (60.0, 300.0):
+            plain = simulate(alone, cluster, mechanism="tune", round_s=round_s).jobs["jct_s"].iloc[0]
+            late = simulate(with_profiling_delay(alone, method), cluster, mechanism="tune",
+                            round_s=round_s).jobs["jct_s"].iloc[0]
+            assert late - plain == pytest.approx(math.ceil(delay / round_s) * round_s, rel=1e-12)
 
 
 def test_custom_costs_are_recorded_and_not_regenerated() -> None:
