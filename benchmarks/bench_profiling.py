@@ -21,6 +21,12 @@ Three tables, in ``benchmarks/results/``:
 - ``profiling_rounds.png``: those gains.
 - ``profiling_sensitivity.csv``: per kind of job and model, over the single-GPU rounds, the mean of a job's
   best throughput over its floor, and of its plateau (grid points at its best throughput).
+- ``profiling_jct.csv``, ``profiling_jct.png``: what profiling costs in average JCT. Dynamic traces (single-GPU
+  jobs, split 20/70/10, ``--jct-jobs`` jobs, seeds ``--jct-seeds``) on a 32-GPU cluster at several loads,
+  simulated with SRTF and TUNE (``synergy_opt.simulate``, 5-minute rounds): no profiling; each job profiled on
+  arrival on its own 9 x 5 grid (optimistic: 2-9 minutes, exhaustive: 45); and on the paper's 24 x 10 grid
+  (the optimistic search on the job's fitted model: 2-8 minutes; exhaustive: 240). GPU-proportional without
+  profiling (it needs none) is the baseline.
 
 Every figure is deterministic (no timing), so the machine's load does not move them; it is recorded anyway.
 """
@@ -31,13 +37,13 @@ import argparse
 import csv
 import os
 import statistics
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from synergy_opt import evaluate, generate_round, model_names, run_mechanism, solve_ideal
-from synergy_opt.instance import Job, RoundInstance
+from synergy_opt.instance import Cluster, Job, RoundInstance
 from synergy_opt.profiles import builtin_profile
 from synergy_opt.profiling import (
     JobModel,
@@ -46,8 +52,10 @@ from synergy_opt.profiling import (
     profile_exhaustive,
     profile_job,
     profile_matrix,
+    with_profiling_delay,
 )
 from synergy_opt.profiling.sampler import PARAMETER_SPREAD
+from synergy_opt.sim import Trace, generate_trace, simulate
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GRIDS = {
@@ -171,6 +179,67 @@ def round_rows(seeds: list[int]) -> list[RoundRow]:
     return rows
 
 
+JCT_VARIANTS = ("proportional", "tune", "tune + optimistic 9x5", "tune + exhaustive 9x5",
+                "tune + optimistic 24x10", "tune + exhaustive 24x10")
+
+
+def paper_grid_delays(trace: Trace, method: str) -> Trace:
+    """Each job profiled on the paper's grid: its built-in model's fitted job model searched, or 240 points."""
+    cpu, mem = GRIDS["paper 24x10"]
+    minutes: dict[str, float] = {}
+    for name in model_names():
+        model = builtin_job_model(name)
+        minutes[name] = (profile_job(model.samples_per_s, cpu, mem, model.memory_model).minutes
+                         if method == "optimistic" else float(cpu.size * mem.size))
+    return Trace(tuple(replace(job, profiling_s=60.0 * minutes[str(job.model)]) for job in trace.jobs),
+                 trace.metadata)
+
+
+def jct_rows(loads: list[float], seeds: list[int], jobs: int) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    cluster = Cluster(4)
+    for load in loads:
+        for seed in seeds:
+            trace = generate_trace(jobs=jobs, load=load, seed=seed)
+            traces = {
+                "proportional": trace, "tune": trace,
+                "tune + optimistic 9x5": with_profiling_delay(trace, "optimistic"),
+                "tune + exhaustive 9x5": with_profiling_delay(trace, "exhaustive"),
+                "tune + optimistic 24x10": paper_grid_delays(trace, "optimistic"),
+                "tune + exhaustive 24x10": paper_grid_delays(trace, "exhaustive"),
+            }
+            for variant in JCT_VARIANTS:
+                mechanism = "proportional" if variant == "proportional" else "tune"
+                result = simulate(traces[variant], cluster, policy="srtf", mechanism=mechanism)
+                monitored = result.monitored_jobs
+                rows.append({
+                    "load_per_h": load, "seed": seed, "variant": variant, "avg_jct_h": result.summary["avg_jct_h"],
+                    "p99_jct_h": result.summary["p99_jct_h"], "unfinished": result.summary["unfinished"],
+                    "mean_profiling_min": float(monitored["profiling_s"].mean() / 60.0),
+                    "load_avg_1min": os.getloadavg()[0],
+                })
+    return rows
+
+
+def plot_jct(rows: list[dict[str, object]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    loads = sorted({float(str(r["load_per_h"])) for r in rows})
+    for variant in JCT_VARIANTS:
+        means = [statistics.mean(float(str(r["avg_jct_h"])) for r in rows
+                                 if r["variant"] == variant and r["load_per_h"] == load) for load in loads]
+        ax.plot(loads, means, marker="o", label=variant, linestyle="--" if variant == "proportional" else "-")
+    ax.set_xlabel("load (jobs per hour), 32 GPUs")
+    ax.set_ylabel("average JCT (h), SRTF")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def write(path: Path, rows: list[ProfilingRow] | list[RoundRow] | list[dict[str, object]]) -> None:
     dicts = [row if isinstance(row, dict) else asdict(row) for row in rows]
     with path.open("w", newline="") as handle:
@@ -206,6 +275,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="3 round seeds and 5 noise seeds")
     parser.add_argument("--seeds", default="0,1,2,3,4,5,6,7,8,9", help="round seeds (comma-separated)")
     parser.add_argument("--noise-seeds", type=int, default=50, help="noisy profiling runs per model and grid")
+    parser.add_argument("--jct-loads", default="1.5,2.5,3.0,3.5", help="arrival rates (jobs per hour)")
+    parser.add_argument("--jct-seeds", default="0,1", help="trace seeds of the JCT sweep")
+    parser.add_argument("--jct-jobs", type=int, default=400, help="jobs per trace of the JCT sweep")
     args = parser.parse_args()
     seeds = [0, 1, 2] if args.quick else [int(s) for s in args.seeds.split(",")]
     noise_seeds = 5 if args.quick else args.noise_seeds
@@ -241,6 +313,21 @@ def main() -> None:
         cells = [next(r["best_over_floor"] for r in sensitivity if r["jobs"] == kind and r["model"] == name)
                  for kind in KINDS]
         print(f"{name:12s}" + "".join(f"{float(str(c)):15.2f}" for c in cells))
+    loads = [2.5] if args.quick else [float(x) for x in args.jct_loads.split(",")]
+    jct_seeds = [0] if args.quick else [int(x) for x in args.jct_seeds.split(",")]
+    jct = jct_rows(loads, jct_seeds, 150 if args.quick else args.jct_jobs)
+    write(RESULTS / "profiling_jct.csv", jct)
+    plot_jct(jct, RESULTS / "profiling_jct.png")
+    print("\naverage JCT (h), SRTF, 32 GPUs, mean over seeds; in brackets the mean profiling delay (min)")
+    print(f"{'load/h':>7s}" + "".join(f"{v:>26s}" for v in JCT_VARIANTS))
+    for load in loads:
+        cells = []
+        for variant in JCT_VARIANTS:
+            picked = [r for r in jct if r["variant"] == variant and r["load_per_h"] == load]
+            mean_jct = statistics.mean(float(str(r["avg_jct_h"])) for r in picked)
+            delay = statistics.mean(float(str(r["mean_profiling_min"])) for r in picked)
+            cells.append(f"{mean_jct:.2f} [{delay:.0f}]")
+        print(f"{load:7.1f}" + "".join(f"{c:>26s}" for c in cells))
     print(f"\nload average (1 min) at the end: {os.getloadavg()[0]:.2f}")
 
 

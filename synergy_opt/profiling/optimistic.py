@@ -90,12 +90,14 @@ def profile_job(
     meter = Meter(measure, minutes_per_point)
     full_memory = float(mem[-1])
     at_full = search_cpu_axis(lambda c: meter(c, full_memory), cpu, threshold)
-    tput = np.asarray(memory_model.throughput(at_full[:, None], mem[None, :]), dtype=float)
-    tput = np.broadcast_to(tput, (cpu.size, mem.size)) if tput.size == cpu.size * mem.size else tput
-    if tput.shape != (cpu.size, mem.size) or not np.all(np.isfinite(tput)) or np.any(tput < 0):
+    try:
+        modelled = np.asarray(memory_model.throughput(at_full[:, None], mem[None, :]), dtype=float)
+        tput = np.array(np.broadcast_to(modelled, (cpu.size, mem.size)))
+    except (TypeError, ValueError):
+        raise InvalidInputError("memory_model", memory_model, "must give a throughput at every grid point") from None
+    if not np.all(np.isfinite(tput)) or np.any(tput < 0):
         raise InvalidInputError("memory_model", memory_model, "must give a finite throughput >= 0 on the grid")
     # The model fills other memory values only: what was measured at full memory stays as measured.
-    tput = tput.copy()
     tput[:, -1] = at_full
     return ProfilingResult(Profile(cpu, mem, tput), meter.log, "optimistic")
 
@@ -160,8 +162,8 @@ def _time_bounds(
     """Lower and upper bounds on ``1 / W`` at the points ``inside`` the stretch ``(low, high)``.
 
     The lower bound follows the trend below the stretch (the secant from the lowest measured point where
-    the job runs to ``low``); with ``confirmed`` given, only once a measured point between them lies on it within that
-    relative tolerance, so that a job that is not of the assumed form cannot pin a stretch it never saw.
+    the job runs to ``low``); with ``confirmed`` given, only once a measured point between them lies on it
+    within that relative tolerance, so that a job not of the assumed form cannot pin a stretch it never saw.
     """
     with np.errstate(divide="ignore"):
         time = 1.0 / values
