@@ -10,9 +10,10 @@ Run from the repository root::
 
 Rounds: the issue's four rows (single-GPU and multi-GPU trace, ``profile_noise`` 0 and 0.05, split (20, 70, 10))
 and the same four with split (50, 0, 50), full load, seeds 0-9. The reference of each round is the joint optimum
-(``solve_joint(consolidate=False)``, the best realizable round, any job may split) where it is proven within
-``--joint-time-limit``; else the smallest proven upper bound on it: the joint MILP's bound, the ideal ILP
-optimum (``solve_ideal``), the ideal LP bound. The ``reference`` column says which. References are cached in
+(``solve_joint(consolidate=False)``, its default ``method="auto"``: the best realizable round, any job may split)
+where it is proven within ``--joint-time-limit``; else the smallest proven upper bound on it: the joint model's
+bound, the ideal ILP optimum (``solve_ideal``), the ideal LP bound. The joint model runs up to 1024 GPUs; at
+4096 the reference is the ideal ILP. The ``reference`` column says which. References are cached in
 ``results/near_opt_references.csv`` (delete it to recompute). Each mechanism's percentage is
 ``100 * objective / reference``; near-opt's time per round is the median of ``--repeats`` runs after a warm-up
 (wall and process CPU time; the load average is recorded beside it). Medians over seeds go to
@@ -284,9 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)), help="generator seeds")
     parser.add_argument("--mechanisms", nargs="+", default=list(MECHANISMS), help="mechanisms to compare")
     parser.add_argument("--repeats", type=int, default=3, help="timed near-opt runs per round")
-    parser.add_argument("--joint-time-limit", type=float, default=20.0, help="seconds for the joint MILP")
-    parser.add_argument("--joint-max-gpus", type=int, default=1024, help="joint MILP on noise-free rounds up to")
-    parser.add_argument("--joint-noisy-max-gpus", type=int, default=128, help="joint MILP on noisy rounds up to")
+    parser.add_argument("--joint-time-limit", type=float, default=20.0, help="seconds for the joint model")
+    parser.add_argument("--joint-max-gpus", type=int, default=1024, help="joint model on noise-free rounds up to")
+    parser.add_argument("--joint-noisy-max-gpus", type=int, default=1024, help="joint model on noisy rounds up to")
     parser.add_argument("--ideal-time-limit", type=float, default=120.0, help="seconds for the ideal ILP")
     parser.add_argument("--opt-max-gpus", type=int, default=1024, help="run opt up to this size")
     parser.add_argument("--tolerance", action="store_true", help="the best-case tolerance study instead")
