@@ -85,11 +85,7 @@ def instance_to_dict(instance: RoundInstance) -> dict[str, Any]:
     ratio = _profile_ratio(instance.cluster)
     jobs = []
     for job in instance.jobs:
-        entry: dict[str, Any] = {"id": job.id, "gpus": job.gpus}
-        if job.model is not None:
-            entry["model"] = job.model
-        if job.model is None or not is_builtin(job.model, ratio, job.profile):
-            entry["profile"] = job.profile.to_dict()
+        entry: dict[str, Any] = {"id": job.id, "gpus": job.gpus, **profile_entry(job.model, job.profile, ratio)}
         if job.arrival:
             entry["arrival"] = job.arrival
         if job.work is not None:
@@ -164,6 +160,15 @@ def job_profile(where: str, raw: Mapping[str, Any], ratio: int) -> tuple[str | N
         raise InvalidInputError("model", None, "a job needs a built-in 'model' name or an inline 'profile'")
     except InvalidInputError as error:
         raise prefixed(error, where) from None
+
+
+def profile_entry(model: str | None, profile: Profile, ratio: int) -> dict[str, Any]:
+    """How a file names a job's matrix: its ``model``, and the matrix itself unless it is that model's built-in
+    one (for servers with ``ratio`` CPUs per GPU); :func:`job_profile` reads it back."""
+    entry: dict[str, Any] = {} if model is None else {"model": model}
+    if model is None or not is_builtin(model, ratio, profile):
+        entry["profile"] = profile.to_dict()
+    return entry
 
 
 def _profile(raw: Any, name: str | None) -> Profile:

@@ -25,7 +25,7 @@ from typing import Any
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.files import atomic_open, read_text
 from synergy_opt.generate import GENERATOR_ARGUMENTS
-from synergy_opt.io import is_builtin, job_profile, read_json
+from synergy_opt.io import job_profile, profile_entry, read_json
 from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO
 from synergy_opt.sim.philly import PHILLY_ARGUMENTS, philly_trace
 from synergy_opt.sim.trace import TRACE_COLUMNS, Trace, trace_job_from_fields
@@ -91,11 +91,7 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
     jobs = []
     for job in trace.jobs:
         entry: dict[str, Any] = {"id": job.id, "arrival_s": job.arrival_s, "gpus": job.gpus,
-                                 "duration_s": job.duration_s}
-        if job.model is not None:
-            entry["model"] = job.model
-        if job.model is None or not is_builtin(job.model, ratio, job.profile):
-            entry["profile"] = job.profile.to_dict()
+                                 "duration_s": job.duration_s, **profile_entry(job.model, job.profile, ratio)}
         if job.profiling_s:
             entry["profiling_s"] = job.profiling_s
         jobs.append(entry)
@@ -155,8 +151,8 @@ def _csv_text(trace: Trace) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(_CSV_COLUMNS)
     for job in trace.jobs:
-        builtin = job.model is not None and is_builtin(job.model, ratio, job.profile)
-        profile = "" if builtin else json.dumps(job.profile.to_dict())
+        inline = profile_entry(job.model, job.profile, ratio).get("profile")
+        profile = "" if inline is None else json.dumps(inline)
         writer.writerow((job.id, repr(job.arrival_s), job.gpus, repr(job.duration_s), job.model or "",
                          repr(job.profiling_s), profile))
     return buffer.getvalue()
