@@ -39,8 +39,9 @@ SOLVER_NAME = "highs-decomposition"
 INCUMBENT_SHARE, INCUMBENT_SECONDS = 0.05, 0.25
 # Seconds a heuristic MILP (restricted master, threshold round) may take when no time limit is given.
 MASTER_MILP_SECONDS = 10.0
-# Share of the time left the MILP over the dive's patterns may take.
-DIVE_SHARE = 0.2
+# Shares of the time left that column generation and the dive may take (their bounds hold whenever they stop;
+# the MILPs after them find the incumbents), and the MILP over the dive's patterns.
+COLUMN_GENERATION_SHARE, DIVE_TIME_SHARE, DIVE_SHARE = 0.4, 0.25, 0.2
 # Most maximal patterns a proof (or a heuristic round) enumerates; a proof needs every pattern within the gap,
 # so beyond it the gap stays open (reported, never hidden).
 PROOF_PATTERNS = 3_000
@@ -165,7 +166,7 @@ def solve_decomposition(
         feasible = master.phase_one(deadline)
         if feasible is False:
             return finish(Status.INFEASIBLE, "infeasible: no server patterns hold every job (priced proof)")
-    prices = master.run(deadline)
+    prices = master.run(_share(deadline, COLUMN_GENERATION_SHARE))
     report.rounds, report.patterns, report.lp_bound = master.rounds, len(master.patterns), prices.bound
     bound = min(bound, prices.bound)
     mark("column generation")
@@ -175,7 +176,7 @@ def solve_decomposition(
         return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
 
     if dive:
-        fixed = master.dive(deadline)
+        fixed = master.dive(_share(deadline, DIVE_TIME_SHARE))
         prices = master.best or prices
         report.rounds, report.patterns, report.lp_bound = master.rounds, len(master.patterns), prices.bound
         bound = min(bound, prices.bound)
@@ -249,6 +250,14 @@ def solve_decomposition(
     else:
         reason = report.proof or f"{THRESHOLD_ROUNDS} rounds without a complete pool"
     return finish(_limit(best), f"gap open: {reason}")
+
+
+def _share(deadline: float | None, share: float) -> float | None:
+    """A deadline ``share`` of the way from now to ``deadline`` (a phase leaves time to those after it)."""
+    if deadline is None:
+        return None
+    now = time.perf_counter()
+    return now + share * max(deadline - now, 0.0)
 
 
 def _limit(best: _Best | None) -> Status:
