@@ -47,9 +47,13 @@ COLUMN_GENERATION_SHARE, DIVE_TIME_SHARE, DIVE_SHARE = 0.4, 0.25, 0.2
 PROOF_PATTERNS = 3_000
 # Most patterns of a heuristic round's pool (patterns within a fraction of the gap).
 HEURISTIC_PATTERNS = 2_000
-# Rounds over the patterns of least reduced cost, the share of the time left each heuristic one may take, and
-# how many times the threshold is quartered looking for a pool of at most PROOF_PATTERNS.
+# Rounds over the patterns of least reduced cost without a time limit (with one: until it), the share of the
+# time left each heuristic one may take, and how many times the threshold is quartered looking for a small pool.
 THRESHOLD_ROUNDS, THRESHOLD_SHARE, THRESHOLD_STEPS = 3, 0.4, 12
+# HiGHS's mip_heuristic_effort in heuristic rounds (default 0.05): they are there to find better incumbents.
+HEURISTIC_EFFORT = 0.3
+# A heuristic pool doubles at most this many times (4,000 patterns: its enumeration stays quick).
+MAX_DOUBLINGS = 1
 
 
 @dataclass
@@ -215,40 +219,48 @@ def solve_decomposition(
         return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
 
     # Rounds over the patterns of least reduced cost: exact once they are all those within the gap.
-    for attempt in range(THRESHOLD_ROUNDS):
-        if not (restricted or prove) or _expired(deadline):
+    # With a time limit the rounds go on until it, each round that finds nothing better doubling its pool;
+    # without one, THRESHOLD_ROUNDS rounds.
+    rounds = 0
+    stalls = 0
+    while (restricted or prove) and not _expired(deadline):
+        if deadline is None and rounds == THRESHOLD_ROUNDS:
             break
+        rounds += 1
         gap = prices.bound - best.value
-        pool = _low_patterns(items, types, prices, gap, exact_only=not restricted)
+        limit = HEURISTIC_PATTERNS * 2 ** min(stalls, MAX_DOUBLINGS)
+        pool = _low_patterns(items, types, prices, gap, exact_only=not restricted, limit=limit)
         if pool is None:
-            report.proof = f"more than {PROOF_PATTERNS} maximal loads within the gap"
+            report.proof = f"more than {max(PROOF_PATTERNS, limit)} maximal loads within the gap"
             break
         patterns, low, complete = pool
         if complete and not prove:
             complete = False
-        share = 1.0 if complete or attempt == THRESHOLD_ROUNDS - 1 else THRESHOLD_SHARE
+        last = deadline is None and rounds == THRESHOLD_ROUNDS
+        share = 1.0 if complete or last else THRESHOLD_SHARE
         outcome = _solve_over(instance, np.vstack([patterns, master.patterns]) if not complete else patterns,
                               low, params, deadline, best, consolidate, split_penalty, objective, reductions, share,
                               exact=complete)
-        mark(f"threshold round {attempt + 1}")
-        if outcome is None:
-            continue
-        candidate, milp_bound, proven = outcome
-        offer(candidate)
-        if complete:
-            report.proof = f"{len(patterns)} maximal loads within the gap"
-            bound = min(bound, max(milp_bound, best.value))
-            if proven or closed(final=True):
-                return finish(Status.OPTIMAL, f"optimal: proof over the {report.proof}")
-            return finish(_limit(best), "time limit during the proof")
-        if closed():
-            return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
+        mark(f"threshold round {rounds}")
+        before = best.value
+        if outcome is not None:
+            candidate, milp_bound, proven = outcome
+            offer(candidate)
+            if complete:
+                report.proof = f"{len(patterns)} maximal loads within the gap"
+                bound = min(bound, max(milp_bound, best.value))
+                if proven or closed(final=True):
+                    return finish(Status.OPTIMAL, f"optimal: proof over the {report.proof}")
+                return finish(_limit(best), "time limit during the proof")
+            if closed():
+                return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
+        stalls = stalls if best.value > before + 1e-9 else stalls + 1
     if _expired(deadline):
         reason = "time limit"
     elif not prove:
         reason = "no proof asked"
     else:
-        reason = report.proof or f"{THRESHOLD_ROUNDS} rounds without a complete pool"
+        reason = report.proof or f"{rounds} rounds without a complete pool"
     return finish(_limit(best), f"gap open: {reason}")
 
 
@@ -321,9 +333,10 @@ def _start_vector(joint: JointModel, start: _Best | None) -> np.ndarray | None:
     return np.concatenate([y, x])
 
 
-def _run_highs(model: object, params: SolverParams, seconds: float, start: np.ndarray | None
-               ) -> tuple[np.ndarray | None, float, float | None, bool] | None:
-    """Solve a MILP on HiGHS from a starting solution: (x, objective, bound, proven optimal)."""
+def _run_highs(model: object, params: SolverParams, seconds: float, start: np.ndarray | None,
+               heuristic_effort: float | None = None) -> tuple[np.ndarray | None, float, float | None, bool] | None:
+    """Solve a MILP on HiGHS from a starting solution: (x, objective, bound, proven optimal); a heuristic
+    round spends more of it on HiGHS's primal heuristics (``mip_heuristic_effort``)."""
     import highspy
 
     from synergy_opt.solvers.highs import run, to_highs
@@ -334,6 +347,8 @@ def _run_highs(model: object, params: SolverParams, seconds: float, start: np.nd
     h.setOptionValue("time_limit", float(seconds))
     h.setOptionValue("mip_rel_gap", float(params.mip_gap))
     h.setOptionValue("random_seed", int(params.seed))
+    if heuristic_effort is not None:
+        h.setOptionValue("mip_heuristic_effort", float(heuristic_effort))
     if start is not None:
         h.setSolution(_solution(start))
     run(h, params.threads)
@@ -354,11 +369,12 @@ def _solution(x: np.ndarray) -> highspy.HighsSolution:
     return solution
 
 
-def _low_patterns(items: ItemColumns, types: ItemTypes, prices: Prices, gap: float, exact_only: bool
+def _low_patterns(items: ItemColumns, types: ItemTypes, prices: Prices, gap: float, exact_only: bool, limit: int
                   ) -> tuple[np.ndarray, np.ndarray, bool] | None:
     """The maximal loads of reduced cost within ``gap`` (and the columns within it): all of them when there are
-    at most ``PROOF_PATTERNS`` (``complete``, a proof's pool), else those within the largest ``gap / 4^k`` that
-    has few enough, or none (a heuristic pool: the caller adds the generated patterns; None with ``exact_only``).
+    at most ``max(PROOF_PATTERNS, limit)`` (``complete``, a proof's pool), else those within the largest
+    ``gap / 4^k`` that has at most ``limit``, or none (a heuristic pool: the caller adds the generated patterns;
+    None with ``exact_only``).
     """
     slack = 1e-9 * max(1.0, abs(prices.bound))
     demand = items.units * items.columns.count[items.columns.cls]
@@ -369,8 +385,8 @@ def _low_patterns(items: ItemColumns, types: ItemTypes, prices: Prices, gap: flo
         within = prices.column_rc <= threshold + slack
         supply = np.bincount(items.col_item[within], weights=demand[within], minlength=items.item_size.size)
         caps = np.minimum(items.per_server, supply.astype(np.int64))
-        limit = PROOF_PATTERNS if threshold >= gap else HEURISTIC_PATTERNS
-        patterns = near_patterns(types, prices.pi, prices.best_pattern_value - threshold - slack, caps, limit=limit)
+        most = max(PROOF_PATTERNS, limit) if threshold >= gap else limit
+        patterns = near_patterns(types, prices.pi, prices.best_pattern_value - threshold - slack, caps, limit=most)
         if patterns is not None:
             return patterns, low, threshold >= gap
         if exact_only:
@@ -397,7 +413,8 @@ def _solve_over(instance: RoundInstance, patterns: np.ndarray, low: np.ndarray |
     if exact and deadline is None:
         left = math.inf
     gap = min(params.mip_gap, 1e-9) if exact else params.mip_gap
-    result = _run_highs(joint.model, replace(params, mip_gap=gap), share * left, _start_vector(joint, best))
+    result = _run_highs(joint.model, replace(params, mip_gap=gap), share * left, _start_vector(joint, best),
+                        heuristic_effort=None if exact else HEURISTIC_EFFORT)
     if result is None:
         return None
     x, value, bound, proven = result
