@@ -24,7 +24,7 @@ import numpy as np
 
 from synergy_opt.instance import Cluster
 from synergy_opt.joint.model import ItemColumns
-from synergy_opt.joint.pricing import _undominated
+from synergy_opt.joint.pricing import undominated
 
 _FIT = 1 + 1e-9
 # Pairs of servers the local search tries per server that lost value against its jobs' aims.
@@ -47,9 +47,6 @@ class Placement:
             for server, gpus in spread.items():
                 loads[server, t] += 1 if items.columns.whole[col] else gpus
         return loads
-
-    def value(self, items: ItemColumns) -> float:
-        return float(items.weight[self.column].sum())
 
 
 class _Jobs:
@@ -282,7 +279,7 @@ def best_configs(options: list[np.ndarray], use: np.ndarray, weight: np.ndarray,
         new_use, new_val, parent, choice = new_use[ok], new_val[ok], parent[ok], choice[ok]
         if not new_val.size:
             return None
-        keep = _undominated(new_use, new_val)
+        keep = undominated(new_use, new_val)
         states_use, states_val = new_use[keep], new_val[keep]
         history.append((parent[keep], choice[keep]))
     best = int(np.argmax(states_val))

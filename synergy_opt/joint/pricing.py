@@ -101,7 +101,7 @@ def best_patterns(items: ItemTypes, prices: np.ndarray, caps: np.ndarray, count:
         val = val[parent] + copies * value[k]
         best = max(best, float(val.max()))
         keep = val + to_go[k + 1, gpus - gpu] >= best - _VALUE_TOLERANCE
-        keep[keep] = _undominated(use[keep], val[keep], gpu[keep])
+        keep[keep] = undominated(use[keep], val[keep], gpu[keep])
         gpu, use, val = gpu[keep], use[keep], val[keep]
         history.append((parent[keep], copies[keep]))
     order = np.argsort(-val, kind="stable")[:count]
@@ -136,7 +136,7 @@ def _best_by_levels(items: ItemTypes, prices: np.ndarray, types: np.ndarray, cou
             parent = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int64)
             kind = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, np.int64)
             keep = val + to_go[gpus - g] >= best - _VALUE_TOLERANCE
-            keep[keep] = _undominated(use[keep], val[keep])
+            keep[keep] = undominated(use[keep], val[keep])
             levels.append((use[keep], val[keep], parent[keep], kind[keep]))
             best = max(best, float(val[keep].max(initial=0.0)))
         use, val, _, _ = levels[g]
@@ -185,7 +185,7 @@ def _best_per_gpus(size: np.ndarray, value: np.ndarray, gpus: int) -> np.ndarray
     return to_go
 
 
-def _undominated(use: np.ndarray, value: np.ndarray, gpu: np.ndarray | None = None) -> np.ndarray:
+def undominated(use: np.ndarray, value: np.ndarray, gpu: np.ndarray | None = None) -> np.ndarray:
     """Mask of the states no other state dominates (no more GPUs, CPU or memory, no less value).
 
     Of states with equal resources one is kept. On a grid of the distinct values of each resource, the best
