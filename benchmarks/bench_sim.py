@@ -1,0 +1,191 @@
+"""The simulator against the paper's Figures 9 and 11 and its artifact, and its speed (issue 9).
+
+    python benchmarks/bench_sim.py [--parts fig9,split,speed] [--loads 2,3,4,5,6,7,8,9,10] [--workers 1]
+                                   [--repeats 3]
+
+``fig9``: the paper's Figure 9 setting as its artifact runs it (seed 42, 300 s rounds, FIFO, single-GPU jobs,
+split (20,70,10), 128 GPUs, jobs 4000-4999 monitored, the run ends when the last of them finishes) for
+proportional, tune and ideal at each load: average JCT, proportional/TUNE and TUNE/ideal, wall time
+(``results/sim_fig9.csv``). Paper: 81 h -> 22 h at 9 jobs/h (3.7x), OPT 20 h; the artifact here 81.1 h and
+21.9 h.
+
+``split``: Figure 11c's shape, the (50,0,50) split on the multi-GPU trace under FIFO (same window), for
+proportional, tune and greedy at loads up to and past the cluster's capacity (``results/sim_split.csv``).
+Paper: TUNE as good as proportional, GREEDY worse at high load.
+
+``speed``: one process, medians of ``--repeats`` of wall and of CPU seconds (``time.process_time``: the
+seconds one core spends, whatever else loads the machine): the Figure 9 run at 9 jobs/h with
+proportional, tune (target < 25 s; the artifact 496 s) and ideal (target < 3 min; the artifact's OPT:
+hours), and a 20000-job run on 1024 GPUs with tune (target < 5 min): single-GPU jobs at 72 jobs/h (Figure 9's
+9 jobs/h per 128 GPUs), a fixed trace of 20000 jobs (no more arrivals), run until every job has finished
+(``results/sim_speed.csv``).
+
+Every row records ``os.getloadavg()`` when its run finished: the machine is shared, compare ratios of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from synergy_opt.sim.sweep import RunOutcome, SimRun, SimSetting, run_one, run_sweep
+from synergy_opt.sim.trace import Trace, generate_trace
+
+RESULTS = Path(__file__).resolve().parent / "results"
+FIG9 = SimSetting(gpus=128, policy="fifo", load=9.0, split=(20, 70, 10), multi_gpu=False, jobs=5000, seed=42,
+                  round_s=300.0, monitor=(4000, 5000))
+SPLIT = SimSetting(gpus=128, policy="fifo", load=4.0, split=(50, 0, 50), multi_gpu=True, jobs=5000, seed=42,
+                   round_s=300.0, monitor=(4000, 5000))
+FIG9_LOADS = (2, 3, 4, 5, 6, 7, 8, 9, 10)
+SPLIT_LOADS = (2, 3, 4, 5)
+# The paper's Figure 9 at 9 jobs/h and the artifact's simulator run on that setting (the issue's figures).
+PAPER = {"proportional": 81.0, "tune": 22.0, "ideal": 20.0}
+ARTIFACT = {"proportional": (81.1, 465.0), "tune": (21.9, 496.0)}
+TARGET_S = {"fig9 tune": 25.0, "fig9 ideal": 180.0, "1024 GPUs tune": 300.0}
+BIG_GPUS, BIG_JOBS, BIG_LOAD = 1024, 20000, 72.0
+SUMMARY = ("avg_jct_h", "p50_jct_h", "p95_jct_h", "p99_jct_h", "makespan_h", "jobs", "monitored", "unfinished",
+           "rounds", "rounds_solved", "mechanism_s", "wall_s")
+
+
+def _row(outcome: RunOutcome, **extra: Any) -> dict[str, Any]:
+    s = outcome.summary
+    return {"load": s["load"], "split": s["split"], "multi_gpu": s["multi_gpu"], "mechanism": s["mechanism"],
+            **{key: s[key] for key in SUMMARY}, **extra, "loadavg_1m": round(os.getloadavg()[0], 2)}
+
+
+def _write(rows: list[dict[str, Any]], name: str) -> Path:
+    path = RESULTS / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {path}")
+    return path
+
+
+def _plot(rows: list[dict[str, Any]], name: str) -> None:
+    from synergy_opt.benchmarking.plots import save_figure
+    from synergy_opt.sim.plots import jct_vs_load_figure
+
+    print(f"wrote {save_figure(jct_vs_load_figure(rows), RESULTS / name)}")
+
+
+def _sweep(base: SimSetting, loads: Sequence[float], mechanisms: Sequence[str], workers: int) -> list[dict[str, Any]]:
+    runs = [SimRun(SimSetting(**{**base.__dict__, "load": float(load)}), m) for load in loads for m in mechanisms]
+    rows: dict[tuple[float, str], dict[str, Any]] = {}
+
+    def done(outcome: RunOutcome) -> None:
+        row = _row(outcome)
+        rows[(row["load"], row["mechanism"])] = row
+        print(f"  load {row['load']:>4g} {row['mechanism']:12} avg JCT {row['avg_jct_h']:7.2f} h  "
+              f"{row['rounds']:6d} rounds  {row['wall_s']:6.1f} s  (load avg {row['loadavg_1m']})", flush=True)
+
+    run_sweep(runs, workers=workers, progress=done)
+    return [rows[(float(load), m)] for load in loads for m in mechanisms]
+
+
+def _ratio(rows: list[dict[str, Any]], load: float, top: str, bottom: str) -> float | None:
+    values = {row["mechanism"]: row["avg_jct_h"] for row in rows if row["load"] == load}
+    return values[top] / values[bottom] if top in values and bottom in values else None
+
+
+def fig9(loads: Sequence[float], workers: int) -> None:
+    print("Figure 9 setting: FIFO, single-GPU, (20,70,10), 128 GPUs, seed 42, jobs 4000-4999")
+    rows = _sweep(FIG9, loads, ("proportional", "tune", "ideal"), workers)
+    for row in rows:
+        load = row["load"]
+        row["prop_over_tune"] = _ratio(rows, load, "proportional", "tune")
+        row["tune_over_ideal"] = _ratio(rows, load, "tune", "ideal")
+        at_9 = load == 9.0
+        row["paper_avg_jct_h"] = PAPER.get(row["mechanism"]) if at_9 else None
+        row["artifact_avg_jct_h"] = ARTIFACT[row["mechanism"]][0] if at_9 and row["mechanism"] in ARTIFACT else None
+    print("load  proportional   tune   ideal   prop/tune  tune/ideal")
+    for load in loads:
+        mine = {row["mechanism"]: row for row in rows if row["load"] == float(load)}
+        print(f"{load:>4g}  {mine['proportional']['avg_jct_h']:11.2f}  {mine['tune']['avg_jct_h']:6.2f}  "
+              f"{mine['ideal']['avg_jct_h']:6.2f}  {mine['tune']['prop_over_tune']:9.2f}  "
+              f"{mine['tune']['tune_over_ideal']:10.3f}")
+    _write(rows, "sim_fig9.csv")
+    _plot(rows, "sim_fig9.png")
+
+
+def split(loads: Sequence[float], workers: int) -> None:
+    print("Figure 11c shape: FIFO, multi-GPU, (50,0,50), 128 GPUs, seed 42, jobs 4000-4999")
+    rows = _sweep(SPLIT, loads, ("proportional", "tune", "greedy"), workers)
+    for row in rows:
+        row["prop_over_this"] = _ratio(rows, row["load"], "proportional", row["mechanism"])
+    print("load  proportional   tune  greedy   prop/tune  prop/greedy")
+    for load in loads:
+        mine = {row["mechanism"]: row for row in rows if row["load"] == float(load)}
+        print(f"{load:>4g}  {mine['proportional']['avg_jct_h']:11.2f}  {mine['tune']['avg_jct_h']:6.2f}  "
+              f"{mine['greedy']['avg_jct_h']:6.2f}  {mine['tune']['prop_over_this']:9.2f}  "
+              f"{mine['greedy']['prop_over_this']:11.2f}")
+    _write(rows, "sim_split.csv")
+    _plot(rows, "sim_split.png")
+
+
+def _fixed_big_trace() -> Trace:
+    # Without the generator's metadata the trace cannot draw more arrivals: exactly BIG_JOBS jobs.
+    return Trace(generate_trace(jobs=BIG_JOBS, load=BIG_LOAD, seed=42).jobs)
+
+
+def speed(repeats: int) -> None:
+    print(f"speed: one process, medians of {repeats}")
+    big = SimSetting(gpus=BIG_GPUS, load=BIG_LOAD, jobs=BIG_JOBS, seed=42, monitor=(0, BIG_JOBS))
+    cases = [("fig9 proportional", SimRun(FIG9, "proportional"), repeats),
+             ("fig9 tune", SimRun(FIG9, "tune"), repeats),
+             ("fig9 ideal", SimRun(FIG9, "ideal"), repeats),
+             ("1024 GPUs tune", SimRun(big, "tune", _fixed_big_trace()), max(1, repeats // 3))]
+    rows = []
+    for name, run, count in cases:
+        walls, cpus = [], []
+        for _ in range(count):
+            started, cpu = time.perf_counter(), time.process_time()
+            outcome = run_one(run)
+            walls.append(time.perf_counter() - started)
+            cpus.append(time.process_time() - cpu)
+        mechanism = run.mechanism
+        artifact_s = ARTIFACT[mechanism][1] if name.startswith("fig9") and mechanism in ARTIFACT else None
+        row = _row(outcome, case=name, gpus=run.setting.gpus, repeats=count,
+                   median_s=statistics.median(walls), min_s=min(walls), cpu_s=statistics.median(cpus),
+                   target_s=TARGET_S.get(name),
+                   artifact_s=artifact_s)
+        row["artifact_over_ours"] = artifact_s / row["median_s"] if artifact_s else None
+        rows.append(row)
+        print(f"  {name:18} median {row['median_s']:7.1f} s (min {row['min_s']:.1f}, CPU {row['cpu_s']:.1f}; target "
+              f"{row['target_s'] or '-'} s; artifact {artifact_s or '-'} s)  avg JCT {row['avg_jct_h']:.2f} h  "
+              f"{row['rounds']} rounds, {row['rounds_solved']} solved  (load avg {row['loadavg_1m']})", flush=True)
+    _write(rows, "sim_speed.csv")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--parts", default="fig9,split,speed")
+    parser.add_argument("--loads", default=None, help="fig9's loads (default 2-10); split's are 2,3,4,5")
+    parser.add_argument("--split-loads", default=None)
+    parser.add_argument("--workers", type=int, default=1, help="processes for the fig9 and split sweeps")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    parts = args.parts.split(",")
+    started = time.perf_counter()
+    if "fig9" in parts:
+        fig9([float(v) for v in args.loads.split(",")] if args.loads else FIG9_LOADS, args.workers)
+    if "split" in parts:
+        split([float(v) for v in args.split_loads.split(",")] if args.split_loads else SPLIT_LOADS, args.workers)
+    if "speed" in parts:
+        speed(args.repeats)
+    print(f"total {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
