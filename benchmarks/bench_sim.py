@@ -98,6 +98,16 @@ def _ratio(rows: list[dict[str, Any]], load: float, top: str, bottom: str) -> fl
     return values[top] / values[bottom] if top in values and bottom in values else None
 
 
+def _print(rows: list[dict[str, Any]], loads: Sequence[float], ratios: list[tuple[str, str, str]]) -> None:
+    """Average JCT per load and mechanism, then each ``(header, mechanism, column)`` ratio."""
+    mechanisms = list(dict.fromkeys(row["mechanism"] for row in rows))
+    print("load " + "".join(f"{m:>14}" for m in mechanisms) + "".join(f"{h:>14}" for h, _, _ in ratios))
+    for load in loads:
+        mine = {row["mechanism"]: row for row in rows if row["load"] == float(load)}
+        print(f"{load:>4g} " + "".join(f"{mine[m]['avg_jct_h']:14.2f}" for m in mechanisms)
+              + "".join(f"{mine[m][column]:14.3f}" for _, m, column in ratios))
+
+
 def fig9(loads: Sequence[float], workers: int) -> None:
     print("Figure 9 setting: FIFO, single-GPU, (20,70,10), 128 GPUs, seed 42, jobs 4000-4999")
     rows = _sweep(FIG9, loads, ("proportional", "tune", "ideal"), workers)
@@ -108,12 +118,7 @@ def fig9(loads: Sequence[float], workers: int) -> None:
         at_9 = load == 9.0
         row["paper_avg_jct_h"] = PAPER.get(row["mechanism"]) if at_9 else None
         row["artifact_avg_jct_h"] = ARTIFACT[row["mechanism"]][0] if at_9 and row["mechanism"] in ARTIFACT else None
-    print("load  proportional   tune   ideal   prop/tune  tune/ideal")
-    for load in loads:
-        mine = {row["mechanism"]: row for row in rows if row["load"] == float(load)}
-        print(f"{load:>4g}  {mine['proportional']['avg_jct_h']:11.2f}  {mine['tune']['avg_jct_h']:6.2f}  "
-              f"{mine['ideal']['avg_jct_h']:6.2f}  {mine['tune']['prop_over_tune']:9.2f}  "
-              f"{mine['tune']['tune_over_ideal']:10.3f}")
+    _print(rows, loads, [("prop/tune", "tune", "prop_over_tune"), ("tune/ideal", "tune", "tune_over_ideal")])
     _write(rows, "sim_fig9.csv")
     _plot(rows, "sim_fig9.png")
 
@@ -123,12 +128,7 @@ def split(loads: Sequence[float], workers: int) -> None:
     rows = _sweep(SPLIT, loads, ("proportional", "tune", "greedy"), workers)
     for row in rows:
         row["prop_over_this"] = _ratio(rows, row["load"], "proportional", row["mechanism"])
-    print("load  proportional   tune  greedy   prop/tune  prop/greedy")
-    for load in loads:
-        mine = {row["mechanism"]: row for row in rows if row["load"] == float(load)}
-        print(f"{load:>4g}  {mine['proportional']['avg_jct_h']:11.2f}  {mine['tune']['avg_jct_h']:6.2f}  "
-              f"{mine['greedy']['avg_jct_h']:6.2f}  {mine['tune']['prop_over_this']:9.2f}  "
-              f"{mine['greedy']['prop_over_this']:11.2f}")
+    _print(rows, loads, [("prop/tune", "tune", "prop_over_this"), ("prop/greedy", "greedy", "prop_over_this")])
     _write(rows, "sim_split.csv")
     _plot(rows, "sim_split.png")
 
