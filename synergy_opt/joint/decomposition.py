@@ -44,7 +44,7 @@ MASTER_MILP_SECONDS = 10.0
 COLUMN_GENERATION_SHARE, DIVE_TIME_SHARE, DIVE_SHARE = 0.4, 0.25, 0.2
 # Most maximal patterns a proof (or a heuristic round) enumerates; a proof needs every pattern within the gap,
 # so beyond it the gap stays open (reported, never hidden).
-PROOF_PATTERNS = 3_000
+PROOF_PATTERNS = 10_000
 # Most patterns of a heuristic round's pool (patterns within a fraction of the gap).
 HEURISTIC_PATTERNS = 2_000
 # Rounds over the patterns of least reduced cost without a time limit (with one: until it), the share of the
