@@ -6,11 +6,13 @@ built-in and generated profiles share one pair of axes, so a round is usually on
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from synergy_opt.instance import RoundInstance
+from synergy_opt.instance import Profile, RoundInstance, grid_index
 
 
 @dataclass(frozen=True)
@@ -23,15 +25,27 @@ class ProfileGroup:
     jobs: np.ndarray
     row: np.ndarray
 
+    def read(self, rows: np.ndarray, cpu_per_gpu: ArrayLike, mem_gb_per_gpu: ArrayLike) -> np.ndarray:
+        """Throughput of profiles ``rows`` at their per-GPU points, read as the evaluator reads a grid
+        (the largest grid point ``<=`` in each axis, 0 below the grid)."""
+        a = grid_index(self.cpu_axis, cpu_per_gpu)
+        b = grid_index(self.mem_axis, mem_gb_per_gpu)
+        inside = (a >= 0) & (b >= 0)
+        return np.where(inside, self.tput[rows, np.maximum(a, 0), np.maximum(b, 0)], 0.0)
+
 
 def profile_groups(instance: RoundInstance) -> list[ProfileGroup]:
     """The jobs grouped by profile axes; a profile object shared by many jobs is stacked once."""
-    jobs = instance.jobs
-    if not jobs:
+    return group_profiles([job.profile for job in instance.jobs])
+
+
+def group_profiles(job_profiles: Sequence[Profile]) -> list[ProfileGroup]:
+    """Items (jobs) grouped by the axes of their profiles; a profile object shared by many is stacked once."""
+    if not job_profiles:
         return []
-    keys = np.fromiter((id(job.profile) for job in jobs), dtype=np.int64, count=len(jobs))
+    keys = np.fromiter((id(profile) for profile in job_profiles), dtype=np.int64, count=len(job_profiles))
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    profiles = [jobs[int(j)].profile for j in first]
+    profiles = [job_profiles[int(j)] for j in first]
     # Exact grouping by axes, vectorised: per pair of axis lengths, peel off the rows equal to the first one
     # (rounds hold one or a few distinct axis pairs, however many profiles).
     cpu_len = np.fromiter((p.cpu_per_gpu.size for p in profiles), dtype=np.int64, count=len(profiles))

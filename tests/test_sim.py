@@ -333,3 +333,54 @@ def test_generated_traces_follow_spec_5() -> None:
     multi = generate_trace(2000, multi_gpu=True, seed=1).to_frame()["gpus"].value_counts(normalize=True)
     assert multi[1] == pytest.approx(0.70, abs=0.03) and multi[16] == pytest.approx(0.03, abs=0.015)
     assert generate_trace(10, load=None).static
+
+
+# ---- found in review ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mechanism", ["tune", "ideal"])
+def test_a_job_due_at_a_round_end_within_rounding_frees_its_gpu_then(mechanism: str) -> None:
+    # A runs 16 rounds at speedup 2.278: remaining / rate lands a few ulps above 300 s in its last round. It
+    # must finish there, so that B (arriving at 4700 s) starts at 4800 s, not a round later.
+    fast = so.Profile([1.0, 3.0, 6.0], [62.5], [[0.5], [1.0], [2.278]])
+    flat = so.Profile([1.0, 3.0, 6.0], [62.5], [[1.0], [1.0], [1.0]])
+    trace = Trace((job("A", 0, 1, 2.278 * 300 * 16, fast), job("F", 0, 1, 1e5, flat), job("B", 4700, 1, 300.0, flat)))
+    result = simulate(trace, so.Cluster(1, 2, 7, 125), mechanism=mechanism)
+    starts = result.jobs.set_index("id")["first_start_s"]
+    assert jct(result)["A"] == pytest.approx(4800.0, rel=1e-12)
+    assert starts["B"] == 4800.0
+
+
+@pytest.mark.parametrize("parts", [
+    {"server": 0, "gpus": 1, "cpus": 1000.0, "mem_gb": 10.0},  # over capacity
+    {"server": 99, "gpus": 1, "cpus": 3.0, "mem_gb": 62.5},  # a server the cluster does not have
+    {"server": 0, "gpus": 2, "cpus": 6.0, "mem_gb": 125.0},  # the wrong GPU count
+])
+def test_a_user_mechanism_returning_an_invalid_allocation_is_named(parts: dict) -> None:
+    def cheat(instance: so.RoundInstance) -> so.Allocation:
+        return so.Allocation.from_dict({"jobs": {j.id: [parts] for j in instance.jobs}})
+
+    with pytest.raises(InvalidInputError) as error:
+        simulate(Trace((job("x", 0, 1, 100.0),)), so.Cluster(1), mechanism=cheat)
+    assert error.value.field == "mechanism" and "invalid allocation" in error.value.reason
+
+
+def test_monitored_jobs_that_never_arrived_before_until_count_as_unfinished() -> None:
+    result = simulate(generate_trace(100, load=2.0, seed=0), so.Cluster(1), mechanism="tune", monitor=(0, 100),
+                      until_s=18000)
+    assert result.summary["monitored"] == 100
+    finished = int(result.jobs["finish_s"].notna().sum())
+    assert result.summary["unfinished"] == 100 - finished and finished < 100
+    assert math.isnan(result.summary["makespan_h"])
+
+
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda: simulate(generate_trace(5), so.Cluster(1), policy=lambda s: ["a"] * s.position.size), "policy"),
+    (lambda: generate_trace(10**12), "jobs"),
+    (lambda: simulate(generate_trace(5), so.Cluster(1), monitor=(0, 10**12)), "monitor"),
+    (lambda: Trace(None), "jobs"),  # type: ignore[arg-type]
+    (lambda: Trace((), [1, 2]), "metadata"),  # type: ignore[arg-type]
+])
+def test_more_bad_input_is_named(call: object, field: str) -> None:
+    with pytest.raises(InvalidInputError) as error:
+        call()  # type: ignore[operator]
+    assert error.value.field == field

@@ -9,7 +9,7 @@ import pytest
 
 import synergy_opt as so
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.sim import Trace, TraceJob, generate_trace, load_trace, save_trace, simulate
+from synergy_opt.sim import Trace, TraceJob, generate_trace, load_trace, philly_trace, save_trace, simulate
 
 
 @pytest.mark.parametrize("suffix", [".json", ".csv"])
@@ -18,7 +18,8 @@ from synergy_opt.sim import Trace, TraceJob, generate_trace, load_trace, save_tr
     generate_trace(40, load=None, multi_gpu=True, profile_noise=0.05, seed=2),
     generate_trace(30, load=4.0, job_kind="modelled", cpu_per_gpu=5, seed=3),
     Trace((TraceJob("a", 0.1 + 0.2, 3, 1 / 3, so.Profile([1.0, 2.5], [10.0], [[0.5], [1.0]]), profiling_s=7.25),
-           TraceJob("b,\"quoted\"", 1e-300, 1, 1e300, so.builtin_profile("res18"), model="res18"))),
+           TraceJob("b,\"quoted\"", 1e-300, 1, 1e300, so.builtin_profile("res18"), model="res18"),
+           TraceJob(" c\nd \r\n", 2.0, 1, 5.0, so.builtin_profile("gnmt"), model="gnmt"))),
 ], ids=["generated", "static-noisy", "modelled-ratio5", "hand-made"])
 def test_traces_read_back_exactly(tmp_path: Path, suffix: str, trace: Trace) -> None:
     path = save_trace(trace, tmp_path / f"trace{suffix}")
@@ -114,6 +115,9 @@ def test_the_philly_job_log_becomes_a_trace(tmp_path: Path) -> None:
     ("id,arrival_s,gpus,duration_s,model,profile\na,0,1,5,,{bad\n", ".csv", "rows[0].profile"),
     ("# synergy-round/1 {}\nid,arrival_s,gpus,duration_s\n", ".csv", "format"),
     ('[{"jobid": 5}]', ".json", "[0].jobid"),
+    ('[{"jobid": "a", "submitted_time": "2017-10-03 00:00:00", "attempts": [{"start_time": "2017-10-03 00:00:00",'
+     ' "end_time": "2017-10-03 01:00:00", "detail": [{"ip": "m1", "gpus": 3}]}]}]', ".json",
+     "[0].attempts[0].detail[0].gpus"),
     ("[3]", ".json", "[0]"),
 ])
 def test_bad_trace_files_are_named(tmp_path: Path, text: str, suffix: str, field: str) -> None:
@@ -137,6 +141,12 @@ def test_bad_arguments_are_named(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="split"):
         load_trace(tmp_path / "log.json", split=(1, 2))
     assert len(load_trace(tmp_path / "log.json")) == 0
+    with pytest.raises(InvalidInputError, match="split"):
+        philly_trace([], split="abc")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="seed"):
+        philly_trace([], seed=-1)
+    with pytest.raises(InvalidInputError, match="log"):
+        philly_trace({"jobs": []})  # type: ignore[arg-type]
 
 
 def test_the_simulator_is_reachable_from_the_top_level() -> None:

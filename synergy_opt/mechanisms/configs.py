@@ -23,7 +23,7 @@ from functools import cached_property
 import numpy as np
 
 from synergy_opt.builders.ideal import IdealModel, build_ideal
-from synergy_opt.instance import RoundInstance, grid_index
+from synergy_opt.instance import RoundInstance
 from synergy_opt.lagrangian import Knapsack, solve_dual
 from synergy_opt.profile_groups import profile_groups
 
@@ -161,8 +161,5 @@ def job_throughputs(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_per_gp
     group of jobs sharing profile axes (largest grid point ``<=`` in each axis, 0 below the grid)."""
     value = np.zeros(len(instance.jobs))
     for group in profile_groups(instance):
-        a = grid_index(group.cpu_axis, cpu_per_gpu[group.jobs])
-        b = grid_index(group.mem_axis, mem_per_gpu[group.jobs])
-        inside = (a >= 0) & (b >= 0)
-        value[group.jobs] = np.where(inside, group.tput[group.row, np.maximum(a, 0), np.maximum(b, 0)], 0.0)
+        value[group.jobs] = group.read(group.row, cpu_per_gpu[group.jobs], mem_per_gpu[group.jobs])
     return value

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
+from synergy_opt.evaluation import InvalidAllocationError, evaluate
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms import MECHANISMS, run_mechanism
 from synergy_opt.validation import check_keyword_options
@@ -30,7 +31,8 @@ class RoundPlan:
 
     Either ``allocation`` (placements on servers) or, for a bound without placement, the per-GPU CPUs and
     memory of every job in the instance's order. ``fallback`` says the mechanism had no solution and
-    ``FALLBACK_MECHANISM`` allocated the round instead.
+    a fallback allocated the round instead: ``FALLBACK_MECHANISM`` for ``joint``, GPU-proportional configs for
+    ``ideal``.
     """
 
     allocation: Allocation | None = None
@@ -109,6 +111,12 @@ def _user_allocator(mechanism: UserMechanism) -> Allocator:
         allocation = mechanism(instance)
         if not isinstance(allocation, Allocation):
             raise InvalidInputError("mechanism", allocation, "a callable mechanism must return an Allocation")
+        # The toolkit's mechanisms are tested valid; a user's is checked every round it allocates.
+        try:
+            evaluate(instance, allocation, strict=True)
+        except (InvalidAllocationError, InvalidInputError) as error:
+            raise InvalidInputError("mechanism", getattr(mechanism, "__name__", mechanism),
+                                    f"returned an invalid allocation: {error}") from None
         return RoundPlan(allocation)
 
     return allocate

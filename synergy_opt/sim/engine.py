@@ -36,7 +36,7 @@ from synergy_opt.sim.policies import JobStates, Policy, ranking, resolve_policy
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
 from synergy_opt.sim.state import JobArrays
 from synergy_opt.sim.throughput import ThroughputTable
-from synergy_opt.sim.trace import POSITIVE_TIME, TIME, Trace
+from synergy_opt.sim.trace import MAX_TRACE_JOBS, POSITIVE_TIME, TIME, Trace
 from synergy_opt.validation import SEED, InstanceOf, Optional, boolean, checked
 
 # A dynamic trace's first fifth warms the cluster up; the JCT figures are taken over the rest by default.
@@ -44,6 +44,7 @@ WARMUP_FRACTION = 0.2
 # A generated trace draws arrivals up to this many times the monitored window's end, then arrivals stop: an
 # overloaded cluster under a policy that starves old jobs (LAS) would otherwise never finish them.
 MAX_ARRIVALS_FACTOR = 10
+_FINISH_TOLERANCE = 1e-12
 
 
 @checked(trace=InstanceOf(Trace), cluster=InstanceOf(Cluster), round_s=POSITIVE_TIME, seed=SEED,
@@ -124,8 +125,10 @@ def _monitor_window(trace: Trace, monitor: tuple[int, int] | None) -> tuple[int,
         isinstance(monitor, (tuple, list)) and len(monitor) == 2
         and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in monitor)
     )
-    if not ok or not 0 <= monitor[0] < monitor[1]:
-        raise InvalidInputError("monitor", monitor, "must be (first, last) trace positions with 0 <= first < last")
+    if not ok or not 0 <= monitor[0] < monitor[1] <= MAX_TRACE_JOBS:
+        raise InvalidInputError(
+            "monitor", monitor, f"must be (first, last) trace positions with 0 <= first < last <= {MAX_TRACE_JOBS}"
+        )
     first, last = int(monitor[0]), int(monitor[1])
     if last > len(trace) and not trace.extendable:
         raise InvalidInputError("monitor", monitor, f"the trace has {len(trace)} jobs and cannot draw more")
@@ -176,7 +179,7 @@ class _Run:
         self.state = JobArrays.of((), np.empty(0))
         self.admitted = 0
         self.ready_order = np.empty(0, dtype=np.int64)
-        self.max_jobs = max(len(trace), MAX_ARRIVALS_FACTOR * self.last)
+        self.max_jobs = max(len(trace), min(MAX_ARRIVALS_FACTOR * self.last, MAX_TRACE_JOBS))
         self.arrivals_capped = False
         self._grow(trace)
 
@@ -224,6 +227,7 @@ class _Run:
         active = np.empty(0, dtype=np.int64)
         ran_last = np.empty(0, dtype=np.int64)
         previous: np.ndarray | None = None
+        fallback = False  # whether the allocation in force came from the fallback
         speedup = use = np.empty(0)
         monitored_left = self.last - self.first
         k = 0
@@ -252,7 +256,6 @@ class _Run:
             runnable = _fill(active[ranking(self.policy, states)], self.state.gpus, total_gpus)
             solved = previous is None or not np.array_equal(runnable, previous)
             seconds = 0.0
-            fallback = False
             if solved:
                 started = time.perf_counter()
                 plan = self.allocate(RoundInstance(self.cluster, tuple(self._job(int(p)) for p in runnable)))
@@ -304,7 +307,8 @@ class _Run:
         delay = np.where(resumed, self.overhead, 0.0)
         span = self.round_s - delay
         need = self.state.remaining[running] / rate
-        done = need <= span
+        # A job due within float rounding of the round's end finishes in it, not one round later.
+        done = need <= span * (1 + _FINISH_TOLERANCE)
         progress_time = np.where(done, need, span)
         held = delay + progress_time
         self.state.remaining[running] = np.where(done, 0.0, self.state.remaining[running] - rate * span)

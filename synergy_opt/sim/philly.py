@@ -23,7 +23,7 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import GENERATOR_ARGUMENTS, draw_models
 from synergy_opt.profiles import model_info
 from synergy_opt.sim.trace import Trace, TraceJob
-from synergy_opt.validation import SEED, Integer, Optional, Rule
+from synergy_opt.validation import SEED, Integer, Optional, Rule, checked
 
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 SOURCE = "philly cluster_job_log"
@@ -32,6 +32,7 @@ PHILLY_ARGUMENTS: dict[str, Rule] = {
 }
 
 
+@checked(split=GENERATOR_ARGUMENTS["split"], **PHILLY_ARGUMENTS)
 def philly_trace(
     log: list[Any],
     split: tuple[float, float, float] = (20, 70, 10),
@@ -40,6 +41,8 @@ def philly_trace(
     max_gpus: int | None = None,
 ) -> Trace:
     """The jobs of a Philly ``cluster_job_log`` (already parsed) as a :class:`Trace` (see the module's rules)."""
+    if not isinstance(log, list):
+        raise InvalidInputError("log", log, "a Philly cluster_job_log is a JSON list of jobs")
     skipped: Counter[str] = Counter()
     kept: list[tuple[datetime, str, int, float]] = []
     seen: set[str] = set()
@@ -49,7 +52,7 @@ def philly_trace(
         jobid = entry.get("jobid")
         if not isinstance(jobid, str) or not jobid:
             raise InvalidInputError(f"[{index}].jobid", jobid, "must be a non-empty string")
-        reason, run = _last_run(entry)
+        reason, run = _last_run(f"[{index}]", entry)
         if run is None:
             skipped[reason] += 1
         elif jobid in seen:
@@ -83,7 +86,7 @@ def _time(value: Any) -> datetime | None:
         return None  # Philly writes "None" for times it does not have
 
 
-def _last_run(entry: Mapping[str, Any]) -> tuple[str, tuple[datetime, int, float] | None]:
+def _last_run(where: str, entry: Mapping[str, Any]) -> tuple[str, tuple[datetime, int, float] | None]:
     """``(reason skipped, None)`` or ``("", (submitted, GPUs, duration))`` from the job's last attempt that ran."""
     submitted = _time(entry.get("submitted_time"))
     if submitted is None:
@@ -91,7 +94,8 @@ def _last_run(entry: Mapping[str, Any]) -> tuple[str, tuple[datetime, int, float
     attempts = entry.get("attempts")
     if not isinstance(attempts, list) or not attempts:
         return "never ran", None
-    for attempt in reversed(attempts):
+    for number in reversed(range(len(attempts))):
+        attempt = attempts[number]
         if not isinstance(attempt, Mapping):
             continue
         began, ended = _time(attempt.get("start_time")), _time(attempt.get("end_time"))
@@ -99,7 +103,13 @@ def _last_run(entry: Mapping[str, Any]) -> tuple[str, tuple[datetime, int, float
             continue
         detail = attempt.get("detail")
         servers = detail if isinstance(detail, list) else []
-        gpus = sum(len(server.get("gpus") or ()) for server in servers if isinstance(server, Mapping))
+        gpus = 0
+        for slot, server in enumerate(servers):
+            names = server.get("gpus") if isinstance(server, Mapping) else None
+            if names is not None and not isinstance(names, list):
+                field = f"{where}.attempts[{number}].detail[{slot}].gpus"
+                raise InvalidInputError(field, names, "must be a list of GPU names")
+            gpus += len(names or ())
         if gpus > 0:
             return "", (submitted, gpus, (ended - began).total_seconds())
     return "no attempt with times and GPUs", None

@@ -81,7 +81,10 @@ def resolve_policy(policy: str | Policy) -> tuple[str, Policy]:
 
 def ranking(policy: Policy, jobs: JobStates) -> np.ndarray:
     """Indices into ``jobs`` in priority order: by the policy's key, then arrival, then trace position."""
-    keys = np.asarray(policy(jobs), dtype=float)
+    try:
+        keys = np.asarray(policy(jobs), dtype=float)
+    except (TypeError, ValueError) as error:
+        raise InvalidInputError("policy", policy, f"must return one number per job ({error})") from None
     if keys.shape != jobs.position.shape or not np.all(np.isfinite(keys)):
         raise InvalidInputError(
             "policy", keys if keys.size <= 8 else f"array of shape {keys.shape}",

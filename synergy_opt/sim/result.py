@@ -66,8 +66,10 @@ def summarise(jobs: pd.DataFrame, rounds: pd.DataFrame, wall_s: float, settings:
             return float("nan")
         return float(values.mean()) if q is None else float(np.percentile(values, q))
 
+    # Monitored jobs that had not arrived when a run was stopped early count as unfinished too.
+    window = int(settings["monitor_last"]) - int(settings["monitor_first"])
     makespan = float("nan")
-    if len(monitored) and monitored["finish_s"].notna().all():
+    if window and len(monitored) == window and monitored["finish_s"].notna().all():
         makespan = float(monitored["finish_s"].max() - monitored["arrival_s"].min()) / 3600.0
     summary: dict[str, Any] = {
         "avg_jct_h": stat(done, None),
@@ -76,8 +78,8 @@ def summarise(jobs: pd.DataFrame, rounds: pd.DataFrame, wall_s: float, settings:
         "p99_jct_h": stat(done, 99),
         "makespan_h": makespan,
         "jobs": len(jobs),
-        "monitored": len(monitored),
-        "unfinished": int(monitored["finish_s"].isna().sum()),
+        "monitored": window,
+        "unfinished": window - int(monitored["finish_s"].notna().sum()),
         "rounds": len(rounds),
         "rounds_solved": int(rounds["solved"].sum()) if len(rounds) else 0,
         "mechanism_s": float(rounds["mechanism_s"].sum()) if len(rounds) else 0.0,

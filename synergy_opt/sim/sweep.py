@@ -141,15 +141,16 @@ def with_ratios(summaries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Each summary row with ``proportional_ratio``: proportional's average JCT over the run's, at the same
     setting and seed (3.4 = 3.4x shorter than under GPU-proportional); None without a proportional run."""
     key_columns = [column for column in SETTING_COLUMNS if column != "mechanism"]
-    reference = {
-        tuple(row[c] for c in key_columns): row["avg_jct_h"]
-        for row in summaries if row["mechanism"] == REFERENCE_MECHANISM
-    }
-    rows = []
-    for row in summaries:
-        base = reference.get(tuple(row[c] for c in key_columns))
-        rows.append({**row, "proportional_ratio": _ratio(base, row["avg_jct_h"])})
-    return rows
+    return [{**row, "proportional_ratio": ratio}
+            for row, ratio in zip(summaries, _proportional_ratios(summaries, key_columns), strict=True)]
+
+
+def _proportional_ratios(rows: Sequence[Mapping[str, Any]], key_columns: Sequence[str]) -> list[float | None]:
+    """Each row's proportional average JCT over its own, proportional's row being the one with the same
+    ``key_columns`` (None where there is none)."""
+    reference = {tuple(row[c] for c in key_columns): row["avg_jct_h"]
+                 for row in rows if row["mechanism"] == REFERENCE_MECHANISM}
+    return [_ratio(reference.get(tuple(row[c] for c in key_columns)), row["avg_jct_h"]) for row in rows]
 
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -182,11 +183,9 @@ def seed_means(summaries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             out[column] = float(np.mean(values)) if values else None
         out["unfinished"] = sum(int(row["unfinished"]) for row in group)
         table.append(out)
-    by_setting = {tuple(r[c] for c in group_columns if c != "mechanism"): r["avg_jct_h"]
-                  for r in table if r["mechanism"] == REFERENCE_MECHANISM}
-    for row in table:
-        base = by_setting.get(tuple(row[c] for c in group_columns if c != "mechanism"))
-        row["proportional_ratio"] = _ratio(base, row["avg_jct_h"])
+    setting_columns = [c for c in group_columns if c != "mechanism"]
+    for row, ratio in zip(table, _proportional_ratios(table, setting_columns), strict=True):
+        row["proportional_ratio"] = ratio
     return table
 
 

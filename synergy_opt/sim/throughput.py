@@ -1,8 +1,9 @@
 """Throughput of the simulated jobs, read off their grids in bulk (SPEC 1's rule, as the evaluator reads it).
 
 The simulator scores thousands of rounds; :func:`synergy_opt.evaluate` checks one allocation thoroughly but
-one job at a time. Here every job's matrix is stacked once with the others of the same axes, so a round's
-allocation is read with one vectorised lookup per distinct pair of axes (usually one).
+one job at a time. Here every job's matrix is stacked once with the others of the same axes
+(:func:`synergy_opt.profile_groups.group_profiles`), so a round's allocation is read with one vectorised lookup
+per distinct pair of axes (usually one), by the same rule (:meth:`ProfileGroup.read`).
 """
 
 from __future__ import annotations
@@ -12,27 +13,20 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from synergy_opt.instance import Allocation, Profile, grid_index
+from synergy_opt.instance import Allocation, Profile
+from synergy_opt.profile_groups import group_profiles
 
 
 class ThroughputTable:
     """Throughput lookups for jobs known by their position in a list of profiles."""
 
     def __init__(self, profiles: Sequence[Profile]) -> None:
-        groups: dict[tuple[bytes, bytes], list[int]] = {}
-        for position, profile in enumerate(profiles):
-            key = (profile.cpu_per_gpu.tobytes(), profile.mem_gb_per_gpu.tobytes())
-            groups.setdefault(key, []).append(position)
+        self.groups = group_profiles(profiles)
         self.group_of = np.empty(len(profiles), dtype=np.int64)
         self.row_of = np.empty(len(profiles), dtype=np.int64)
-        self.axes: list[tuple[np.ndarray, np.ndarray]] = []
-        self.tables: list[np.ndarray] = []
-        for group, members in enumerate(groups.values()):
-            first = profiles[members[0]]
-            self.axes.append((first.cpu_per_gpu, first.mem_gb_per_gpu))
-            self.tables.append(np.stack([profiles[m].tput for m in members]))
-            self.group_of[members] = group
-            self.row_of[members] = np.arange(len(members))
+        for index, group in enumerate(self.groups):
+            self.group_of[group.jobs] = index
+            self.row_of[group.jobs] = group.row
 
     def __len__(self) -> int:
         return int(self.group_of.size)
@@ -46,12 +40,7 @@ class ThroughputTable:
         groups = self.group_of[positions]
         for group in np.unique(groups):
             rows = groups == group
-            cpu_axis, mem_axis = self.axes[group]
-            a = grid_index(cpu_axis, cpu[rows])
-            b = grid_index(mem_axis, mem[rows])
-            inside = (a >= 0) & (b >= 0)
-            values = self.tables[group][self.row_of[positions[rows]], np.maximum(a, 0), np.maximum(b, 0)]
-            out[rows] = np.where(inside, values, 0.0)
+            out[rows] = self.groups[group].read(self.row_of[positions[rows]], cpu[rows], mem[rows])
         return out
 
     def of_allocation(

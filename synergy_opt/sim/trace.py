@@ -31,6 +31,8 @@ GENERATOR = "synergy_opt.generate_trace"
 # Jobs are drawn in blocks, each from its own seed: the first k jobs of a longer trace are those of a k-job
 # trace, so a simulation can draw more arrivals when its monitored jobs are still running.
 _BLOCK = 1024
+# Far beyond any experiment (the paper's need about 7,000); a trace this long takes minutes and gigabytes.
+MAX_TRACE_JOBS = 1_000_000
 TRACE_COLUMNS = ("id", "arrival_s", "gpus", "duration_s", "model", "profiling_s")
 
 
@@ -84,6 +86,10 @@ class Trace:
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.jobs, (tuple, list)):
+            raise InvalidInputError("jobs", self.jobs, "must be a tuple or list of TraceJob")
+        if not isinstance(self.metadata, Mapping):
+            raise InvalidInputError("metadata", self.metadata, "must be a dict")
         jobs = tuple(self.jobs)
         seen: set[str] = set()
         for index, job in enumerate(jobs):
@@ -143,7 +149,7 @@ ProfilingMethod = Literal["none", "optimistic", "exhaustive"]
 PROFILING = OneOf(get_args(ProfilingMethod))
 
 
-@checked(jobs=Integer(0), load=Optional(POSITIVE_TIME), job_kind=JOB_KIND, profiling=PROFILING,
+@checked(jobs=Integer(0, MAX_TRACE_JOBS), load=Optional(POSITIVE_TIME), job_kind=JOB_KIND, profiling=PROFILING,
          **GENERATOR_ARGUMENTS)
 def generate_trace(
     jobs: int = 1000,

@@ -159,10 +159,10 @@ def _csv_text(trace: Trace) -> str:
 
 
 def _trace_from_csv(text: str) -> Trace:
-    lines = text.splitlines()
     metadata: dict[str, Any] = {}
-    if lines and lines[0].startswith("#"):
-        header = lines.pop(0)[1:].strip()
+    if text.startswith("#"):
+        first, _, text = text.partition("\n")
+        header = first[1:].strip()
         tag, _, rest = header.partition(" ")
         if tag != FORMAT:
             raise InvalidInputError("format", tag, f"expected {FORMAT!r} in the CSV's first line")
@@ -170,7 +170,7 @@ def _trace_from_csv(text: str) -> Trace:
             metadata = _metadata(json.loads(rest) if rest.strip() else {})
         except json.JSONDecodeError as error:
             raise InvalidInputError("metadata", rest[:80], f"malformed JSON: {error.msg}") from None
-    reader = csv.DictReader(lines)
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     missing = [name for name in ("id", "arrival_s", "gpus", "duration_s") if name not in (reader.fieldnames or [])]
     if missing:
         raise InvalidInputError(f"columns.{missing[0]}", reader.fieldnames, "missing column")
