@@ -176,6 +176,46 @@ def test_units_of_the_builtin_profiles_are_exact() -> None:
     assert units.mem_units(np.array([1, 8]), np.array([20.83, 62.5])).tolist() == [1, 24]
 
 
+@st.composite
+def off_unit_rounds(draw: st.DrawFn) -> RoundInstance:
+    """Full 8-GPU servers (24 CPUs, 500 GB) whose grids hold values a hair off a unit, above and below
+    (3.0005 and 3.001 CPUs, 20.83 and 20.8334 GB against units of 1 CPU and 500/24 GB)."""
+    servers = draw(st.integers(1, 2))
+    cluster = Cluster(servers, 8, 24, 500)
+    jobs = []
+    free = 8 * servers
+    while free:
+        g = draw(st.sampled_from([g for g in (1, 2, 4) if g <= free]))
+        free -= g
+        cpu = sorted(draw(st.sets(st.sampled_from([1.5, 2.0, 3.0, 3.0005, 3.001, 4.0, 6.0]), min_size=1,
+                                  max_size=3)))
+        mem = sorted(draw(st.sets(st.sampled_from([20.83, 20.8334, 41.66, 62.5, 62.501]), min_size=1,
+                                  max_size=2)))
+        # Throughput rising in CPUs and memory, so the off-unit points are worth taking.
+        tput = np.add.outer(np.arange(len(cpu)), np.arange(len(mem))) + draw(st.floats(0.1, 1.0))
+        jobs.append(Job(f"j{len(jobs)}", g, Profile(cpu, mem, tput / tput.max())))
+    return RoundInstance(cluster, tuple(jobs))
+
+
+@settings(CI, max_examples=40)
+@given(off_unit_rounds())
+def test_off_unit_grids_stay_within_capacity_and_below_the_ideal(instance: RoundInstance) -> None:
+    """A use just above a unit is rounded up, never down (3.001 CPUs x 8 jobs once claimed 24.008 of 24)."""
+    score = check_near_opt(instance)
+    assert score.objective <= solve_ideal(instance).objective + TOL
+
+
+def test_a_use_just_above_a_unit_rounds_up() -> None:
+    """The reviewer's round: eight 1-GPU jobs whose best point is 3.001 CPUs on a 24-CPU server."""
+    profile = Profile([1.5, 3.001, 6.0], [62.5], [[0.5], [1.0], [1.01]])
+    instance = RoundInstance(Cluster(1, 8, 24, 500), tuple(Job(f"j{i}", 1, profile) for i in range(8)))
+    units = choose_units(config_table(instance))
+    assert units.cpu_units(np.array([1, 1, 1]), np.array([3.0005, 3.0, 2.9999])).tolist() == [
+        int(np.ceil(3.0005 / units.cpu)), round(3.0 / units.cpu), round(3.0 / units.cpu)]
+    score = check_near_opt(instance)
+    assert score.objective <= solve_ideal(instance).objective + TOL
+
+
 # -- the TUNE bound, the targets -----------------------------------------------------------------------------
 @settings(CI, max_examples=60)
 @given(st.one_of(generated_rounds(max_servers=6), small_rounds()), st.sampled_from([0.0, DEFAULT_TOLERANCE, 0.2]))

@@ -27,9 +27,12 @@ from synergy_opt.mechanisms.configs import ConfigTable
 
 # Finest grid tried: q units per proportional share (a server has G q units of each resource).
 MAX_UNITS_PER_SHARE = 8
-# A use within this many units below a whole number of units counts as that number (20.83 GB is 1 unit of
-# 500/24 GB); anything more above is rounded up.
+# A grid is taken as exact when every use is at most this many units *below* a whole number (20.83 GB is 1
+# unit of 500/24 GB); a use above a whole number is never taken as exact.
 _SNAP = 1e-3
+# Only float rounding (1 + 1e-15 units for an exact 20.8333... GB) is taken off before rounding up: a server's
+# at most G entries then under-count by at most G * 1e-9 of its G q units, far inside the evaluator's slack.
+_FLOAT_ROUNDING = 1e-9
 
 
 @dataclass(frozen=True)
@@ -48,11 +51,13 @@ class Units:
 
 
 def _units(amount: np.ndarray) -> np.ndarray:
-    return np.ceil(np.asarray(amount) - _SNAP).astype(np.int64)
+    """Whole units covering ``amount`` (rounded up: 1.0005 units is 2, 0.9998 is 1)."""
+    return np.ceil(np.asarray(amount) - _FLOAT_ROUNDING).astype(np.int64)
 
 
 def choose_units(table: ConfigTable) -> Units:
-    """The coarsest grid (smallest ``q``) on which every column's CPUs and memory per GPU are whole units."""
+    """The coarsest grid (smallest ``q``) on which every column's CPUs and memory per GPU are whole units, or
+    at most ``_SNAP`` units below them (rounding those up wastes less than a thousandth of a unit)."""
     cluster = table.instance.cluster
     c_p, m_p = cluster.cpu_per_gpu, cluster.mem_gb_per_gpu
     cpu_values, mem_values = np.unique(table.cpu), np.unique(table.mem)
