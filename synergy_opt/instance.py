@@ -17,9 +17,10 @@ from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.validation import (
     MAX_GPUS_PER_SERVER,
     MAX_SERVERS,
+    NON_NEGATIVE,
+    POSITIVE,
     InstanceOf,
     Integer,
-    Number,
     Optional,
     real_array,
     text,
@@ -48,8 +49,6 @@ _SERVERS = Integer(1, MAX_SERVERS)
 _GPUS = Integer(1, MAX_GPUS_PER_SERVER * MAX_SERVERS)
 _PLACED_GPUS = Integer(1, MAX_GPUS_PER_SERVER)
 _SERVER_ID = Integer(0, MAX_SERVERS - 1)
-_POSITIVE = Number(0, low_open=True)
-_NON_NEGATIVE = Number(0)
 _NAME = Optional(text)
 
 
@@ -147,8 +146,8 @@ class Cluster:
     def __post_init__(self) -> None:
         object.__setattr__(self, "servers", _SERVERS("servers", self.servers))
         object.__setattr__(self, "gpus_per_server", _PLACED_GPUS("gpus_per_server", self.gpus_per_server))
-        object.__setattr__(self, "cpus_per_server", _POSITIVE("cpus_per_server", self.cpus_per_server))
-        object.__setattr__(self, "mem_gb_per_server", _POSITIVE("mem_gb_per_server", self.mem_gb_per_server))
+        object.__setattr__(self, "cpus_per_server", POSITIVE("cpus_per_server", self.cpus_per_server))
+        object.__setattr__(self, "mem_gb_per_server", POSITIVE("mem_gb_per_server", self.mem_gb_per_server))
 
     @property
     def total_gpus(self) -> int:
@@ -197,8 +196,8 @@ class Job:
         object.__setattr__(self, "gpus", _GPUS("gpus", self.gpus))
         InstanceOf(Profile)("profile", self.profile)
         object.__setattr__(self, "model", _NAME("model", self.model))
-        object.__setattr__(self, "arrival", _NON_NEGATIVE("arrival", self.arrival))
-        object.__setattr__(self, "work", Optional(_POSITIVE)("work", self.work))
+        object.__setattr__(self, "arrival", NON_NEGATIVE("arrival", self.arrival))
+        object.__setattr__(self, "work", Optional(POSITIVE)("work", self.work))
 
 
 @dataclass(frozen=True)
@@ -266,8 +265,8 @@ class Placement:
     def __post_init__(self) -> None:
         object.__setattr__(self, "server", _SERVER_ID("server", self.server))
         object.__setattr__(self, "gpus", _PLACED_GPUS("gpus", self.gpus))
-        object.__setattr__(self, "cpus", _NON_NEGATIVE("cpus", self.cpus))
-        object.__setattr__(self, "mem_gb", _NON_NEGATIVE("mem_gb", self.mem_gb))
+        object.__setattr__(self, "cpus", NON_NEGATIVE("cpus", self.cpus))
+        object.__setattr__(self, "mem_gb", NON_NEGATIVE("mem_gb", self.mem_gb))
 
     def to_dict(self) -> dict[str, Any]:
         return {"server": self.server, "gpus": self.gpus, "cpus": _plain(self.cpus), "mem_gb": _plain(self.mem_gb)}

@@ -48,13 +48,16 @@ def is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
-def _range_text(low: float | None, high: float | None, low_open: bool = False) -> str:
+def _range_text(low: float | None, high: float | None, low_open: bool = False, high_open: bool = False) -> str:
+    """`` in [low, high)``, `` > low``, `` <= high`` and the like, each bound open or closed as stated."""
+    def shown(bound: float) -> str:
+        return f"{bound:g}" if isinstance(bound, float) else str(bound)
+
     if low is not None and high is not None:
-        return f" in {'(' if low_open else '['}{low:g}, {high:g}]" if isinstance(high, float) else \
-            f" in [{low}, {high}]"
+        return f" in {'(' if low_open else '['}{shown(low)}, {shown(high)}{')' if high_open else ']'}"
     if low is not None:
-        return f" {'>' if low_open else '>='} {low}"
-    return f" <= {high}" if high is not None else ""
+        return f" {'>' if low_open else '>='} {shown(low)}"
+    return f" {'<' if high_open else '<='} {shown(high)}" if high is not None else ""
 
 
 @dataclass(frozen=True)
@@ -85,11 +88,13 @@ class Integer:
 
 @dataclass(frozen=True)
 class Number:
-    """A finite real number (Python or numpy, not bool or str) in the range given, as a float."""
+    """A finite real number (Python or numpy, not bool or str) in the range given, as a float; each bound is
+    included unless ``low_open`` / ``high_open`` says otherwise."""
 
     low: float | None = None
     high: float | None = None
     low_open: bool = False
+    high_open: bool = False
 
     def __call__(self, name: str, value: Any) -> float:
         if not is_number(value):
@@ -101,12 +106,18 @@ class Number:
         if not math.isfinite(number):
             raise InvalidInputError(name, value, f"must be a finite number{self._text()}")
         below = self.low is not None and (number <= self.low if self.low_open else number < self.low)
-        if below or (self.high is not None and number > self.high):
+        above = self.high is not None and (number >= self.high if self.high_open else number > self.high)
+        if below or above:
             raise InvalidInputError(name, value, f"must be a number{self._text()}")
         return number
 
     def _text(self) -> str:
-        return _range_text(self.low, self.high, self.low_open)
+        return _range_text(self.low, self.high, self.low_open, self.high_open)
+
+
+# Named number rules, written once for every module that takes such a value.
+NON_NEGATIVE = Number(0)
+POSITIVE = Number(0, low_open=True)
 
 
 def boolean(name: str, value: Any) -> bool:
@@ -171,7 +182,7 @@ class Weights:
         items = list(value)
         if len(items) != self.count:
             raise InvalidInputError(name, value, f"must be {self.count} numbers >= 0 ({self.meaning})")
-        weights = tuple(Number(low=0)(f"{name}[{index}]", item) for index, item in enumerate(items))
+        weights = tuple(NON_NEGATIVE(f"{name}[{index}]", item) for index, item in enumerate(items))
         if sum(weights) <= 0:
             raise InvalidInputError(name, value, f"must not all be 0 ({self.meaning})")
         return weights

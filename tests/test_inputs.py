@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import synergy_opt as so
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.files import atomic_open
 from synergy_opt.profiles import cpu_gpu_ratios, model_info, models_by_task, source
+from synergy_opt.validation import NON_NEGATIVE, POSITIVE, Number
 
 EXAMPLE: dict[str, Any] = {
     "format": "synergy-round/1",
@@ -240,3 +242,27 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "text"),
+    [
+        (Number(0, 1), 2, "must be a number in [0, 1]"),
+        (Number(0, 1, low_open=True), 0, "must be a number in (0, 1]"),
+        (Number(0, 1, high_open=True), 1, "must be a number in [0, 1)"),
+        (Number(0, 1, low_open=True, high_open=True), 1.0, "must be a number in (0, 1)"),
+        (Number(0, 1e9, low_open=True), 0.0, "must be a number in (0, 1e+09]"),
+        (Number(high=1, high_open=True), 1, "must be a number < 1"),
+        (POSITIVE, 0, "must be a number > 0"),
+        (NON_NEGATIVE, -1, "must be a number >= 0"),
+    ],
+)
+def test_a_range_is_stated_with_its_open_and_closed_ends(rule: Number, value: Any, text: str) -> None:
+    with pytest.raises(InvalidInputError, match=re.escape(text)):
+        rule("x", value)
+
+
+def test_open_ends_accept_what_is_inside() -> None:
+    assert Number(0, 1, high_open=True)("x", np.float32(0.5)) == 0.5
+    assert Number(0, 1, low_open=True, high_open=True)("x", 1 - 1e-12) == 1 - 1e-12
+    assert NON_NEGATIVE("x", np.int64(0)) == 0.0 and POSITIVE("x", 1e-300) == 1e-300

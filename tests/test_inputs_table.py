@@ -29,6 +29,7 @@ from synergy_opt.bench import main as bench_main
 from synergy_opt.errors import InvalidInputError, SynergyError
 from synergy_opt.instance import Placement
 from synergy_opt.io import instance_to_dict
+from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.sim.cli import main as sim_main
 from synergy_opt.sim.trace import Trace, TraceJob
 from tests.test_inputs import EXAMPLE as BASE_EXAMPLE
@@ -375,14 +376,18 @@ def mechanism_cases() -> Iterator[Case]:
     for name in ("greedy", "tune", "drf", "tetris"):
         for kind, value in [("str", "0.1"), ("bool", True), ("1", 1.0), ("nan", math.nan), ("negative", -0.1)]:
             yield rejects(f"{name} threshold {kind}",
-                          lambda n=name, v=value: so.run_mechanism(INSTANCE, n, threshold=v),
-                          "options.threshold" if kind in ("str", "bool", "nan") else "threshold")
+                          lambda n=name, v=value: so.run_mechanism(INSTANCE, n, threshold=v), "threshold")
         yield rejects(f"{name} bogus option", lambda n=name: so.run_mechanism(INSTANCE, n, bogus=1), "options.bogus")
         yield accepts(f"{name} numpy threshold",
                       lambda n=name: so.run_mechanism(INSTANCE, n, threshold=np.float64(0.1)))
     for name in ("drf", "tetris"):
         yield rejects(f"{name} skip=no", lambda n=name: so.run_mechanism(INSTANCE, n, skip="no"), "options.skip")
         yield accepts(f"{name} skip=np.bool_", lambda n=name: so.run_mechanism(INSTANCE, n, skip=np.bool_(True)))
+    for kind, value in [("1", 1.0), ("str", "0.1"), ("bool", False), ("negative", -0.5)]:
+        yield rejects(f"best_case_demands tolerance {kind}",
+                      lambda v=value: best_case_demands(INSTANCE, v), "best_case_tolerance")
+    yield accepts("best_case_demands numpy float32 tolerance",
+                  lambda: best_case_demands(INSTANCE, np.float32(0.1)))
     yield rejects("proportional takes no options", lambda: so.run_mechanism(INSTANCE, "proportional", threshold=0.1),
                   "options.threshold")
     yield rejects("opt mechanism bad option", lambda: so.run_mechanism(INSTANCE, "opt", mip_gap=5.0), "mip_gap")

@@ -204,6 +204,7 @@ def test_bad_threshold(threshold: Any) -> None:
     with pytest.raises(InvalidInputError) as error:
         profile_job(MODEL.samples_per_s, PAPER_CPU, PAPER_MEM, MODEL.memory_model, threshold)
     assert error.value.field == "threshold"
+    assert "(0, 1)" in str(error.value)  # both ends open, as stated
 
 
 @pytest.mark.parametrize(

@@ -29,9 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE
+from synergy_opt.mechanisms.demand import TOLERANCE
 from synergy_opt.mechanisms.drf import pack_drf
 from synergy_opt.mechanisms.greedy import pack_greedy
 from synergy_opt.mechanisms.near_opt import solve_near_opt
@@ -65,19 +64,12 @@ def spend_spare_option(spend_spare: bool = False) -> None:
     """The signature ``spend_spare`` is checked against (a bool)."""
 
 
-def threshold_option(threshold: float = DEFAULT_TOLERANCE) -> None:
-    """The signature ``threshold``, ``best_case_tolerance``'s earlier name, is checked against (a number)."""
-
-
 def _renamed_threshold(pack: Callable[..., ServerState], own: dict[str, Any]) -> dict[str, Any]:
     """``threshold=`` (the earlier name) as ``best_case_tolerance=``, checked and named as given."""
     if "threshold" not in own or "best_case_tolerance" not in inspect.signature(pack).parameters:
         return own  # a mechanism without the option rejects it by its own name
     own = dict(own)
-    value = check_keyword_options(threshold_option, {"threshold": own.pop("threshold")})["threshold"]
-    if not 0.0 <= value < 1.0:
-        raise InvalidInputError("threshold", value, "must be a number in [0, 1)")
-    own.setdefault("best_case_tolerance", value)
+    own.setdefault("best_case_tolerance", TOLERANCE("threshold", own.pop("threshold")))
     return own
 
 

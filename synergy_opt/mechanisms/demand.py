@@ -21,19 +21,21 @@ If no grid config passes the cap (a grid starting above it), the demand is the G
 Public API
 ----------
 ``best_case_demands(instance, tolerance=DEFAULT_TOLERANCE, server_cap=True) -> (cpu_per_gpu, mem_per_gpu)``
-``DEFAULT_TOLERANCE``
+``DEFAULT_TOLERANCE``, ``TOLERANCE`` (its rule: a number in ``[0, 1)``)
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import RoundInstance
 from synergy_opt.profile_groups import ProfileGroup, profile_groups
+from synergy_opt.validation import Number
 
 #: Configs within this fraction of a job's maximum throughput count as reaching it (SPEC 3, see above).
 DEFAULT_TOLERANCE = 0.035
+#: The rule a best-case tolerance obeys: at 1 every config would reach the maximum.
+TOLERANCE = Number(0, 1, high_open=True)
 # Relative slack when comparing configs with caps and targets (grid values such as 20.83 are not exact).
 _TOLERANCE = 1e-9
 
@@ -57,8 +59,7 @@ def best_case_demands(
     cpu_per_gpu, mem_per_gpu
         Two float arrays of length ``len(instance.jobs)``.
     """
-    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0.0 <= tolerance < 1.0:
-        raise InvalidInputError("best_case_tolerance", tolerance, "must be a number in [0, 1)")
+    tolerance = TOLERANCE("best_case_tolerance", tolerance)
     cluster = instance.cluster
     c_p, m_p = cluster.cpu_per_gpu, cluster.mem_gb_per_gpu
     n = len(instance.jobs)

@@ -15,7 +15,7 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile, _axis
-from synergy_opt.validation import Number
+from synergy_opt.validation import NON_NEGATIVE
 
 Measure = Callable[[float, float], float]
 MINUTES_PER_POINT = 1.0
@@ -65,7 +65,7 @@ class Meter:
         if not callable(measure):
             raise InvalidInputError("measure", measure, "must be a function (cpus_per_gpu, mem_gb_per_gpu) -> float")
         self._measure = measure
-        self._minutes = Number(0)("minutes_per_point", minutes_per_point)
+        self._minutes = NON_NEGATIVE("minutes_per_point", minutes_per_point)
         self._log: list[Measurement] = []
         self._seen: set[tuple[float, float]] = set()
 
@@ -73,7 +73,7 @@ class Meter:
         point = (float(cpus_per_gpu), float(mem_gb_per_gpu))
         if point in self._seen:
             raise AssertionError(f"profiler bug: {point} measured twice")
-        value = Number(0)(f"measure({point[0]:g}, {point[1]:g})", self._measure(*point))
+        value = NON_NEGATIVE(f"measure({point[0]:g}, {point[1]:g})", self._measure(*point))
         self._seen.add(point)
         self._log.append(Measurement(point[0], point[1], value, self._minutes))
         return value

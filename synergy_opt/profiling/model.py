@@ -31,7 +31,7 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile
 from synergy_opt.profiles import reference_server
-from synergy_opt.validation import Integer, Number
+from synergy_opt.validation import NON_NEGATIVE, POSITIVE, Integer, Number
 
 _SERVER = reference_server()
 REFERENCE_CPU_PER_GPU = _SERVER["cpus"] / _SERVER["gpus"]
@@ -39,8 +39,6 @@ REFERENCE_MEM_GB_PER_GPU = _SERVER["mem_gb"] / _SERVER["gpus"]
 STORAGE_MB_S_PER_GPU = _SERVER["storage_mb_s"] / _SERVER["gpus"]
 # The paper (section 2.1): 20 GB is the memory GNMT's training process needs before any cache.
 PROCESS_MEM_GB = 20.0
-_POSITIVE = Number(0, low_open=True)
-_NON_NEGATIVE = Number(0)
 _FRACTION = Number(0, 1)
 _BATCH = Integer(1)
 
@@ -61,8 +59,8 @@ class MinIOCache:
     process_mem_gb: float = PROCESS_MEM_GB
 
     def __post_init__(self) -> None:
-        for key, rule in (("batch", _BATCH), ("dataset_gb", _POSITIVE), ("item_mb", _NON_NEGATIVE),
-                          ("storage_mb_s", _POSITIVE), ("process_mem_gb", _NON_NEGATIVE)):
+        for key, rule in (("batch", _BATCH), ("dataset_gb", POSITIVE), ("item_mb", NON_NEGATIVE),
+                          ("storage_mb_s", POSITIVE), ("process_mem_gb", NON_NEGATIVE)):
             object.__setattr__(self, key, rule(key, getattr(self, key)))
 
     def miss_fraction(self, mem_gb_per_gpu: Any) -> np.ndarray:
@@ -125,7 +123,7 @@ class JobModel:
     name: str | None = None
 
     def __post_init__(self) -> None:
-        for key, rule in (("gpu_s", _POSITIVE), ("cpu_s", _NON_NEGATIVE), ("serial_fraction", _FRACTION)):
+        for key, rule in (("gpu_s", POSITIVE), ("cpu_s", NON_NEGATIVE), ("serial_fraction", _FRACTION)):
             object.__setattr__(self, key, rule(key, getattr(self, key)))
         cache = self.memory_model  # validates batch, dataset_gb, item_mb, storage_mb_s, process_mem_gb
         for key in ("batch", "dataset_gb", "item_mb", "storage_mb_s", "process_mem_gb"):

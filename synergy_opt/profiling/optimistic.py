@@ -39,20 +39,13 @@ DEFAULT_THRESHOLD = 0.1
 _PINNED = 0.25
 
 
-def _open_fraction(name: str, value: Any) -> float:
-    number: float = Number(0, 1, low_open=True)(name, value)
-    if number == 1:
-        raise InvalidInputError(name, value, "must be a number in (0, 1)")
-    return number
-
-
 class MemoryModel(Protocol):
     """Throughput at any memory from the throughput measured at full memory (e.g. :class:`MinIOCache`)."""
 
     def throughput(self, at_full_memory: Any, mem_gb_per_gpu: Any) -> Any: ...
 
 
-@checked(threshold=_open_fraction)
+@checked(threshold=Number(0, 1, low_open=True, high_open=True))
 def profile_job(
     measure: Measure,
     cpu_axis: Sequence[float] | np.ndarray,
