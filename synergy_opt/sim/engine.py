@@ -36,8 +36,8 @@ from synergy_opt.sim.policies import JobStates, Policy, ranking, resolve_policy
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
 from synergy_opt.sim.state import JobArrays
 from synergy_opt.sim.throughput import ThroughputTable
-from synergy_opt.sim.trace import MAX_TRACE_JOBS, POSITIVE_TIME, TIME, Trace
-from synergy_opt.validation import SEED, InstanceOf, Optional, boolean, checked
+from synergy_opt.sim.trace import MAX_TRACE_JOBS, Trace
+from synergy_opt.validation import NON_NEGATIVE, POSITIVE, SEED, InstanceOf, Optional, boolean, checked
 
 # A dynamic trace's first fifth warms the cluster up; the JCT figures are taken over the rest by default.
 WARMUP_FRACTION = 0.2
@@ -47,8 +47,8 @@ MAX_ARRIVALS_FACTOR = 10
 _FINISH_TOLERANCE = 1e-12
 
 
-@checked(trace=InstanceOf(Trace), cluster=InstanceOf(Cluster), round_s=POSITIVE_TIME, seed=SEED,
-         preemption_overhead_s=TIME, until_s=Optional(POSITIVE_TIME), record_job_rounds=boolean)
+@checked(trace=InstanceOf(Trace), cluster=InstanceOf(Cluster), round_s=POSITIVE, seed=SEED,
+         preemption_overhead_s=NON_NEGATIVE, until_s=Optional(POSITIVE), record_job_rounds=boolean)
 def simulate(
     trace: Trace,
     cluster: Cluster,

@@ -25,7 +25,7 @@ from synergy_opt.generate import (
     job_profiles,
 )
 from synergy_opt.instance import Profile, prefixed
-from synergy_opt.validation import InstanceOf, Integer, Number, OneOf, Optional, checked, text
+from synergy_opt.validation import NON_NEGATIVE, POSITIVE, InstanceOf, Integer, OneOf, Optional, checked, text
 
 GENERATOR = "synergy_opt.generate_trace"
 # Jobs are drawn in blocks, each from its own seed: the first k jobs of a longer trace are those of a k-job
@@ -36,8 +36,6 @@ MAX_TRACE_JOBS = 1_000_000
 TRACE_COLUMNS = ("id", "arrival_s", "gpus", "duration_s", "model", "profiling_s")
 
 
-TIME = Number(0)
-POSITIVE_TIME = Number(0, low_open=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,10 +52,10 @@ class TraceJob:
 
     def __post_init__(self) -> None:
         text("id", self.id)
-        object.__setattr__(self, "arrival_s", TIME("arrival_s", self.arrival_s))
+        object.__setattr__(self, "arrival_s", NON_NEGATIVE("arrival_s", self.arrival_s))
         object.__setattr__(self, "gpus", Integer(1)("gpus", self.gpus))
-        object.__setattr__(self, "duration_s", POSITIVE_TIME("duration_s", self.duration_s))
-        object.__setattr__(self, "profiling_s", TIME("profiling_s", self.profiling_s))
+        object.__setattr__(self, "duration_s", POSITIVE("duration_s", self.duration_s))
+        object.__setattr__(self, "profiling_s", NON_NEGATIVE("profiling_s", self.profiling_s))
         InstanceOf(Profile)("profile", self.profile)
         Optional(text)("model", self.model)
 
@@ -149,7 +147,7 @@ ProfilingMethod = Literal["none", "optimistic", "exhaustive"]
 PROFILING = OneOf(get_args(ProfilingMethod))
 
 
-@checked(jobs=Integer(0, MAX_TRACE_JOBS), load=Optional(POSITIVE_TIME), job_kind=JOB_KIND, profiling=PROFILING,
+@checked(jobs=Integer(0, MAX_TRACE_JOBS), load=Optional(POSITIVE), job_kind=JOB_KIND, profiling=PROFILING,
          **GENERATOR_ARGUMENTS)
 def generate_trace(
     jobs: int = 1000,
