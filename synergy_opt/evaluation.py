@@ -151,7 +151,7 @@ def evaluate(instance: RoundInstance, allocation: Allocation, *, strict: bool = 
         does not have (an allocation that overloads a server or gives a job the wrong GPU count is invalid,
         and reported in ``problems``).
     """
-    _check_same_round(instance, allocation)
+    check_same_round(instance, allocation)
     cluster = instance.cluster
     use = np.zeros((cluster.servers, 3))
     problems: list[str] = []
@@ -189,7 +189,8 @@ def evaluate(instance: RoundInstance, allocation: Allocation, *, strict: bool = 
     return evaluation
 
 
-def _check_same_round(instance: RoundInstance, allocation: Allocation) -> None:
+def check_same_round(instance: RoundInstance, allocation: Allocation) -> None:
+    """Raise :class:`InvalidInputError` naming a job id or server of ``allocation`` that ``instance`` lacks."""
     known = instance.job_index
     servers = instance.cluster.servers
     for job_id, parts in allocation.jobs.items():

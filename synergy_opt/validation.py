@@ -258,14 +258,15 @@ def allocation(name: str, value: Any) -> Any:
     raise InvalidInputError(name, value, "must be an Allocation (or its JSON form, a dict)")
 
 
-def real_array(name: str, values: Any, ndim: int) -> np.ndarray:
-    """A ``ndim``-dimensional array of numbers as floats; a string or boolean entry is named by its index."""
-    shape_word = "list" if ndim == 1 else "matrix"
+def real_array(name: str, values: Any, ndim: int | None) -> np.ndarray:
+    """A ``ndim``-dimensional array of numbers (any shape, a number too, when ``ndim`` is None) as floats; a
+    string or boolean entry is named by its index."""
+    shape_word = {None: "number or an array", 1: "list"}.get(ndim, "matrix")
     try:
         raw = np.asarray(values)
     except (ValueError, TypeError):
         raise InvalidInputError(name, values, f"must be a {shape_word} of numbers") from None
-    if raw.ndim != ndim:
+    if ndim is not None and raw.ndim != ndim:
         raise InvalidInputError(name, values, f"must be a {shape_word} of numbers")
     mixed = raw.dtype.kind in "iuf" and isinstance(values, (list, tuple)) and _holds_bool(values, raw)
     if mixed or raw.dtype.kind not in "iuf":

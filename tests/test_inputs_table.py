@@ -30,6 +30,8 @@ from synergy_opt.errors import InvalidInputError, SynergyError
 from synergy_opt.instance import Placement
 from synergy_opt.io import instance_to_dict
 from synergy_opt.mechanisms.demand import best_case_demands
+from synergy_opt.mechanisms.spare import spend_spare
+from synergy_opt.profiling import builtin_job_model, draw_job_model, modelled_profile
 from synergy_opt.sim.cli import main as sim_main
 from synergy_opt.sim.trace import Trace, TraceJob
 from tests.test_inputs import EXAMPLE as BASE_EXAMPLE
@@ -513,9 +515,57 @@ def constructor_cases() -> Iterator[Case]:
     yield accepts("SolverParams numpy", lambda: so.SolverParams(time_limit=np.int64(5), seed=np.int64(1)))
 
 
+# ------------------------------------------------------------------------------ profiling, spare capacity
+
+
+def profiling_cases() -> Iterator[Case]:
+    model = builtin_job_model("res18")
+    rng = np.random.default_rng(0)
+    for label, call, field in [
+        ("JobModel.throughput cpus str", lambda: model.throughput("3", 62.5), "cpus_per_gpu"),
+        ("JobModel.throughput cpus bool", lambda: model.throughput(True, 62.5), "cpus_per_gpu"),
+        ("JobModel.throughput cpus list with str", lambda: model.throughput([3, "4"], 62.5), "cpus_per_gpu[1]"),
+        ("JobModel.throughput mem list with bool", lambda: model.throughput(3, [62.5, True]), "mem_gb_per_gpu[1]"),
+        ("JobModel.throughput mem ragged", lambda: model.throughput(3, [[62.5], [1, 2]]), "mem_gb_per_gpu"),
+        ("JobModel.samples_per_s mem str", lambda: model.samples_per_s(3, "62.5"), "mem_gb_per_gpu"),
+        ("MinIOCache.throughput at full memory str",
+         lambda: model.memory_model.throughput("1.0", 62.5), "at_full_memory"),
+        ("MinIOCache.runs mem str", lambda: model.memory_model.runs("62.5"), "mem_gb_per_gpu"),
+        ("draw_job_model rng int", lambda: draw_job_model(5, "res18"), "rng"),
+        ("draw_job_model rng None", lambda: draw_job_model(None, "res18"), "rng"),
+        ("draw_job_model spread str", lambda: draw_job_model(rng, "res18", "gpu_s"), "spread"),
+        ("draw_job_model spread not pairs", lambda: draw_job_model(rng, "res18", [("gpu_s",)]), "spread[0]"),
+        ("draw_job_model spread unknown parameter",
+         lambda: draw_job_model(rng, "res18", [("nope", 0.1)]), "spread[0][0]"),
+        ("draw_job_model spread batch", lambda: draw_job_model(rng, "res18", [("batch", 0.1)]), "spread[0][0]"),
+        ("draw_job_model sigma str", lambda: draw_job_model(rng, "res18", [("gpu_s", "0.1")]), "spread[0][1]"),
+        ("draw_job_model sigma negative", lambda: draw_job_model(rng, "res18", [("gpu_s", -1)]), "spread[0][1]"),
+        ("modelled_profile rng int", lambda: modelled_profile(5, "res18"), "rng"),
+    ]:
+        yield rejects(label, call, field)
+    yield accepts("JobModel.throughput numpy", lambda: model.throughput(np.int64(3), np.array([[50.0], [62.5]])))
+    yield accepts("draw_job_model numpy sigma",
+                  lambda: draw_job_model(rng, "res18", [("dataset_gb", np.float32(0.3))]))
+
+
+def spare_cases() -> Iterator[Case]:
+    for label, call, field in [
+        ("spend_spare allocation None", lambda: spend_spare(INSTANCE, None), "allocation"),
+        ("spend_spare allocation list", lambda: spend_spare(INSTANCE, [1]), "allocation"),
+        ("spend_spare instance None", lambda: spend_spare(None, ALLOCATION), "instance"),
+        ("spend_spare unknown job", lambda: spend_spare(INSTANCE, {"jobs": {"j9": ALLOCATION["jobs"]["j1"]}}),
+         "allocation.jobs['j9']"),
+        ("spend_spare server 99", lambda: spend_spare(INSTANCE, {"jobs": {"j2": [
+            {"server": 99, "gpus": 1, "cpus": 3, "mem_gb": 62.5}]}}), "allocation.jobs['j2'][0].server"),
+        ("spend_spare table str", lambda: spend_spare(INSTANCE, ALLOCATION, "table"), "table"),
+    ]:
+        yield rejects(label, call, field)
+    yield accepts("spend_spare the JSON forms", lambda: spend_spare(EXAMPLE, ALLOCATION))
+
+
 def all_cases(folder: Path) -> list[Case]:
     return [*instance_cases(), *file_cases(folder), *save_cases(folder), *generator_cases(), *solver_cases(),
-            *mechanism_cases(), *allocation_cases(), *constructor_cases()]
+            *mechanism_cases(), *allocation_cases(), *constructor_cases(), *profiling_cases(), *spare_cases()]
 
 
 FOLDER = Path(tempfile.mkdtemp(prefix="synergy_inputs_table_"))  # the file cases' files, made when they run

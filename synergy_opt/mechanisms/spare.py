@@ -24,10 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synergy_opt.evaluation import CAPACITY_TOLERANCE
+from synergy_opt.evaluation import CAPACITY_TOLERANCE, check_same_round
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.configs import ConfigTable, config_table, job_throughputs
 from synergy_opt.mechanisms.state import trusted_allocation, trusted_placement
+from synergy_opt.validation import InstanceOf, Optional, checked, round_instance
+from synergy_opt.validation import allocation as allocation_rule
 
 # A gain must exceed this (relative to the throughput) to count: float noise is no reason to move a job.
 _MIN_GAIN = 1e-9
@@ -147,15 +149,16 @@ def spend_parts(instance: RoundInstance, table: ConfigTable, parts: Parts) -> in
             return moves
 
 
+@checked(instance=round_instance, allocation=allocation_rule, table=Optional(InstanceOf(ConfigTable)))
 def spend_spare(instance: RoundInstance, allocation: Allocation, table: ConfigTable | None = None) -> Allocation:
     """``allocation`` with idle CPUs and memory given to the jobs that gain most (see the module docstring).
 
     Parameters
     ----------
     instance
-        The round ``allocation`` was made for.
+        The round ``allocation`` was made for (or its JSON form).
     allocation
-        Any valid allocation of the round (unplaced jobs stay unplaced).
+        Any valid allocation of the round (unplaced jobs stay unplaced), or its JSON form.
     table
         The round's config table, if already built.
 
@@ -163,7 +166,13 @@ def spend_spare(instance: RoundInstance, allocation: Allocation, table: ConfigTa
     -------
     Allocation
         The same placements, with some jobs at higher-throughput configs.
+
+    Raises
+    ------
+    InvalidInputError
+        For anything but a round and an allocation, or an allocation naming a job or server the round lacks.
     """
+    check_same_round(instance, allocation)
     table = table if table is not None else config_table(instance)
     parts = parts_of(instance, allocation)
     if spend_parts(instance, table, parts) == 0:

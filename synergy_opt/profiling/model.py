@@ -31,7 +31,7 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile
 from synergy_opt.profiles import reference_server
-from synergy_opt.validation import NON_NEGATIVE, POSITIVE, Integer, Number
+from synergy_opt.validation import NON_NEGATIVE, POSITIVE, Integer, Number, real_array
 
 _SERVER = reference_server()
 REFERENCE_CPU_PER_GPU = _SERVER["cpus"] / _SERVER["gpus"]
@@ -65,7 +65,7 @@ class MinIOCache:
 
     def miss_fraction(self, mem_gb_per_gpu: Any) -> np.ndarray:
         """The fraction of each batch read from storage with ``mem_gb_per_gpu`` GB (1 with no cache)."""
-        cache = np.maximum(np.asarray(mem_gb_per_gpu, dtype=float) - self.process_mem_gb, 0.0)
+        cache = np.maximum(_point("mem_gb_per_gpu", mem_gb_per_gpu) - self.process_mem_gb, 0.0)
         return np.maximum(1.0 - cache / self.dataset_gb, 0.0)
 
     def read_time_s(self, mem_gb_per_gpu: Any) -> np.ndarray:
@@ -74,7 +74,7 @@ class MinIOCache:
 
     def runs(self, mem_gb_per_gpu: Any) -> np.ndarray:
         """Whether the job fits at all: its process memory is given."""
-        return np.asarray(mem_gb_per_gpu, dtype=float) >= self.process_mem_gb * (1 - 1e-12)
+        return _point("mem_gb_per_gpu", mem_gb_per_gpu) >= self.process_mem_gb * (1 - 1e-12)
 
     def throughput(self, at_full_memory: Any, mem_gb_per_gpu: Any) -> np.ndarray:
         """Samples per second with ``mem_gb_per_gpu`` GB, given ``at_full_memory`` measured at full memory.
@@ -82,6 +82,7 @@ class MinIOCache:
         Exact for a job whose iteration time is the slowest of its stages: the storage stage is the only one
         memory changes, and it only grows as memory shrinks.
         """
+        at_full_memory = _point("at_full_memory", at_full_memory)
         read = self.read_time_s(mem_gb_per_gpu)
         with np.errstate(divide="ignore"):
             storage_bound = np.where(read > 0, self.batch / np.where(read > 0, read, 1.0), np.inf)
@@ -174,10 +175,8 @@ class JobModel:
 
 
 def _point(name: str, value: Any, *, positive: bool = False) -> np.ndarray:
-    try:
-        array = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise InvalidInputError(name, value, "must be a number or an array of numbers") from None
+    """CPUs or memory per GPU, a number or an array (strings and booleans are not numbers), as floats."""
+    array = real_array(name, value, ndim=None)
     if not np.all(np.isfinite(array)) or np.any(array < 0) or (positive and np.any(array == 0)):
         raise InvalidInputError(name, value, f"must be finite and {'> 0' if positive else '>= 0'}")
     return array

@@ -28,14 +28,18 @@ before a drawn job becomes sensitive to it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
+from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile
 from synergy_opt.profiles import model_info
 from synergy_opt.profiling.fit import builtin_job_model
 from synergy_opt.profiling.model import JobModel
+from synergy_opt.validation import NON_NEGATIVE, InstanceOf, OneOf, checked
 
 # (parameter, sigma of its log-normal factor), in the order the factors are drawn.
 PARAMETER_SPREAD: tuple[tuple[str, float], ...] = (
@@ -44,15 +48,43 @@ PARAMETER_SPREAD: tuple[tuple[str, float], ...] = (
     ("dataset_gb", 0.1),
     ("item_mb", 0.2),
 )
+# The parameters a factor may scale (batch is an integer; a scaled serial fraction could pass 1).
+SCALABLE_PARAMETERS = ("gpu_s", "cpu_s", "dataset_gb", "item_mb", "storage_mb_s", "process_mem_gb")
 
 
+def _spread(name: str, value: Any) -> tuple[tuple[str, float], ...]:
+    """(parameter, sigma) pairs: a scalable parameter's name and a sigma >= 0."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidInputError(name, value, "must be a sequence of (parameter, sigma) pairs")
+    pairs = []
+    for index, pair in enumerate(value):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise InvalidInputError(f"{name}[{index}]", pair, "must be a (parameter, sigma) pair")
+        pairs.append((OneOf(SCALABLE_PARAMETERS)(f"{name}[{index}][0]", pair[0]),
+                      NON_NEGATIVE(f"{name}[{index}][1]", pair[1])))
+    return tuple(pairs)
+
+
+@checked(rng=InstanceOf(np.random.Generator), spread=_spread)
 def draw_job_model(
     rng: np.random.Generator, name: str, spread: tuple[tuple[str, float], ...] = PARAMETER_SPREAD
 ) -> JobModel:
     """A job like built-in model ``name``: its fitted model with a log-normal factor on each parameter.
 
-    ``spread`` names the parameters and their sigmas (default ``PARAMETER_SPREAD``); exactly ``len(spread)``
-    standard normals are drawn from ``rng``.
+    Parameters
+    ----------
+    rng
+        A ``numpy.random.Generator``; exactly ``len(spread)`` standard normals are drawn from it.
+    name
+        A built-in model (one of ``model_names()``).
+    spread
+        ``(parameter, sigma)`` pairs, each parameter one of ``SCALABLE_PARAMETERS`` (default
+        ``PARAMETER_SPREAD``).
+
+    Returns
+    -------
+    JobModel
+        The fitted model of ``name`` with each named parameter multiplied by ``exp(sigma * z)``.
     """
     base = builtin_job_model(name)
     normals = rng.standard_normal(len(spread))
