@@ -85,15 +85,6 @@ def generate_round(
     return RoundInstance(cluster, tuple(round_jobs), metadata)
 
 
-def check_generator_args(
-    split: tuple[float, float, float], profile_noise: float, seed: int = 0, cpu_per_gpu: int = 3
-) -> None:
-    """The arguments :func:`generate_round` and the trace generator share, by ``GENERATOR_ARGUMENTS``."""
-    given = {"split": split, "profile_noise": profile_noise, "seed": seed, "cpu_per_gpu": cpu_per_gpu}
-    for name, value in given.items():
-        GENERATOR_ARGUMENTS[name](name, value)
-
-
 def _gpu_demands(rng: np.random.Generator, gpus: int, multi_gpu: bool) -> np.ndarray:
     if not multi_gpu:
         return np.ones(gpus, dtype=np.int64)
