@@ -1,11 +1,16 @@
-"""Bad input at a command line: one line on stderr (``<prog>: error: <what>``) and exit code 2, never a traceback.
+"""Command-line errors as one line on stderr, never a traceback: bad input exits 2, any other failure 1.
 
 Every ``python -m synergy_opt.<tool>`` uses the two pieces here:
 
 - :class:`OneLineParser`, an ``argparse.ArgumentParser`` whose errors are one line (no usage block);
-- :func:`run_cli`, which runs the tool's ``main`` and turns a :class:`~synergy_opt.errors.SynergyError` (bad
-  input found past the parser: a malformed instance file, a generator argument out of range) or an
-  ``OSError`` (a path that cannot be read or written) into that one line and exit code 2.
+- :func:`run_cli`, which runs the tool's ``main`` and turns
+
+  - an :class:`~synergy_opt.errors.InvalidInputError` (bad input found past the parser: a malformed instance
+    file, a generator argument out of range) or an ``OSError`` (a path that cannot be read or written) into
+    ``<prog>: error: <what>`` and exit code 2, as argparse does for a bad flag;
+  - any other :class:`~synergy_opt.errors.SynergyError` (a solver fault, ``NoSolutionError``, an invalid
+    allocation under ``strict``: the input was fine, the run failed) into
+    ``<prog>: failed: <ErrorName>: <what>`` and exit code 1.
 
 Usage::
 
@@ -20,9 +25,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from synergy_opt.errors import SynergyError
+from synergy_opt.errors import InvalidInputError, SynergyError
 
 USAGE_ERROR = 2  # argparse's exit code for bad arguments; bad input found later exits the same way
+RUN_FAILED = 1  # the input was accepted but the run could not finish (not the caller's mistake)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -33,7 +39,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def run_cli(prog: str, main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None) -> int:
-    """``main(argv)``'s exit code; bad input (SynergyError, OSError) prints one line and gives 2.
+    """``main(argv)``'s exit code; an error prints one line: bad input (InvalidInputError, OSError) gives 2,
+    any other SynergyError 1.
 
     ``SystemExit`` from argparse (``--help``, a bad flag) becomes its exit code, so that callers (tests, other
     tools) get a return value rather than an exit.
@@ -42,9 +49,12 @@ def run_cli(prog: str, main: Callable[[Sequence[str] | None], int], argv: Sequen
         return main(argv)
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else USAGE_ERROR)
-    except (SynergyError, OSError) as error:
+    except (InvalidInputError, OSError) as error:
         print(f"{prog}: error: {_one_line(error)}", file=sys.stderr)
         return USAGE_ERROR
+    except SynergyError as error:
+        print(f"{prog}: failed: {type(error).__name__}: {_one_line(error)}", file=sys.stderr)
+        return RUN_FAILED
 
 
 def _one_line(error: BaseException) -> str:

@@ -26,14 +26,17 @@ import pytest
 import synergy_opt as so
 from synergy_opt import files
 from synergy_opt.bench import main as bench_main
+from synergy_opt.cli_errors import run_cli
 from synergy_opt.errors import InvalidInputError, SynergyError
 from synergy_opt.instance import Placement
 from synergy_opt.io import instance_to_dict
 from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.mechanisms.spare import spend_spare
+from synergy_opt.model import ModelBuilder
 from synergy_opt.profiling import builtin_job_model, draw_job_model, modelled_profile
 from synergy_opt.sim.cli import main as sim_main
 from synergy_opt.sim.trace import Trace, TraceJob
+from synergy_opt.solvers import solve_model
 from tests.test_inputs import EXAMPLE as BASE_EXAMPLE
 
 # test_inputs' two-job round, with every optional field of a job and metadata set.
@@ -679,3 +682,45 @@ def test_saved_instance_round_trips_through_the_json_form(tmp_path: Path) -> Non
     # The JSON form accepted by the public functions is exactly what save_instance writes.
     path = so.save_instance(INSTANCE, tmp_path / "round.json")
     assert so.load_instance(path) == INSTANCE == so.load_instance(instance_to_dict(INSTANCE))
+
+
+# ------------------------------------------------------------------------ run_cli: bad input against failure
+
+
+def _infeasible_solution(argv: Any) -> int:
+    """A real solve whose answer is asked for although there is none (x + y >= 5 with x, y in [0, 1])."""
+    builder = ModelBuilder("infeasible", "max")
+    builder.add_vars("x", 2, upper=1, objective=1.0)
+    builder.add_rows("r", np.zeros(2), np.arange(2), np.ones(2), lower=5)
+    solve_model(builder.build(), "highs").solution()
+    return 0
+
+
+def _strict_overload(argv: Any) -> int:
+    """A strict evaluation of an allocation that overloads server 0 (input accepted, the check fails)."""
+    overload = {"jobs": {"j1": [{"server": 0, "gpus": 4, "cpus": 999, "mem_gb": 250}]}}
+    so.evaluate(INSTANCE, overload, strict=True)
+    return 0
+
+
+def _bad_argument(argv: Any) -> int:
+    so.generate_round(100)
+    return 0
+
+
+@pytest.mark.parametrize(
+    ("main", "code", "words"),
+    [
+        (_infeasible_solution, 1, "prog: failed: NoSolutionError: "),
+        (_strict_overload, 1, "prog: failed: InvalidAllocationError: "),
+        (_bad_argument, 2, "prog: error: gpus=100: "),
+    ],
+)
+def test_run_cli_tells_bad_input_from_a_failed_run(
+    main: Callable[[Any], int], code: int, words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Bad input exits 2 as argparse does; any other SynergyError is a failure (exit 1), one line each."""
+    assert run_cli("prog", main, []) == code
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith(words), err
+    assert ("bad input" not in err) and (("error:" in err) == (code == 2)), err
