@@ -18,7 +18,7 @@ The dataset's spread is small on purpose. The built-in image and speech matrices
 their fitted storage stage takes ten times the iteration time with no cache, and their datasets barely fit at
 the proportional 62.5 GB: a dataset 10% larger already makes the proportional share storage-bound. With a
 spread of 0.3, many image jobs are, and on single-GPU 128-GPU rounds TUNE's gain over proportional rises from
-1.29 to 1.54, the ideal ILP's from 1.38 to 1.67 (medians of 10 seeds, ``benchmarks/bench_profiling.py``).
+1.31 to 1.57, the ideal ILP's from 1.38 to 1.67 (medians of 10 seeds, ``benchmarks/bench_profiling.py``).
 Pass another ``spread`` to :func:`draw_job_model` to vary it.
 
 The serial fraction, batch, storage bandwidth and process memory stay the model's. A model whose stage
