@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,8 +26,11 @@ from synergy_opt.validation import (
     text,
 )
 
+if TYPE_CHECKING:  # profile_groups imports this module
+    from synergy_opt.profile_groups import ProfileGroup
+
 # Relative slack when reading a grid: 20.83 GB * 3 GPUs / 3 GPUs must still read the 20.83 column.
-_GRID_TOLERANCE = 1e-9
+GRID_TOLERANCE = 1e-9
 
 
 def grid_index(axis: np.ndarray, value: Any) -> Any:
@@ -35,13 +38,13 @@ def grid_index(axis: np.ndarray, value: Any) -> Any:
 
     The one rule for reading a grid: the evaluator, the floors and the model builders all use it.
     """
-    return np.searchsorted(axis, np.asarray(value) * (1 + _GRID_TOLERANCE), "right") - 1
+    return np.searchsorted(axis, np.asarray(value) * (1 + GRID_TOLERANCE), "right") - 1
 
 
 def on_grid(axis: np.ndarray, value: float) -> bool:
     """Whether ``value`` is one of the grid's values (within the same tolerance)."""
     below = int(grid_index(axis, value))
-    return below >= 0 and axis[below] >= value * (1 - _GRID_TOLERANCE)
+    return below >= 0 and axis[below] >= value * (1 - GRID_TOLERANCE)
 
 
 # The fields' rules (synergy_opt.validation), named once.
@@ -242,12 +245,20 @@ class RoundInstance:
     def floors(self) -> np.ndarray:
         """Each job's throughput at the GPU-proportional point (what GPU-proportional gives it)."""
         c_p, m_p = self.cluster.cpu_per_gpu, self.cluster.mem_gb_per_gpu
-        # Jobs usually share profile objects (one per built-in model): read each distinct one once.
-        floor_of: dict[int, float] = {}
-        for job in self.jobs:
-            if id(job.profile) not in floor_of:
-                floor_of[id(job.profile)] = job.profile.throughput(c_p, m_p)
-        return np.array([floor_of[id(job.profile)] for job in self.jobs], dtype=float)
+        floors = np.zeros(len(self.jobs))
+        # One vectorised read per group of profiles sharing axes (a profile per job costs 8 ms at 1024 jobs).
+        for group in self.profile_groups:
+            floors[group.jobs] = group.read(group.row, c_p, m_p)
+        floors.flags.writeable = False
+        return floors
+
+    @cached_property
+    def profile_groups(self) -> tuple[ProfileGroup, ...]:
+        """The jobs grouped by profile axes, each distinct profile's matrix stacked once (built once per round:
+        the builders, the best-case demands and the mechanisms all read it; read-only)."""
+        from synergy_opt.profile_groups import group_profiles  # it imports this module
+
+        return tuple(group_profiles([job.profile for job in self.jobs]))
 
     def floor(self, job_id: str) -> float:
         return float(self.floors[self.job_index[job_id]])

@@ -34,9 +34,10 @@ class ProfileGroup:
         return np.where(inside, self.tput[rows, np.maximum(a, 0), np.maximum(b, 0)], 0.0)
 
 
-def profile_groups(instance: RoundInstance) -> list[ProfileGroup]:
-    """The jobs grouped by profile axes; a profile object shared by many jobs is stacked once."""
-    return group_profiles([job.profile for job in instance.jobs])
+def profile_groups(instance: RoundInstance) -> tuple[ProfileGroup, ...]:
+    """The jobs grouped by profile axes; a profile object shared by many jobs is stacked once (built once per
+    instance: :attr:`RoundInstance.profile_groups`)."""
+    return instance.profile_groups
 
 
 def group_profiles(job_profiles: Sequence[Profile]) -> list[ProfileGroup]:
@@ -72,5 +73,8 @@ def group_profiles(job_profiles: Sequence[Profile]) -> list[ProfileGroup]:
         in_group = np.flatnonzero(job_group == g)
         head = profiles[int(members[0])]
         tput = np.stack([profiles[int(u)].tput for u in members])
-        groups.append(ProfileGroup(head.cpu_per_gpu, head.mem_gb_per_gpu, tput, in_group, row_of[inverse[in_group]]))
+        rows = row_of[inverse[in_group]]
+        for array in (tput, in_group, rows):  # shared by every reader of the round
+            array.flags.writeable = False
+        groups.append(ProfileGroup(head.cpu_per_gpu, head.mem_gb_per_gpu, tput, in_group, rows))
     return groups

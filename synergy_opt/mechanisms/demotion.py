@@ -21,13 +21,14 @@ Public API
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
 
 from synergy_opt.errors import SynergyError
+from synergy_opt.instance import GRID_TOLERANCE
 from synergy_opt.mechanisms.state import ServerState
-from synergy_opt.profile_groups import profile_groups
 
 # Relative slack when comparing per-GPU configs and throughputs.
 _TOLERANCE = 1e-9
@@ -84,46 +85,68 @@ def make_room(state: ServerState, needs: dict[int, tuple[float, float]]) -> tupl
 
 @dataclass(frozen=True)
 class _ConfigTable:
-    """One profile's grid configs, best first: throughput descending, then footprint, CPUs, memory ascending."""
+    """One profile's grid: its axes as lists (``bisect`` reads a point ten times faster than
+    ``Profile.throughput``), its throughputs and each grid point's footprint (CPUs and memory per GPU as
+    fractions of the proportional share, summed)."""
 
-    cpu: np.ndarray
-    mem: np.ndarray
-    tput: np.ndarray
+    cpu_axis: list[float]
+    mem_axis: list[float]
+    grid: np.ndarray
     footprint: np.ndarray
+
+    def throughput(self, cpu_per_gpu: float, mem_per_gpu: float) -> float:
+        """``W`` at a per-GPU point, by :func:`~synergy_opt.instance.grid_index`'s rule (the evaluator's)."""
+        a = bisect_right(self.cpu_axis, cpu_per_gpu * (1 + GRID_TOLERANCE)) - 1
+        b = bisect_right(self.mem_axis, mem_per_gpu * (1 + GRID_TOLERANCE)) - 1
+        return float(self.grid[a, b]) if a >= 0 and b >= 0 else 0.0
+
+    def best_within(self, cpu_cap: float, mem_cap: float) -> tuple[float, float, float, float] | None:
+        """The best grid config with at most ``cpu_cap`` CPUs and ``mem_cap`` GB per GPU (exact comparisons):
+        the highest throughput, then the smallest footprint, the fewest CPUs, the least memory; as
+        ``(W, footprint, CPUs, GB)``, or None when no grid point is that small. The axes are sorted, so those
+        configs are a corner of the grid."""
+        a, b = bisect_right(self.cpu_axis, cpu_cap), bisect_right(self.mem_axis, mem_cap)
+        if a == 0 or b == 0:
+            return None
+        corner = self.grid[:a, :b]
+        top = corner.max()
+        rows, cols = np.nonzero(corner == top)
+        _, i, j = min((float(self.footprint[i, j]), i, j) for i, j in zip(rows.tolist(), cols.tolist(), strict=True))
+        return float(top), float(self.footprint[i, j]), self.cpu_axis[i], self.mem_axis[j]
+
+
+class _Tables:
+    """Every profile's :class:`_ConfigTable` (views of its group's arrays), made when demotion first looks at
+    one of its jobs."""
+
+    def __init__(self, state: ServerState) -> None:
+        c_p, m_p = state.proportional
+        self.groups = state.instance.profile_groups
+        jobs = len(state.instance.jobs)
+        self.job_group = np.zeros(jobs, dtype=np.int64)
+        self.job_row = np.zeros(jobs, dtype=np.int64)
+        self.shared = []
+        for index, group in enumerate(self.groups):
+            self.job_group[group.jobs] = index
+            self.job_row[group.jobs] = group.row
+            footprint = group.cpu_axis[:, None] / c_p + group.mem_axis[None, :] / m_p
+            self.shared.append((group.cpu_axis.tolist(), group.mem_axis.tolist(), footprint))
+        self.tables: dict[tuple[int, int], _ConfigTable] = {}
+
+    def of(self, job: int) -> _ConfigTable:
+        key = (int(self.job_group[job]), int(self.job_row[job]))
+        table = self.tables.get(key)
+        if table is None:
+            cpu_axis, mem_axis, footprint = self.shared[key[0]]
+            table = _ConfigTable(cpu_axis, mem_axis, self.groups[key[0]].tput[key[1]], footprint)
+            self.tables[key] = table
+        return table
 
 
 def _table(state: ServerState, job: int) -> _ConfigTable:
-    profile = state.instance.jobs[job].profile
-    table = state.tables.get(id(profile))
-    if table is None:
-        _build_tables(state)
-        table = state.tables[id(profile)]
-    return table
-
-
-def _build_tables(state: ServerState) -> None:
-    """Every profile's table at once, per group of profiles sharing axes (one sort of a 2-D array)."""
-    c_p, m_p = state.proportional
-    for group in profile_groups(state.instance):
-        cpu, mem = np.meshgrid(group.cpu_axis, group.mem_axis, indexing="ij")
-        cpu, mem = cpu.ravel(), mem.ravel()
-        footprint = cpu / c_p + mem / m_p
-        tput = group.tput.reshape(len(group.tput), -1)
-        shape = tput.shape
-        best_first = np.lexsort((np.broadcast_to(mem, shape), np.broadcast_to(cpu, shape),
-                                 np.broadcast_to(footprint, shape), -tput), axis=-1)
-        sorted_tput = np.take_along_axis(tput, best_first, axis=-1)
-        first_job = np.full(len(tput), -1)
-        first_job[group.row[::-1]] = group.jobs[::-1]
-        for row, job in enumerate(first_job.tolist()):
-            order = best_first[row]
-            profile = state.instance.jobs[job].profile
-            state.tables[id(profile)] = _ConfigTable(cpu[order], mem[order], sorted_tput[row], footprint[order])
-
-
-def _throughput(state: ServerState, job: int, cpu_per_gpu: float, mem_per_gpu: float) -> float:
-    """``W`` of ``job`` at a per-GPU point, read as the evaluator reads it."""
-    return float(state.instance.jobs[job].profile.throughput(cpu_per_gpu, mem_per_gpu))
+    if state.tables is None:
+        state.tables = _Tables(state)
+    return state.tables.of(job)
 
 
 def _choose(state: ServerState, server: int, shortfall: tuple[float, float]) -> tuple[int, tuple[float, float]]:
@@ -156,12 +179,12 @@ def _lower(
     table = _table(state, job)
     cpu_cap = _bound(placed.cpu_per_gpu, shortfall[0] / gpus_here)
     mem_cap = _bound(placed.mem_per_gpu, shortfall[1] / gpus_here)
-    ok = (table.cpu <= cpu_cap) & (table.mem <= mem_cap)
-    best = int(ok.argmax())  # the table is best first
-    if not ok[best] or table.tput[best] < state.floors[job] * (1 - _TOLERANCE):
+    best = table.best_within(cpu_cap, mem_cap)
+    if best is None or best[0] < state.floors[job] * (1 - _TOLERANCE):
         return None
-    loss = _throughput(state, job, placed.cpu_per_gpu, placed.mem_per_gpu) - float(table.tput[best])
-    return (loss, float(table.footprint[best]), job), job, (float(table.cpu[best]), float(table.mem[best]))
+    tput, footprint, cpu, mem = best
+    loss = table.throughput(placed.cpu_per_gpu, placed.mem_per_gpu) - tput
+    return (loss, footprint, job), job, (cpu, mem)
 
 
 def _bound(current: float, cut: float) -> float:

@@ -84,8 +84,8 @@ class ServerState:
         self.placements: list[JobPlacement | None] = [None] * len(instance.jobs)
         # Per server: job index -> its GPUs there; demotion needs the jobs sharing a server.
         self.jobs_on: list[dict[int, int]] = [{} for _ in range(servers)]
-        # Per-profile lookup tables built by the demotion on first use, keyed by id(profile).
-        self.tables: dict[int, Any] = {}
+        # The demotion's per-profile lookup tables, made on first use (demotion.py).
+        self.tables: Any = None
         # Logical time of each server's last change: lets a caller re-check only servers changed since a
         # search that failed everywhere (see packing.place_run_with_fallback).
         self.clock = 0
@@ -283,7 +283,7 @@ class ServerState:
         other.changed_at = self.changed_at.copy()
         other.placements = list(self.placements)
         other.jobs_on = [dict(jobs) for jobs in self.jobs_on]
-        other.tables = self.tables  # read-only once built
+        other.tables = self.tables  # deterministic caches: sharing them changes nothing
         return other
 
 

@@ -44,6 +44,12 @@ def pack_tune(
 ) -> ServerState:
     """Synergy-TUNE on ``instance``, ``order`` (job indices) being the policy's priority order."""
     cpu, mem = best_case_demands(instance, best_case_tolerance)
+    return pack_tune_demands(instance, order, cpu, mem)
+
+
+def pack_tune_demands(instance: RoundInstance, order: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> ServerState:
+    """:func:`pack_tune` with the best-case demands per GPU given (near-opt computes them once for its bound
+    on TUNE and for TUNE)."""
     state = ServerState(instance)
     ranked = tune_order(instance, order, cpu, mem)
     demand = np.column_stack((instance.gpus[ranked], cpu[ranked], mem[ranked]))

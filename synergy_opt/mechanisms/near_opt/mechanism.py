@@ -15,15 +15,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.mechanisms.configs import ConfigTable, PricedTargets, config_table, priced_targets
-from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE
+from synergy_opt.mechanisms.configs import ConfigTable, PricedTargets, config_table, job_throughputs, priced_targets
+from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.mechanisms.near_opt.assign import assign_chunks, chunk_sizes, merge_entries
 from synergy_opt.mechanisms.near_opt.rebalance import reassign_slots, rebalance
 from synergy_opt.mechanisms.near_opt.server_dp import backtrack, choose_units, server_tables
 from synergy_opt.mechanisms.near_opt.splits import split_columns
-from synergy_opt.mechanisms.near_opt.tune_floor import tune_bound
+from synergy_opt.mechanisms.near_opt.tune_floor import TuneBound
 from synergy_opt.mechanisms.spare import Parts, parts_of, spend_parts
-from synergy_opt.mechanisms.tune import pack_tune
+from synergy_opt.mechanisms.state import ServerState
+from synergy_opt.mechanisms.tune import pack_tune_demands
 
 # The TUNE bound is minimised over prices only when near-opt's total is within this fraction of its value at
 # near-opt's prices.
@@ -108,19 +109,26 @@ def solve_near_opt(
     own_objective = float(own.tput.sum())
     # TUNE runs only when neither bound on its total (at near-opt's prices, then minimised) is reached; the
     # minimum is sought only when the first bound is close (it rarely falls by more than a few percent).
-    ceiling = tune_bound(table, best_case_tolerance, priced.prices)
+    demands = best_case_demands(instance, best_case_tolerance)
+    tune_bound = TuneBound.of(table, *demands)
+    ceiling = tune_bound.at(priced.prices)
     if ceiling * (1 - TRY_MINIMUM) <= own_objective < ceiling * (1 - 1e-12):
-        ceiling = tune_bound(table, best_case_tolerance)
-    result = NearOptResult(own.to_allocation(instance), "near-opt", own_objective, own_objective, None, ceiling,
-                           bound)
+        ceiling = tune_bound.minimum()
+    allocation = own.to_allocation(instance)
     if own_objective >= ceiling * (1 - 1e-12):
-        return result
-    tune = parts_of(instance, pack_tune(instance, order, best_case_tolerance=best_case_tolerance).to_allocation())
-    tune_objective = float(tune.tput.sum())
+        return NearOptResult(allocation, "near-opt", own_objective, own_objective, None, ceiling, bound)
+    state = pack_tune_demands(instance, order, *demands)
+    tune_objective = _total(instance, state)
+    if tune_objective <= own_objective:
+        return NearOptResult(allocation, "near-opt", own_objective, own_objective, tune_objective, ceiling, bound)
+    tune = parts_of(instance, state.to_allocation())
     if spend_spare:
         spend_parts(instance, table, tune)
-    if tune_objective <= own_objective:
-        return NearOptResult(result.allocation, "near-opt", own_objective, own_objective, tune_objective, ceiling,
-                             bound)
     return NearOptResult(tune.to_allocation(instance), "tune", float(tune.tput.sum()), own_objective,
                          tune_objective, ceiling, bound)
+
+
+def _total(instance: RoundInstance, state: ServerState) -> float:
+    """The total throughput of a packed state (every job placed at one per-GPU config)."""
+    configs = np.array([(p.cpu_per_gpu, p.mem_per_gpu) if p is not None else (0.0, 0.0) for p in state.placements])
+    return float(job_throughputs(instance, configs[:, 0], configs[:, 1]).sum())

@@ -13,12 +13,14 @@ near-opt's own total reaches either, TUNE need not run.
 
 Public API
 ----------
-``tune_bound(table, best_case_tolerance, prices=None) -> float``
+``TuneBound.of(table, cpu, mem)``: the restricted LP for best-case demands ``cpu``, ``mem`` per GPU (per job);
+``.at(prices)`` and ``.minimum()`` its dual function at prices and its minimum.
+``tune_bound(table, best_case_tolerance, prices=None) -> float``: the same from the tolerance.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -29,22 +31,38 @@ from synergy_opt.mechanisms.demand import best_case_demands
 _TOLERANCE = 1e-9
 
 
+@dataclass(frozen=True, eq=False)
+class TuneBound:
+    """The ideal LP restricted, per job, to the columns TUNE can reach (see the module docstring)."""
+
+    restricted: Knapsack
+
+    @classmethod
+    def of(cls, table: ConfigTable, cpu: np.ndarray, mem: np.ndarray) -> TuneBound:
+        """For best-case demands ``cpu``, ``mem`` per GPU, in job order."""
+        cluster = table.instance.cluster
+        # Per class, the demand of its first job (jobs of a class share their profile and GPU count).
+        first = np.full(table.start.size - 1, -1)
+        first[table.klass[::-1]] = np.arange(table.klass.size)[::-1]
+        cap_cpu = cpu[first][table.col_class] * (1 + _TOLERANCE)
+        cap_mem = mem[first][table.col_class] * (1 + _TOLERANCE)
+        c_p, m_p = cluster.cpu_per_gpu * (1 + _TOLERANCE), cluster.mem_gb_per_gpu * (1 + _TOLERANCE)
+        allowed = ((table.cpu <= cap_cpu) & (table.mem <= cap_mem)) | ((table.cpu <= c_p) & (table.mem <= m_p))
+        knapsack = Knapsack.of(table.ideal)
+        return cls(replace(knapsack, value=knapsack.value[allowed], cpu=knapsack.cpu[allowed],
+                           mem=knapsack.mem[allowed], col_class=knapsack.col_class[allowed]))
+
+    def at(self, prices: np.ndarray) -> float:
+        """The restricted dual function at ``prices`` (per CPU, per GB): a bound on TUNE's total."""
+        return dual_value(self.restricted, np.asarray(prices, dtype=float))[0]
+
+    def minimum(self) -> float:
+        """The restricted dual function's minimum (the restricted LP's optimum)."""
+        return float(solve_dual(self.restricted).bound)
+
+
 def tune_bound(table: ConfigTable, best_case_tolerance: float, prices: np.ndarray | None = None) -> float:
     """An upper bound on Synergy-TUNE's total on the round of ``table``: the restricted dual function at
     ``prices``, or its minimum when ``prices`` is None (see the module docstring)."""
-    instance = table.instance
-    cluster = instance.cluster
-    cpu, mem = best_case_demands(instance, best_case_tolerance)
-    # Per class, the demand of its first job (jobs of a class share their profile and GPU count).
-    first = np.full(table.start.size - 1, -1)
-    first[table.klass[::-1]] = np.arange(table.klass.size)[::-1]
-    cap_cpu = cpu[first][table.col_class] * (1 + _TOLERANCE)
-    cap_mem = mem[first][table.col_class] * (1 + _TOLERANCE)
-    c_p, m_p = cluster.cpu_per_gpu * (1 + _TOLERANCE), cluster.mem_gb_per_gpu * (1 + _TOLERANCE)
-    allowed = ((table.cpu <= cap_cpu) & (table.mem <= cap_mem)) | ((table.cpu <= c_p) & (table.mem <= m_p))
-    knapsack = Knapsack.of(table.ideal)
-    restricted = replace(knapsack, value=knapsack.value[allowed], cpu=knapsack.cpu[allowed],
-                         mem=knapsack.mem[allowed], col_class=knapsack.col_class[allowed])
-    if prices is None:
-        return float(solve_dual(restricted).bound)
-    return dual_value(restricted, np.asarray(prices, dtype=float))[0]
+    bound = TuneBound.of(table, *best_case_demands(table.instance, best_case_tolerance))
+    return bound.minimum() if prices is None else bound.at(prices)
