@@ -53,22 +53,22 @@ class Parts:
 
     def to_allocation(self, instance: RoundInstance, original: Allocation | None = None) -> Allocation:
         """The allocation these arrays hold (jobs that cannot move keep their ``original`` placements)."""
-        by_job: dict[str, tuple] = {}
-        starts = np.flatnonzero(np.r_[True, self.job[1:] != self.job[:-1]]) if self.job.size else np.zeros(0, int)
-        stops = np.r_[starts[1:], self.job.size]
-        ids = [job.id for job in instance.jobs]
-        for start, stop in zip(starts.tolist(), stops.tolist(), strict=True):
-            j = int(self.job[start])
-            if not self.movable[j] and original is not None:
-                by_job[ids[j]] = original.jobs[ids[j]]
+        order = np.lexsort((self.server, self.job))  # by job, then server (one pass, no per-job sort)
+        job = self.job[order]
+        gpus = self.gpus[order]
+        columns = zip(job.tolist(), self.server[order].tolist(), gpus.tolist(), (gpus * self.cpu[job]).tolist(),
+                      (gpus * self.mem[job]).tolist(), strict=True)
+        ids = [item.id for item in instance.jobs]
+        keep = (~self.movable).tolist() if original is not None else [False] * len(ids)
+        by_job: dict[str, list] = {}
+        for j, server, n, cpus, mem in columns:
+            if keep[j]:
                 continue
-            c, m = float(self.cpu[j]), float(self.mem[j])
-            order = np.argsort(self.server[start:stop])
-            by_job[ids[j]] = tuple(
-                trusted_placement(int(s), int(n), int(n) * c, int(n) * m)
-                for s, n in zip(self.server[start:stop][order], self.gpus[start:stop][order], strict=True)
-            )
-        return trusted_allocation(by_job)
+            by_job.setdefault(ids[j], []).append(trusted_placement(server, n, cpus, mem))
+        parts: dict[str, tuple] = {}
+        for j in dict.fromkeys(job.tolist()):  # job order, as the arrays hold them
+            parts[ids[j]] = original.jobs[ids[j]] if keep[j] and original is not None else tuple(by_job[ids[j]])
+        return trusted_allocation(parts)
 
 
 def parts_of(instance: RoundInstance, allocation: Allocation) -> Parts:
