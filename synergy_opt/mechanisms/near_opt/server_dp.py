@@ -124,23 +124,28 @@ def server_tables(
     pair_slot = slot[entry]
 
     best = [np.zeros((servers, size + 1, size + 1))]
+    # Pairs of one slot with equal unit costs shift every server's table alike: one pass per (slot, cost), over
+    # the pairs sorted once by slot, cost and server; two columns of one entry with one cost: the better counts.
+    cost_key = cu * (size + 1) + mu
+    by = np.lexsort((-value, pair_server, cost_key, pair_slot))
+    g_slot, g_key, g_server, g_value = pair_slot[by], cost_key[by], pair_server[by], value[by]
+    first = np.r_[True, (g_slot[1:] != g_slot[:-1]) | (g_key[1:] != g_key[:-1]) | (g_server[1:] != g_server[:-1])]
+    g_slot, g_key, g_server, g_value = g_slot[first], g_key[first], g_server[first], g_value[first]
+    starts = np.flatnonzero(np.r_[True, (g_slot[1:] != g_slot[:-1]) | (g_key[1:] != g_key[:-1])])
+    stops = np.r_[starts[1:], g_slot.size]
+    slot_of = g_slot[starts]
     for t in range(int(slot.max(initial=-1)) + 1):
         previous = best[-1]
-        here = np.flatnonzero(pair_slot == t)
         current = previous.copy()
-        current[np.unique(pair_server[here])] = -np.inf
-        # Pairs of this slot with equal unit costs shift every server's table alike: one pass per cost.
-        cost_key = cu[here] * (size + 1) + mu[here]
-        for key in np.unique(cost_key):
-            pick = here[cost_key == key]
-            a, b = divmod(int(key), size + 1)
-            rows = pair_server[pick]
-            # Two columns of one entry may share a cost: the better one counts.
-            gain = np.full(servers, -np.inf)
-            np.maximum.at(gain, rows, value[pick])
-            rows = np.unique(rows)
-            shifted = previous[rows, : size + 1 - a, : size + 1 - b] + gain[rows, None, None]
-            current[rows, a:, b:] = np.maximum(current[rows, a:, b:], shifted)
+        current[np.unique(g_server[g_slot == t])] = -np.inf
+        for start, stop in zip(starts[slot_of == t].tolist(), stops[slot_of == t].tolist(), strict=True):
+            a, b = divmod(int(g_key[start]), size + 1)
+            rows = g_server[start:stop]
+            shifted = previous[rows, : size + 1 - a, : size + 1 - b]
+            shifted += g_value[start:stop, None, None]
+            there = current[rows, a:, b:]
+            np.maximum(there, shifted, out=there)
+            current[rows, a:, b:] = there
         best.append(current)
     return ServerTables(best, pair_server, entry, column, cu, mu, value, pair_slot, order)
 
