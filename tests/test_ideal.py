@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from random import Random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import synergy_opt as so
-from synergy_opt.builders.ideal import Reductions, build_ideal
+from synergy_opt.builders.ideal import Reductions, build_ideal, row_labels
 from synergy_opt.solvers import Status, available_solvers, backend
 from tests.random_instances import brute_force_ideal, random_instance
 
@@ -189,3 +192,14 @@ def test_named_blocks() -> None:
                                                                             fix_below_floor=False)).model
     assert set(model.var_blocks) == {"y"}
     assert set(model.con_blocks) == {"assign", "cpu", "mem", "floor"}
+
+
+@settings(derandomize=True, deadline=None, max_examples=150)
+@given(st.integers(1, 12), st.integers(1, 4), st.booleans(), st.randoms(use_true_random=False))
+def test_row_labels_are_numpy_uniques_labels(rows: int, columns: int, distinct_first: bool, rng: Random) -> None:
+    """The fast path (first column tells the rows apart) and the fallback give np.unique's labels exactly."""
+    values = np.array([[rng.choice([0.0, -0.0, 0.5, 1.0, 2.5]) for _ in range(columns)] for _ in range(rows)])
+    if distinct_first:
+        values[:, 0] = rng.sample(range(100), rows)
+    expected = np.unique(values, axis=0, return_inverse=True)[1].ravel()
+    assert np.array_equal(row_labels(values), expected)

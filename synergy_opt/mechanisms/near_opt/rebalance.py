@@ -152,7 +152,8 @@ def reassign_slots(instance: RoundInstance, entries: Entries, demand: np.ndarray
             after = base[None, :, :] + need[taken][:, None, :]  # (entries, servers, 4)
             # Other GPUs of the entry's job on each server (its own entry is leaving its server).
             others = on[entries.job[taken]][:, here] - (server[taken][:, None] == here[None, :])
-            cost = _overflow(after) - AFFINITY * (others > 0) + 1e-3 * (after[:, :, :2] ** 2).sum(axis=2)
+            balance = after[:, :, 0] * after[:, :, 0] + after[:, :, 1] * after[:, :, 1]
+            cost = _overflow(after) - AFFINITY * (others > 0) + 1e-3 * balance
             rows, cols = linear_sum_assignment(cost)
             moved = taken[rows]
             np.subtract.at(on, (entries.job[moved], server[moved]), 1)
