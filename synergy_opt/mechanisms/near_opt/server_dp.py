@@ -130,8 +130,9 @@ def server_tables(
     by = np.lexsort((-value, pair_server, cost_key, pair_slot))
     g_slot, g_key, g_server, g_value = pair_slot[by], cost_key[by], pair_server[by], value[by]
     first = np.r_[True, (g_slot[1:] != g_slot[:-1]) | (g_key[1:] != g_key[:-1]) | (g_server[1:] != g_server[:-1])]
+    first = first[: g_slot.size]  # no pairs: none
     g_slot, g_key, g_server, g_value = g_slot[first], g_key[first], g_server[first], g_value[first]
-    starts = np.flatnonzero(np.r_[True, (g_slot[1:] != g_slot[:-1]) | (g_key[1:] != g_key[:-1])])
+    starts = np.flatnonzero(np.r_[True, (g_slot[1:] != g_slot[:-1]) | (g_key[1:] != g_key[:-1])][: g_slot.size])
     stops = np.r_[starts[1:], g_slot.size]
     slot_of = g_slot[starts]
     for t in range(int(slot.max(initial=-1)) + 1):
