@@ -91,8 +91,24 @@ def dual_value(knapsack: Knapsack, lam: np.ndarray) -> tuple[float, np.ndarray, 
     return float(lam @ knapsack.capacity + np.einsum("q,q->", knapsack.class_count, best)), use, value
 
 
-def solve_dual(knapsack: Knapsack, tolerance: float = 1e-12, max_iterations: int = 500) -> Dual:
-    """Minimise ``L`` over ``lam >= 0`` by Kelley's cutting planes (see the module docstring)."""
+def solve_dual(
+    knapsack: Knapsack,
+    tolerance: float = 1e-12,
+    max_iterations: int = 500,
+    start: np.ndarray | None = None,
+    decide: float | None = None,
+) -> Dual:
+    """Minimise ``L`` over ``lam >= 0`` by Kelley's cutting planes (see the module docstring).
+
+    Parameters
+    ----------
+    start
+        The first multipliers to evaluate (default zero).
+    decide
+        Stop as soon as it is known on which side of ``decide`` the minimum lies: when some ``L(lam) <=
+        decide`` (then ``bound`` is that value) or when the master's lower bound on the minimum exceeds it
+        (then ``bound > decide``). ``bound`` is always ``L`` at the returned multipliers, a valid upper bound.
+    """
     import highspy  # imported on use, as the backends are: importing the package loads no solver
 
     from synergy_opt.solvers.highs import swallow_banner
@@ -107,7 +123,7 @@ def solve_dual(knapsack: Knapsack, tolerance: float = 1e-12, max_iterations: int
     box = 1e3 * (1.0 + np.abs(knapsack.value).max(initial=0.0)) / positive.min()
     master.addVars(3, np.array([0.0, 0.0, -inf]), np.array([box, box, inf]))
     master.changeColsCost(3, np.arange(3, dtype=np.int32), np.array([0.0, 0.0, 1.0]))
-    lam = np.zeros(2)
+    lam = np.zeros(2) if start is None else np.maximum(np.asarray(start, dtype=float), 0.0)
     best_lam, best_bound = lam, np.inf
     iteration = 0
     while iteration < max_iterations:
@@ -121,6 +137,8 @@ def solve_dual(knapsack: Knapsack, tolerance: float = 1e-12, max_iterations: int
         master.run()
         solution = np.array(master.getSolution().col_value)
         if best_bound - solution[2] <= tolerance * max(1.0, abs(best_bound)):
+            break
+        if decide is not None and (best_bound <= decide or solution[2] > decide):
             break
         lam = np.maximum(solution[:2], 0.0)
     priced, best = knapsack.priced(best_lam)

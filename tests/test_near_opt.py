@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from random import Random
 
 import numpy as np
 import pytest
@@ -30,15 +31,17 @@ from synergy_opt import (
 )
 from synergy_opt.evaluation import Evaluation, InvalidAllocationWarning, evaluate
 from synergy_opt.instance import Allocation, Placement
+from synergy_opt.lagrangian import dual_value
 from synergy_opt.mechanisms.configs import config_table, job_throughputs, priced_targets
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.mechanisms.near_opt import solve_near_opt
 from synergy_opt.mechanisms.near_opt.server_dp import backtrack, choose_units, server_tables
-from synergy_opt.mechanisms.near_opt.tune_floor import tune_bound
+from synergy_opt.mechanisms.near_opt.tune_floor import TuneBound, staged_applies, tune_bound
 from synergy_opt.mechanisms.spare import spend_spare
+from synergy_opt.mechanisms.tune import pack_tune
 from synergy_opt.profiles import model_info, models_by_task
 from tests.test_joint import brute_force_joint, tiny_instances
-from tests.test_mechanisms import CI, HEURISTICS, generated_rounds, small_rounds
+from tests.test_mechanisms import CI, HEURISTICS, generated_rounds, profiles, small_rounds
 
 TOL = 1e-6
 
@@ -223,9 +226,64 @@ def test_tune_bound_bounds_tune(instance: RoundInstance, tolerance: float) -> No
     table = config_table(instance)
     tune = evaluate(instance, run_mechanism(instance, "tune", best_case_tolerance=tolerance)).objective
     prices = priced_targets(table).prices
+    bound = TuneBound.of(table, *best_case_demands(instance, tolerance))
     assert tune <= tune_bound(table, tolerance) + TOL
-    assert tune_bound(table, tolerance) <= tune_bound(table, tolerance, prices) + TOL
+    assert bound.minimum() <= dual_value(bound.restricted, prices)[0] + TOL  # the minimum of bound 1
+    assert tune <= tune_bound(table, tolerance, prices) + TOL
     assert tune <= tune_bound(table, tolerance, np.zeros(2)) + TOL
+    # Stopped early, the minimisation still says on which side of a total the minimum lies.
+    least = bound.minimum()
+    for total in (0.99 * least, 1.01 * least):
+        assert (bound.minimum(start=prices, decide=total) <= total) == (least <= total)
+
+
+@st.composite
+def single_gpu_rounds(draw: st.DrawFn) -> RoundInstance:
+    """Generated single-GPU rounds of any noise and ratio, or hand-made clusters with random grids, one GPU per
+    job, mostly at full load (where TUNE demotes)."""
+    if draw(st.booleans()):
+        return generate_round(gpus=8 * draw(st.integers(1, 8)), split=draw(st.sampled_from([(20, 70, 10),
+                              (50, 0, 50), (0, 100, 0)])), multi_gpu=False, seed=draw(st.integers(0, 10_000)),
+                              profile_noise=draw(st.sampled_from([0.0, 0.05, 0.3])),
+                              cpu_per_gpu=draw(st.sampled_from([3, 4, 5, 6])))
+    gpus_per_server = draw(st.integers(1, 8))
+    cluster = Cluster(draw(st.integers(1, 5)), gpus_per_server,
+                      draw(st.sampled_from([7.0, 13.5, 24.0, 3.0 * gpus_per_server, 40.0])),
+                      draw(st.sampled_from([64.0, 100.0, 333.3, 500.0])))
+    pool = draw(st.lists(profiles(), min_size=1, max_size=4))
+    count = cluster.total_gpus if draw(st.booleans()) else draw(st.integers(1, cluster.total_gpus))
+    return RoundInstance(cluster, tuple(Job(f"j{k}", 1, draw(st.sampled_from(pool))) for k in range(count)))
+
+
+@settings(CI, max_examples=150)
+@given(single_gpu_rounds(), st.sampled_from([0.0, DEFAULT_TOLERANCE, 0.2]), st.randoms(use_true_random=False))
+def test_staged_bound_counts_tunes_lowered_jobs_and_bounds_tune(instance: RoundInstance, tolerance: float,
+                                                                rng: Random) -> None:
+    """On single-GPU rounds TUNE lowers at most one job per server it fills and per run of equal demands (the
+    count the staged bound allows twice), and the staged bound at any prices is at least TUNE's total."""
+    assert staged_applies(instance)
+    cpu, mem = best_case_demands(instance, tolerance)
+    state = pack_tune(instance, np.arange(len(instance.jobs)), best_case_tolerance=tolerance)
+    c_p, m_p = state.proportional
+    lowered = sum(1 for j, placed in enumerate(state.placements) if placed is not None
+                  and (placed.cpu_per_gpu, placed.mem_per_gpu) not in ((cpu[j], mem[j]), (c_p, m_p)))
+    runs = len({(c, m) for c, m in zip(cpu.tolist(), mem.tolist(), strict=True)})
+    assert lowered <= instance.cluster.servers + runs
+    table = config_table(instance)
+    staged = TuneBound.of(table, cpu, mem).staged
+    assert staged is not None and staged.most_lowered >= instance.cluster.servers + runs
+    tune = evaluate(instance, state.to_allocation()).objective
+    for prices in (priced_targets(table).prices, np.zeros(2), np.array([rng.uniform(0, 1), rng.uniform(0, 0.02)])):
+        assert tune <= staged.at(prices) + TOL
+
+
+def test_staged_bound_only_where_its_count_holds() -> None:
+    """Not with a multi-GPU job, nor with grid values a hair apart."""
+    assert staged_applies(generate_round(64, multi_gpu=False, seed=1))
+    assert not staged_applies(generate_round(64, multi_gpu=True, seed=1))
+    close = Profile(np.array([1.0, 1.0 + 1e-6, 4.0]), np.array([10.0, 60.0]), np.ones((3, 2)))
+    assert not staged_applies(RoundInstance(Cluster(1), (Job("a", 1, close),)))
+    assert staged_applies(RoundInstance(Cluster(1), (Job("a", 1, builtin_profile("res18")),)))
 
 
 @settings(CI, max_examples=60)

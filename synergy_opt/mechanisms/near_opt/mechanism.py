@@ -107,13 +107,14 @@ def solve_near_opt(
     if spend_spare:
         spend_parts(instance, table, own)
     own_objective = float(own.tput.sum())
-    # TUNE runs only when neither bound on its total (at near-opt's prices, then minimised) is reached; the
-    # minimum is sought only when the first bound is close (it rarely falls by more than a few percent).
+    # TUNE runs only when no bound on its total (at near-opt's prices, then the restricted LP's minimised) is
+    # reached; the minimum is sought only when the first bound is close (it rarely falls by more than a few
+    # percent), and only until it is known whether it reaches near-opt's total.
     demands = best_case_demands(instance, best_case_tolerance)
     tune_bound = TuneBound.of(table, *demands)
     ceiling = tune_bound.at(priced.prices)
     if ceiling * (1 - TRY_MINIMUM) <= own_objective < ceiling * (1 - 1e-12):
-        ceiling = tune_bound.minimum()
+        ceiling = min(ceiling, tune_bound.minimum(start=priced.prices, decide=own_objective / (1 - 1e-12)))
     allocation = own.to_allocation(instance)
     if own_objective >= ceiling * (1 - 1e-12):
         return NearOptResult(allocation, "near-opt", own_objective, own_objective, None, ceiling, bound)

@@ -1,20 +1,58 @@
-"""near-opt never returns less than Synergy-TUNE on the same round; this bound often proves it without TUNE.
+"""near-opt never returns less than Synergy-TUNE on the same round; these bounds often prove it without TUNE.
 
-TUNE gives each job its best-case demand ``d_j`` (:mod:`~synergy_opt.mechanisms.demand`), the proportional
-point, or a grid config lowered from one of those (demotion lowers CPU and memory only). So each job's
-config is at most ``d_j`` or at most ``(c_p, m_p)`` in both resources, and its throughput is at most
-``W_j(d_j)`` or its floor. Any such config is one of the ideal ILP's columns, or is dominated by one with no
-more of either resource and no less throughput; that column is at most ``d_j`` or at most ``(c_p, m_p)`` too.
-So TUNE's total is at most the ideal LP restricted, per job, to the columns at most ``d_j`` or at most
-``(c_p, m_p)`` (componentwise), and the Lagrangian dual function of that LP at *any* prices bounds it (weak
-duality). :func:`tune_bound` evaluates it at given prices (near-opt first tries the unrestricted LP's, which
-it already has), or minimises it over the prices (the restricted LP's optimum, a few milliseconds). When
-near-opt's own total reaches either, TUNE need not run.
+**What TUNE can give a job.** TUNE (:mod:`~synergy_opt.mechanisms.tune`) places every job at its best-case
+demand ``d_j`` (:mod:`~synergy_opt.mechanisms.demand`) or at the proportional point ``(c_p, m_p)``
+(:mod:`~synergy_opt.mechanisms.packing`); afterwards only demotion (:mod:`~synergy_opt.mechanisms.demotion`)
+changes a job's config, and only for a job above proportional: it either switches it to ``(c_p, m_p)`` or
+*lowers* it to a grid config at most its current one in both resources, with ``W`` at least its floor. So at
+the end each job is at ``d_j`` (throughput ``W_j(d_j)``), at ``(c_p, m_p)`` (its floor), or, if it was ever
+lowered, at a grid config ``c <= d_j``. A job whose ``d_j`` is at most proportional is never demoted: it ends
+at ``d_j``.
+
+**Bound 1, the restricted LP** (any round). Each job's config is therefore at most ``d_j`` or at most
+``(c_p, m_p)``. Such a config is one of the ideal ILP's columns, or is dominated by one with no more of
+either resource and no less throughput, itself at most ``d_j`` or at most ``(c_p, m_p)``. So TUNE's total is
+at most the ideal LP restricted, per job, to those columns, and the Lagrangian dual function of that LP at
+*any* prices bounds it (weak duality): ``L(lam) = lam . cap + sum_j max_{allowed c} (W_j(c) - lam . use_j(c))``.
+
+**Bound 2, the staged bound** (rounds whose jobs all have one GPU). The same Lagrangian argument with each
+job's own set: ``two_j = max(W_j(d_j) - lam . use_j(d_j), floor_j - lam . use_j(c_p, m_p))`` for a job that
+ends at ``d_j`` or ``(c_p, m_p)``, and ``low_j = max_{columns c <= d_j} (W_j(c) - lam . use_j(c))`` for one
+that ends lowered. With at most ``K`` jobs lowered,
+
+    TUNE's total  <=  lam . cap + sum_j two_j + (sum of the K largest max(low_j - two_j, 0))
+
+(a job at most proportional contributes ``W_j(d_j) - lam . use_j(d_j)`` and nothing to the sum). Why ``K = S +
+R`` lowered jobs at most, for ``S`` servers and ``R`` distinct best-case demands, when every job has one GPU:
+
+- A job ends lowered only if some demotion lowered it (a later switch to ``(c_p, m_p)`` undoes it), and each
+  lowering is made while room is being made on one server for a batch of jobs (``make_room``).
+- Making room on a server is a loop: while the server is short of CPUs or memory, demotion either switches a
+  job to ``(c_p, m_p)`` or lowers one job just enough to cover *all* of the shortfall, which ends the loop.
+  So each loop lowers at most one job. (Covering is exact up to the 1e-9 relative slack of ``demotion._bound``
+  and float rounding; the slack leaves at most ``1e-9`` times the server's capacity short, which is the loop's
+  own tolerance, and rounding cannot push it over while every grid value and every gap between grid values is
+  at least ``2e-5`` of a server's capacity: :func:`staged_applies` checks that, else only bound 1 is used.)
+- With one GPU per job, TUNE makes room for a batch of jobs of one demand on one server with free GPUs, as
+  many as the server has free GPUs: the batch either fills the server (whose GPUs are then never free again)
+  or is the last of its run of equal demands. So there are at most ``S + R`` loops, one per server filled and
+  one per run.
+
+``K`` is taken as ``2 (S + R)``: the bound only grows with ``K``, and the margin covers an error in this
+count. ``tests/test_near_opt.py`` checks the count (TUNE's lowered jobs against ``S + R``) and both bounds
+against TUNE's total on random rounds.
+
+:class:`TuneBound` evaluates the smaller of the two bounds at given prices (near-opt tries the unrestricted LP's,
+which it already has), or minimises bound 1 over the prices (the restricted LP's optimum, a few
+milliseconds), stopping as soon as it is known to reach a given total or not. When near-opt's own total
+reaches a bound, TUNE need not run. All this holds up to the 1e-9 relative tolerances the packing and
+demotion compare capacities and floors with.
 
 Public API
 ----------
-``TuneBound.of(table, cpu, mem)``: the restricted LP for best-case demands ``cpu``, ``mem`` per GPU (per job);
-``.at(prices)`` and ``.minimum()`` its dual function at prices and its minimum.
+``TuneBound.of(table, cpu, mem)``: the bounds for best-case demands ``cpu``, ``mem`` per GPU (per job);
+``.at(prices)`` the smaller at prices, ``.minimum(start=None, decide=None)`` bound 1 minimised.
+``staged_applies(instance) -> bool``
 ``tune_bound(table, best_case_tolerance, prices=None) -> float``: the same from the tolerance.
 """
 
@@ -24,45 +62,129 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from synergy_opt.instance import RoundInstance
 from synergy_opt.lagrangian import Knapsack, dual_value, solve_dual
-from synergy_opt.mechanisms.configs import ConfigTable
+from synergy_opt.mechanisms.configs import ConfigTable, job_throughputs
 from synergy_opt.mechanisms.demand import best_case_demands
 
 _TOLERANCE = 1e-9
+# Grid values and the gaps between them, as fractions of a server's capacity, below which the staged bound's
+# count of lowered jobs is not relied on (see the module docstring).
+SMALLEST_VALUE = 1e-5
+SMALLEST_GAP = 2e-5
+# Lowered jobs allowed for, per server and per distinct demand (the count proven is 1).
+LOWERED_PER_LOOP = 2
+
+
+@dataclass(frozen=True, eq=False)
+class StagedBound:
+    """Bound 2 of the module docstring, per class of identical jobs (jobs of a class share profile and GPUs)."""
+
+    capacity: np.ndarray  # (CPUs, GB) of the cluster
+    count: np.ndarray  # jobs per class
+    demand: np.ndarray  # (classes, 3): W at d, CPUs and GB of d for all the job's GPUs
+    proportional: np.ndarray  # (classes, 3): the floor, CPUs and GB at (c_p, m_p)
+    above: np.ndarray  # per class: d above proportional (may end at (c_p, m_p) or lowered)
+    lowered: Knapsack  # the columns at most d, by class
+    lowered_class: np.ndarray  # per class, its index among the classes that have columns at most d
+    most_lowered: int  # K
+
+    def at(self, prices: np.ndarray) -> float:
+        """The bound at ``prices`` (per CPU, per GB)."""
+        lam = np.asarray(prices, dtype=float)
+        at_demand = self.demand[:, 0] - lam[0] * self.demand[:, 1] - lam[1] * self.demand[:, 2]
+        at_proportional = self.proportional[:, 0] - lam[0] * self.proportional[:, 1] - lam[1] * self.proportional[:, 2]
+        two = np.where(self.above, np.maximum(at_demand, at_proportional), at_demand)
+        _, low = self.lowered.priced(lam)
+        gain = np.zeros(two.size)
+        has = self.lowered_class >= 0
+        gain[has] = np.maximum(low[self.lowered_class[has]] - two[has], 0.0)
+        gain = np.where(self.above, gain, 0.0)
+        # The K largest gains over jobs: classes by gain, each counted as often as it has jobs, up to K.
+        order = np.argsort(-gain, kind="stable")
+        taken = np.minimum(self.count[order], np.maximum(self.most_lowered - (np.cumsum(self.count[order])
+                                                                             - self.count[order]), 0))
+        return float(lam @ self.capacity + np.einsum("q,q->", self.count, two)
+                     + np.einsum("q,q->", taken, gain[order]))
 
 
 @dataclass(frozen=True, eq=False)
 class TuneBound:
-    """The ideal LP restricted, per job, to the columns TUNE can reach (see the module docstring)."""
+    """Bounds on TUNE's total for one round (see the module docstring)."""
 
     restricted: Knapsack
+    staged: StagedBound | None
 
     @classmethod
     def of(cls, table: ConfigTable, cpu: np.ndarray, mem: np.ndarray) -> TuneBound:
         """For best-case demands ``cpu``, ``mem`` per GPU, in job order."""
-        cluster = table.instance.cluster
-        # Per class, the demand of its first job (jobs of a class share their profile and GPU count).
+        instance = table.instance
+        cluster = instance.cluster
+        # Per class, its first job (jobs of a class share their profile and GPU count, hence their demand).
         first = np.full(table.start.size - 1, -1)
         first[table.klass[::-1]] = np.arange(table.klass.size)[::-1]
         cap_cpu = cpu[first][table.col_class] * (1 + _TOLERANCE)
         cap_mem = mem[first][table.col_class] * (1 + _TOLERANCE)
         c_p, m_p = cluster.cpu_per_gpu * (1 + _TOLERANCE), cluster.mem_gb_per_gpu * (1 + _TOLERANCE)
-        allowed = ((table.cpu <= cap_cpu) & (table.mem <= cap_mem)) | ((table.cpu <= c_p) & (table.mem <= m_p))
+        at_most_demand = (table.cpu <= cap_cpu) & (table.mem <= cap_mem)
+        allowed = at_most_demand | ((table.cpu <= c_p) & (table.mem <= m_p))
         knapsack = Knapsack.of(table.ideal)
-        return cls(replace(knapsack, value=knapsack.value[allowed], cpu=knapsack.cpu[allowed],
-                           mem=knapsack.mem[allowed], col_class=knapsack.col_class[allowed]))
+        restricted = _columns(knapsack, allowed)
+        staged = None
+        if staged_applies(instance):
+            gpus = instance.gpus[first].astype(float)
+            d_cpu, d_mem = cpu[first], mem[first]
+            value = job_throughputs(instance, cpu, mem)[first]
+            c_p, m_p = cluster.cpu_per_gpu, cluster.mem_gb_per_gpu
+            above = (d_cpu > c_p * (1 + _TOLERANCE)) | (d_mem > m_p * (1 + _TOLERANCE))  # demotion's rule
+            has = np.zeros(first.size, dtype=bool)
+            has[table.col_class[at_most_demand]] = True
+            lowered_class = np.where(has, np.cumsum(has) - 1, -1)
+            lowered = _columns(knapsack, at_most_demand)
+            lowered = replace(lowered, col_class=lowered_class[lowered.col_class],
+                              class_count=knapsack.class_count[has])
+            runs = np.unique(np.column_stack((cpu, mem)), axis=0).shape[0]
+            staged = StagedBound(
+                capacity=knapsack.capacity, count=knapsack.class_count,
+                demand=np.column_stack((value, gpus * d_cpu, gpus * d_mem)),
+                proportional=np.column_stack((instance.floors[first], gpus * c_p, gpus * m_p)),
+                above=above, lowered=lowered, lowered_class=lowered_class,
+                most_lowered=LOWERED_PER_LOOP * (cluster.servers + runs),
+            )
+        return cls(restricted, staged)
 
     def at(self, prices: np.ndarray) -> float:
-        """The restricted dual function at ``prices`` (per CPU, per GB): a bound on TUNE's total."""
-        return dual_value(self.restricted, np.asarray(prices, dtype=float))[0]
+        """The smaller bound at ``prices`` (per CPU, per GB)."""
+        bound = dual_value(self.restricted, np.asarray(prices, dtype=float))[0]
+        return bound if self.staged is None else min(bound, self.staged.at(prices))
 
-    def minimum(self) -> float:
-        """The restricted dual function's minimum (the restricted LP's optimum)."""
-        return float(solve_dual(self.restricted).bound)
+    def minimum(self, start: np.ndarray | None = None, decide: float | None = None) -> float:
+        """Bound 1 minimised (the restricted LP's optimum), from ``start``; with ``decide``, any value of it once
+        that is ``<= decide``, or one above ``decide`` once the minimum is known to be."""
+        return float(solve_dual(self.restricted, start=start, decide=decide).bound)
+
+
+def staged_applies(instance: RoundInstance) -> bool:
+    """Whether the staged bound's count of lowered jobs holds: every job has one GPU, and every profile's grid
+    values and the gaps between them are at least ``SMALLEST_VALUE`` and ``SMALLEST_GAP`` of a server's CPUs
+    or memory (see the module docstring)."""
+    if not instance.jobs or np.any(instance.gpus != 1):
+        return False
+    cluster = instance.cluster
+    for group in instance.profile_groups:
+        for axis, capacity in ((group.cpu_axis, cluster.cpus_per_server), (group.mem_axis, cluster.mem_gb_per_server)):
+            if axis[0] < SMALLEST_VALUE * capacity or np.any(np.diff(axis) < SMALLEST_GAP * capacity):
+                return False
+    return True
+
+
+def _columns(knapsack: Knapsack, keep: np.ndarray) -> Knapsack:
+    return replace(knapsack, value=knapsack.value[keep], cpu=knapsack.cpu[keep], mem=knapsack.mem[keep],
+                   col_class=knapsack.col_class[keep])
 
 
 def tune_bound(table: ConfigTable, best_case_tolerance: float, prices: np.ndarray | None = None) -> float:
-    """An upper bound on Synergy-TUNE's total on the round of ``table``: the restricted dual function at
-    ``prices``, or its minimum when ``prices`` is None (see the module docstring)."""
+    """An upper bound on Synergy-TUNE's total on the round of ``table``: the smaller bound at ``prices``, or
+    bound 1's minimum when ``prices`` is None (see the module docstring)."""
     bound = TuneBound.of(table, *best_case_demands(table.instance, best_case_tolerance))
     return bound.minimum() if prices is None else bound.at(prices)
