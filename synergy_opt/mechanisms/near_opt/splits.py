@@ -47,14 +47,15 @@ def split_columns(
     servers = tables.final.shape[0]
     size = units.per_server
     final = tables.final
-    # Per split job: its servers, its columns, and each column's units on each of its servers.
+    # Per split job: its servers, its columns, and each column's units on each of its servers (entries are
+    # sorted by job, so a job's are one slice).
     costs = {}
-    for job in split_jobs.tolist():
-        mine = np.flatnonzero(entries.job == job)
+    bounds = np.searchsorted(entries.job, np.stack((split_jobs, split_jobs + 1)))
+    for job, start, stop in zip(split_jobs.tolist(), bounds[0].tolist(), bounds[1].tolist(), strict=True):
         q = table.klass[job]
         cols = np.arange(table.start[q], table.start[q + 1])
-        n = entries.gpus[mine][:, None]
-        costs[job] = (entries.server[mine], cols, units.cpu_units(n, table.cpu[cols][None, :]),
+        n = entries.gpus[start:stop][:, None]
+        costs[job] = (entries.server[start:stop], cols, units.cpu_units(n, table.cpu[cols][None, :]),
                       units.mem_units(n, table.mem[cols][None, :]))
     at = {job: int(np.searchsorted(cols, target[job])) for job, (_, cols, _, _) in costs.items()}
     safe = {job: int(np.searchsorted(cols, table.safe[table.klass[job]])) for job, (_, cols, _, _) in costs.items()}
@@ -86,17 +87,21 @@ def split_columns(
         used_b[where] += mu[:, safe[worst]] - mu[:, at[worst]]
         at[worst] = safe[worst]
 
-    # 2. Coordinate ascent on the total.
+    # 2. Coordinate ascent on the total. A job's room on its servers is at most a server's units (its own use
+    # is part of what is used there), so only the lower end needs clipping; the tables are read flat.
+    flat = final.reshape(-1)
+    reads = {job: ((where * (size + 1))[:, None], table.tput[cols]) for job, (where, cols, _, _) in costs.items()}
     for _ in range(PASSES):
         changed = False
-        for job, (where, cols, cu, mu) in costs.items():
+        for job, (where, _, cu, mu) in costs.items():
             now = at[job]
+            row, tput = reads[job]
             room_a = (size - used_a[where] + cu[:, now])[:, None] - cu
             room_b = (size - used_b[where] + mu[:, now])[:, None] - mu
-            fits = np.all((room_a >= 0) & (room_b >= 0), axis=0)
-            rest = final[where[:, None], np.clip(room_a, 0, size), np.clip(room_b, 0, size)].sum(axis=0)
-            total = np.where(fits, table.tput[cols] + rest, -np.inf)
-            best = int(np.argmax(total))
+            fits = ((room_a >= 0) & (room_b >= 0)).all(axis=0)
+            rest = flat[(row + np.maximum(room_a, 0)) * (size + 1) + np.maximum(room_b, 0)].sum(axis=0)
+            total = np.where(fits, tput + rest, -np.inf)
+            best = int(total.argmax())
             if total[best] > total[now] + 1e-12 * (1 + abs(total[now])):
                 used_a[where] += cu[:, best] - cu[:, now]
                 used_b[where] += mu[:, best] - mu[:, now]
