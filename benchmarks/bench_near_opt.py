@@ -15,9 +15,9 @@ where it is proven within ``--joint-time-limit``; else the smallest proven upper
 bound, the ideal ILP optimum (``solve_ideal``), the ideal LP bound. The joint model runs up to 1024 GPUs; at
 4096 the reference is the ideal ILP. The ``reference`` column says which. References are cached in
 ``results/near_opt_references.csv`` (delete it to recompute). Each mechanism's percentage is
-``100 * objective / reference``; near-opt's time per round is the median of ``--repeats`` runs after a warm-up
-(wall and process CPU time; the load average is recorded beside it). Medians over seeds go to
-``results/near_opt_medians.csv``.
+``100 * objective / reference``; near-opt's time per round is the median of ``--repeats`` runs after a warm-up,
+each on the round generated afresh (wall and process CPU time; the load average is recorded beside it). Medians
+over seeds go to ``results/near_opt_medians.csv``.
 """
 
 from __future__ import annotations
@@ -107,11 +107,14 @@ def load_references(path: Path) -> dict[tuple[str, ...], dict[str, Any]]:
 
 
 # -- the figures -------------------------------------------------------------------------------------------------
-def timed(instance: RoundInstance, repeats: int) -> tuple[float, float, Any]:
-    """Median wall and process seconds of near-opt over ``repeats`` runs after a warm-up, and its result."""
-    result = solve_near_opt(instance)
+def timed(spec: dict[str, Any], repeats: int) -> tuple[float, float, Any]:
+    """Median wall and process seconds of near-opt over ``repeats`` runs after a warm-up, and its result. Every
+    run gets the round freshly generated (untimed), so nothing a run caches on the instance (its profile groups,
+    floors) helps the next: each is timed as a scheduler meets a new round."""
+    result = solve_near_opt(make(spec))
     walls, cpus = [], []
     for _ in range(repeats):
+        instance = make(spec)
         wall, cpu = time.perf_counter(), time.process_time()
         solve_near_opt(instance)
         cpus.append(time.process_time() - cpu)
@@ -137,7 +140,7 @@ def figures(args: argparse.Namespace) -> list[dict[str, Any]]:
             print(f"{spec}: {ref['reference']} {float(ref['reference_value']):.4f}", flush=True)
             continue
         value = float(ref["reference_value"])
-        wall, cpu, result = timed(instance, args.repeats)
+        wall, cpu, result = timed(spec, args.repeats)
         for name in args.mechanisms:
             if name == "opt" and instance.cluster.total_gpus > args.opt_max_gpus:
                 continue
