@@ -118,8 +118,8 @@ def solve_dual(
     master.setOptionValue("output_flag", False)
     # Dual simplex from the last basis, without presolve: a cut is one row more, and presolving a three-column
     # LP costs more than solving it (the same iterates on every round measured, 16% less time).
-    for option, value in (("presolve", "off"), ("solver", "simplex"), ("simplex_strategy", 1)):
-        master.setOptionValue(option, value)
+    for option, setting in (("presolve", "off"), ("solver", "simplex"), ("simplex_strategy", 1)):
+        master.setOptionValue(option, setting)
     inf = highspy.kHighsInf
     # The master is bounded from the first cut on only inside a box; prices beyond it are never optimal
     # (a price above the largest value per unit of use makes every column worse than using nothing more).
