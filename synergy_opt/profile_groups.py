@@ -46,6 +46,12 @@ def group_profiles(job_profiles: Sequence[Profile]) -> list[ProfileGroup]:
         return []
     keys = np.fromiter((id(profile) for profile in job_profiles), dtype=np.int64, count=len(job_profiles))
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    # Distinct profiles in the order their first jobs come, not in memory order (which differs from run to run
+    # and would reorder groups, hence the ideal ILP's classes, of rounds whose profiles have different axes).
+    by_first = np.argsort(first, kind="stable")
+    rank = np.empty_like(by_first)
+    rank[by_first] = np.arange(by_first.size)
+    first, inverse = first[by_first], rank[inverse.ravel()]
     profiles = [job_profiles[int(j)] for j in first]
     # Exact grouping by axes, vectorised: per pair of axis lengths, peel off the rows equal to the first one
     # (rounds hold one or a few distinct axis pairs, however many profiles).

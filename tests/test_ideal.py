@@ -203,3 +203,18 @@ def test_row_labels_are_numpy_uniques_labels(rows: int, columns: int, distinct_f
         values[:, 0] = rng.sample(range(100), rows)
     expected = np.unique(values, axis=0, return_inverse=True)[1].ravel()
     assert np.array_equal(row_labels(values), expected)
+
+
+def test_profile_groups_follow_the_jobs_order() -> None:
+    """Groups and their rows come in the order of their first jobs, never in memory order (the ideal ILP's
+    classes, hence near-opt's choices, must not change from run to run)."""
+    def grid(cpu: list[float], scale: float) -> so.Profile:
+        return so.Profile(np.array(cpu), np.array([10.0, 62.5]), scale * np.ones((len(cpu), 2)))
+
+    profiles = [grid([1.0, 3.0], 1.0), grid([2.0, 3.0], 1.0), grid([1.0, 3.0], 2.0), grid([2.0, 3.0], 3.0)]
+    for order in ([0, 1, 2, 3], [3, 2, 1, 0], [2, 3, 0, 1]):
+        jobs = tuple(so.Job(f"j{k}", 1, profiles[p]) for k, p in enumerate(order))
+        groups = so.RoundInstance(so.Cluster(1), jobs).profile_groups
+        assert [int(g.jobs[0]) for g in groups] == [0, 1]
+        for group in groups:
+            assert group.row.tolist() == list(range(group.jobs.size))  # each job its own profile, in order

@@ -192,8 +192,9 @@ def group_columns(instance: RoundInstance, group: ProfileGroup, reductions: Redu
     if reductions.merge_identical:
         # Equal matrices held by different objects are merged too.
         same_matrix = row_labels(tput.reshape(len(tput), -1))
-        key = np.stack([gpus[jobs], same_matrix[job_matrix]], axis=1)
-        _, first, inverse, count = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
+        # Classes by (GPUs, matrix), in that order: one integer key (labels are below len(tput)).
+        key = gpus[jobs] * len(tput) + same_matrix[job_matrix]
+        _, first, inverse, count = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
         class_jobs = jobs[np.argsort(inverse.ravel(), kind="stable")]
         representatives = first
     else:
@@ -253,7 +254,13 @@ def _dominated(tput: np.ndarray) -> np.ndarray:
     The best W over the lower-left quadrant excluding the point itself is the larger of the inclusive
     running maxima one step left and one step down; ties keep the cheaper config.
     """
-    running = np.maximum.accumulate(np.maximum.accumulate(tput, axis=1), axis=2)
+    # Running maxima along each (short) axis one slice at a time: twice as fast as maximum.accumulate on the
+    # stacked 3-D array, the same values (max is exact).
+    running = tput.copy()
+    for a in range(1, tput.shape[1]):
+        np.maximum(running[:, a - 1], running[:, a], out=running[:, a])
+    for b in range(1, tput.shape[2]):
+        np.maximum(running[:, :, b - 1], running[:, :, b], out=running[:, :, b])
     best_other = np.full(tput.shape, -np.inf)
     best_other[:, 1:, :] = running[:, :-1, :]
     best_other[:, :, 1:] = np.maximum(best_other[:, :, 1:], running[:, :, :-1])
