@@ -63,6 +63,11 @@ class ConfigTable:
         return best_per_class(self, score)
 
     @cached_property
+    def knapsack(self) -> Knapsack:
+        """The ideal ILP as a two-row knapsack (:mod:`synergy_opt.lagrangian`), read once."""
+        return Knapsack.of(self.ideal)
+
+    @cached_property
     def footprint(self) -> np.ndarray:
         """Per column: CPUs and memory per GPU as fractions of the proportional share, summed."""
         cluster = self.instance.cluster
@@ -145,7 +150,7 @@ def priced_targets(table: ConfigTable) -> PricedTargets:
     """
     if table.start.size == 1:  # no jobs
         return PricedTargets(np.zeros(2), 0.0, np.zeros(0, dtype=np.int64))
-    knapsack = Knapsack.of(table.ideal)
+    knapsack = table.knapsack
     dual = solve_dual(knapsack)
     priced, best = knapsack.priced(dual.multipliers)
     # Priced values within a hair of the best tie (floating sums of prices differ in the last bits); among

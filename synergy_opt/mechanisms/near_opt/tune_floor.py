@@ -128,7 +128,7 @@ class TuneBound:
         c_p, m_p = cluster.cpu_per_gpu * (1 + _TOLERANCE), cluster.mem_gb_per_gpu * (1 + _TOLERANCE)
         at_most_demand = (table.cpu <= cap_cpu) & (table.mem <= cap_mem)
         allowed = at_most_demand | ((table.cpu <= c_p) & (table.mem <= m_p))
-        knapsack = Knapsack.of(table.ideal)
+        knapsack = table.knapsack
         restricted = _columns(knapsack, allowed)
         staged = None
         if staged_applies(instance):
@@ -143,7 +143,7 @@ class TuneBound:
             lowered = _columns(knapsack, at_most_demand)
             lowered = replace(lowered, col_class=lowered_class[lowered.col_class],
                               class_count=knapsack.class_count[has])
-            runs = np.unique(np.column_stack((cpu, mem)), axis=0).shape[0]
+            runs = len(set(zip(cpu.tolist(), mem.tolist(), strict=True)))  # distinct demands
             staged = StagedBound(
                 capacity=knapsack.capacity, count=knapsack.class_count,
                 demand=np.column_stack((value, gpus * d_cpu, gpus * d_mem)),
