@@ -127,20 +127,29 @@ def server_tables(
     # Pairs of one slot with equal unit costs shift every server's table alike: one pass per (slot, cost), over
     # the pairs sorted once by slot, cost and server; two columns of one entry with one cost: the better counts.
     cost_key = cu * (size + 1) + mu
-    by = np.lexsort((-value, pair_server, cost_key, pair_slot))
-    g_slot, g_key, g_server, g_value = pair_slot[by], cost_key[by], pair_server[by], value[by]
-    first = np.r_[True, (g_slot[1:] != g_slot[:-1]) | (g_key[1:] != g_key[:-1]) | (g_server[1:] != g_server[:-1])]
-    first = first[: g_slot.size]  # no pairs: none
-    g_slot, g_key, g_server, g_value = g_slot[first], g_key[first], g_server[first], g_value[first]
-    starts = np.flatnonzero(np.r_[True, (g_slot[1:] != g_slot[:-1]) | (g_key[1:] != g_key[:-1])][: g_slot.size])
-    stops = np.r_[starts[1:], g_slot.size]
+    group_key = (pair_slot * (size + 1) ** 2 + cost_key) * servers + pair_server  # (slot, cost, server)
+    by = np.argsort(group_key, kind="stable")
+    g_key = group_key[by]
+    first = np.flatnonzero(np.r_[True, g_key[1:] != g_key[:-1]][: g_key.size])  # no pairs: none
+    g_value = np.maximum.reduceat(value[by], first) if first.size else np.zeros(0)
+    g_key = g_key[first]
+    g_server = g_key % servers
+    g_pass = g_key // servers  # slot * (size + 1)**2 + cost
+    g_slot = g_pass // (size + 1) ** 2
+    starts = np.flatnonzero(np.r_[True, g_pass[1:] != g_pass[:-1]][: g_pass.size])
+    stops = np.r_[starts[1:], g_pass.size]
     slot_of = g_slot[starts]
     for t in range(int(slot.max(initial=-1)) + 1):
         previous = best[-1]
         current = previous.copy()
         current[np.unique(g_server[g_slot == t])] = -np.inf
         for start, stop in zip(starts[slot_of == t].tolist(), stops[slot_of == t].tolist(), strict=True):
-            a, b = divmod(int(g_key[start]), size + 1)
+            a, b = divmod(int(g_pass[start]) % (size + 1) ** 2, size + 1)
+            if stop - start == 1:  # one server: views, no gather and scatter
+                row = int(g_server[start])
+                there = current[row, a:, b:]
+                np.maximum(there, previous[row, : size + 1 - a, : size + 1 - b] + g_value[start], out=there)
+                continue
             rows = g_server[start:stop]
             shifted = previous[rows, : size + 1 - a, : size + 1 - b]
             shifted += g_value[start:stop, None, None]
