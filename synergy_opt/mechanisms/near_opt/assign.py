@@ -129,8 +129,10 @@ def assign_chunks(
             rooms_blocks = blocks(eligible.size)
             for chunks, rooms in zip(blocks(take.size, len(rooms_blocks)), rooms_blocks, strict=True):
                 mine, there = step[chunks], projected[by_room[rooms]]
-                # einsum, not @: BLAS products wake BLAS threads, which costs milliseconds on a shared machine.
-                growth = 2 * np.einsum("cd,sd->cs", mine, there) + (mine**2).sum(axis=1)[:, None]
+                # Written out for the two resources: not @ (BLAS products wake BLAS threads, which costs
+                # milliseconds on a shared machine), nor einsum (three times slower at this size); same values.
+                cross = mine[:, 0:1] * there[None, :, 0] + mine[:, 1:2] * there[None, :, 1]
+                growth = 2 * cross + (mine[:, 0] * mine[:, 0] + mine[:, 1] * mine[:, 1])[:, None]
                 rows, cols = linear_sum_assignment(growth)
                 put(take[chunks[rows]], eligible[by_room[rooms[cols]]], np.full(rows.size, size, dtype=np.int64))
             pending = pending[take.size:]

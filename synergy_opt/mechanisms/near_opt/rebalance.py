@@ -48,7 +48,19 @@ _WEIGHTS = np.array([1.0, 1.0, HARD, HARD])
 def _overflow(use: np.ndarray) -> np.ndarray:
     """Per server (last axis: target CPUs, target memory, least CPUs, least memory, each as a fraction of a
     server), the weighted use beyond 1."""
-    return np.einsum("...d,d->...", np.maximum(use - 1.0, 0.0), _WEIGHTS)  # not @: no BLAS threads (see assign)
+    return _overflow_of(use[..., 0], use[..., 1], use[..., 2], use[..., 3])
+
+
+def _overflow_of(cpu: np.ndarray, mem: np.ndarray, least_cpu: np.ndarray, least_mem: np.ndarray) -> np.ndarray:
+    """:func:`_overflow` from the four uses as separate arrays (no stacked temporary). Summed as the pairs
+    (CPUs) + (memory), as einsum sums four terms, so the values are those the search was tuned with."""
+    return ((np.maximum(cpu - 1.0, 0.0) + HARD * np.maximum(least_cpu - 1.0, 0.0))
+            + (np.maximum(mem - 1.0, 0.0) + HARD * np.maximum(least_mem - 1.0, 0.0)))
+
+
+def _per_server(server: np.ndarray, need: np.ndarray, servers: int) -> np.ndarray:
+    """``need`` (entries, 4) summed per server (as ``np.add.at`` would, in entry order; bincount is faster)."""
+    return np.column_stack([np.bincount(server, need[:, d], minlength=servers) for d in range(need.shape[1])])
 
 
 def server_needs(instance: RoundInstance, entries: Entries, demand: np.ndarray) -> np.ndarray:
@@ -75,8 +87,7 @@ def rebalance(instance: RoundInstance, entries: Entries, demand: np.ndarray, rou
     for _ in range(rounds):
         present = table >= 0
         size = np.where(present, entries.gpus[np.maximum(table, 0)], -1)
-        use = np.zeros((servers, need.shape[1]))
-        np.add.at(use, server, need)
+        use = _per_server(server, need, servers)
         over = _overflow(use)
         hot = np.flatnonzero(over > 1e-9)
         if hot.size == 0:
@@ -88,10 +99,10 @@ def rebalance(instance: RoundInstance, entries: Entries, demand: np.ndarray, rou
         room[np.arange(hot.size), hot] = -np.inf
         count = min(PARTNERS, servers - 1)
         partner = np.argpartition(-room, count - 1, axis=1)[:, :count] if count > 0 else np.zeros((hot.size, 0), int)
-        # delta[h, p, t, q]: what server hot[h] gains when its slot p swaps with slot q of its partner t.
-        delta = load[partner][:, None, :, :, :] - load[hot][:, :, None, None, :]
-        after_hot = _overflow(use[hot][:, None, None, None, :] + delta)
-        after_other = _overflow(use[partner][:, None, :, None, :] - delta)
+        # delta[h, p, t, q]: what server hot[h] gains when its slot p swaps with slot q of its partner t (per use).
+        delta = [load[partner][:, None, :, :, d] - load[hot][:, :, None, None, d] for d in range(4)]
+        after_hot = _overflow_of(*(use[hot][:, None, None, None, d] + delta[d] for d in range(4)))
+        after_other = _overflow_of(*(use[partner][:, None, :, None, d] - delta[d] for d in range(4)))
         gain = over[hot][:, None, None, None] + over[partner][:, None, :, None] - after_hot - after_other
         valid = size[hot][:, :, None, None] == size[partner][:, None, :, :]
         gain = np.where(valid, gain, -np.inf)
@@ -132,8 +143,9 @@ def reassign_slots(instance: RoundInstance, entries: Entries, demand: np.ndarray
     if single.size < 2:
         return entries
     width = int(np.bincount(server[single], minlength=servers).max())
-    on = np.zeros((int(entries.job.max()) + 1, servers), dtype=np.int64)  # entries of job j on server s
-    np.add.at(on, (entries.job, server), 1)
+    jobs = int(entries.job.max()) + 1
+    # on[j, s]: entries of job j on server s.
+    on = np.bincount(entries.job * servers + server, minlength=jobs * servers).reshape(jobs, servers)
     for step in range(picks):
         k = step % width
         # The k-th single-GPU entry of each server (in entry order) that has one.
@@ -144,16 +156,17 @@ def reassign_slots(instance: RoundInstance, entries: Entries, demand: np.ndarray
         if has.size < 2:
             continue
         picked = order[first[has] + k]
-        use = np.zeros((servers, need.shape[1]))
-        np.add.at(use, server, need)
+        use = _per_server(server, need, servers)
         for block in blocks(has.size):
             here, taken = has[block], picked[block]
-            base = use[here] - need[taken]  # (servers, 4): each server without its picked entry
-            after = base[None, :, :] + need[taken][:, None, :]  # (entries, servers, 4)
+            moving = need[taken]
+            base = use[here] - moving  # (servers, 4): each server without its picked entry
+            # Per resource, (entries, servers): each server's use with each picked entry.
+            after = [base[None, :, d] + moving[:, None, d] for d in range(4)]
             # Other GPUs of the entry's job on each server (its own entry is leaving its server).
             others = on[entries.job[taken]][:, here] - (server[taken][:, None] == here[None, :])
-            balance = after[:, :, 0] * after[:, :, 0] + after[:, :, 1] * after[:, :, 1]
-            cost = _overflow(after) - AFFINITY * (others > 0) + 1e-3 * balance
+            balance = after[0] * after[0] + after[1] * after[1]
+            cost = _overflow_of(*after) - AFFINITY * (others > 0) + 1e-3 * balance
             rows, cols = linear_sum_assignment(cost)
             moved = taken[rows]
             np.subtract.at(on, (entries.job[moved], server[moved]), 1)
