@@ -22,7 +22,7 @@ Public API
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -93,6 +93,7 @@ class _ConfigTable:
     mem_axis: list[float]
     grid: np.ndarray
     footprint: np.ndarray
+    corners: dict[tuple[int, int], tuple[float, float, float, float] | None] = field(default_factory=dict)
 
     def throughput(self, cpu_per_gpu: float, mem_per_gpu: float) -> float:
         """``W`` at a per-GPU point, by :func:`~synergy_opt.instance.grid_index`'s rule (the evaluator's)."""
@@ -106,6 +107,11 @@ class _ConfigTable:
         ``(W, footprint, CPUs, GB)``, or None when no grid point is that small. The axes are sorted, so those
         configs are a corner of the grid."""
         a, b = bisect_right(self.cpu_axis, cpu_cap), bisect_right(self.mem_axis, mem_cap)
+        if (a, b) not in self.corners:  # profiles shared by many jobs meet the same corners again
+            self.corners[a, b] = self._best_in_corner(a, b)
+        return self.corners[a, b]
+
+    def _best_in_corner(self, a: int, b: int) -> tuple[float, float, float, float] | None:
         if a == 0 or b == 0:
             return None
         corner = self.grid[:a, :b]
