@@ -141,8 +141,11 @@ def server_tables(
     slot_of = g_slot[starts]
     for t in range(int(slot.max(initial=-1)) + 1):
         previous = best[-1]
-        current = previous.copy()
-        current[np.unique(g_server[g_slot == t])] = -np.inf
+        # Servers with an entry in this slot start from nothing; the others keep their table.
+        current = np.full(previous.shape, -np.inf)
+        idle = np.ones(servers, dtype=bool)
+        idle[g_server[g_slot == t]] = False
+        current[idle] = previous[idle]
         for start, stop in zip(starts[slot_of == t].tolist(), stops[slot_of == t].tolist(), strict=True):
             a, b = divmod(int(g_pass[start]) % (size + 1) ** 2, size + 1)
             if stop - start == 1:  # one server: views, no gather and scatter
