@@ -64,7 +64,9 @@ def make(spec: dict[str, Any]) -> RoundInstance:
 
 
 def _key(spec: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(str(spec[k]) for k in ("gpus", "split", "trace", "noise", "seed"))
+    """A round's key as the CSV holds it: a noise of 0.0 is written ``0``, so numbers are compared as read back."""
+    values = {**spec, "noise": f"{float(spec['noise']):.6g}"}
+    return tuple(str(values[k]) for k in ("gpus", "split", "trace", "noise", "seed"))
 
 
 # -- references ------------------------------------------------------------------------------------------------

@@ -15,8 +15,9 @@ own module:
    picks the whole jobs' configs exactly, and the split jobs' configs are chosen against its tables.
 5. **Spare capacity** (:mod:`~synergy_opt.mechanisms.spare`, ``spend_spare=True``): what is still idle goes
    to the jobs that gain most.
-6. **Never below TUNE**: Synergy-TUNE runs on the same round (with the same ``spend_spare``) and its
-   allocation is returned instead whenever its total is higher.
+6. **Never below TUNE** (:mod:`~synergy_opt.mechanisms.near_opt.tune_floor`): TUNE's total is bounded without
+   running it; when no bound proves near-opt ahead, Synergy-TUNE runs on the same round (with the same
+   ``spend_spare``) and its allocation is returned instead whenever its total is higher.
 """
 
 from synergy_opt.mechanisms.near_opt.mechanism import NearOptResult, pack_near_opt, solve_near_opt
