@@ -6,9 +6,9 @@ Run from the repository root::
     python benchmarks/bench_mechanisms.py --quick         # 128 GPUs, one repeat (a smoke run)
 
 For each size and trace (single-GPU and multi-GPU jobs, split 20/70/10, seed 0) and each mechanism, the
-allocation is computed ``--repeats`` times after one untimed warm-up, and the median wall time and process CPU
-time are kept (CPU time is what the mechanism costs when the machine is shared; the load average at start is
-recorded too). Each allocation is scored by :func:`synergy_opt.evaluate`; up to ``--ilp-max-gpus`` the
+allocation is computed ``--repeats`` times after one untimed warm-up, each time on the round generated afresh
+(untimed), and the median wall time and process CPU time are kept (CPU time is what the mechanism costs when the
+machine is shared; the load average at start is recorded too). Each allocation is scored by :func:`synergy_opt.evaluate`; up to ``--ilp-max-gpus`` the
 ideal ILP optimum (the upper bound) is solved once to report each mechanism's gap. Results go to
 ``benchmarks/results/mechanisms.csv``.
 """
@@ -21,6 +21,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -54,11 +55,13 @@ class Row:
     load_avg_1min: float
 
 
-def time_mechanism(instance: RoundInstance, name: str, repeats: int) -> tuple[list[float], list[float]]:
-    """Wall and CPU seconds of ``repeats`` runs, after one untimed warm-up run."""
-    run_mechanism(instance, name)
+def time_mechanism(make: Callable[[], RoundInstance], name: str, repeats: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of ``repeats`` runs, after one untimed warm-up run, each on the round made afresh by
+    ``make`` (untimed): what one run caches on the instance (its profile groups, floors) must not help the next."""
+    run_mechanism(make(), name)
     walls, cpus = [], []
     for _ in range(repeats):
+        instance = make()
         wall, cpu = time.perf_counter(), time.process_time()
         run_mechanism(instance, name)
         cpus.append(time.process_time() - cpu)
@@ -72,12 +75,15 @@ def bench(sizes: tuple[int, ...], mechanisms: tuple[str, ...], repeats: int, ilp
     for gpus in sizes:
         for multi_gpu in (False, True):
             trace = "multi" if multi_gpu else "single"
-            instance = generate_round(gpus, multi_gpu=multi_gpu, seed=0)
+            def make(gpus: int = gpus, multi_gpu: bool = multi_gpu) -> RoundInstance:
+                return generate_round(gpus, multi_gpu=multi_gpu, seed=0)
+
+            instance = make()
             proportional = evaluate(instance, run_mechanism(instance, "proportional")).objective
             ilp = solve_ideal(instance).objective if gpus <= ilp_max_gpus else None
             for name in mechanisms:
                 count = repeats if gpus < 16384 else max(1, min(repeats, 3))
-                walls, cpus = time_mechanism(instance, name, count)
+                walls, cpus = time_mechanism(make, name, count)
                 score = evaluate(instance, run_mechanism(instance, name))
                 row = Row(
                     gpus=gpus,
