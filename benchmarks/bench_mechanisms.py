@@ -8,9 +8,9 @@ Run from the repository root::
 For each size and trace (single-GPU and multi-GPU jobs, split 20/70/10, seed 0) and each mechanism, the
 allocation is computed ``--repeats`` times after one untimed warm-up, each time on the round generated afresh
 (untimed), and the median wall time and process CPU time are kept (CPU time is what the mechanism costs when the
-machine is shared; the load average at start is recorded too). Each allocation is scored by :func:`synergy_opt.evaluate`; up to ``--ilp-max-gpus`` the
-ideal ILP optimum (the upper bound) is solved once to report each mechanism's gap. Results go to
-``benchmarks/results/mechanisms.csv``.
+machine is shared; the load average at start is recorded too). Each allocation is scored by
+:func:`synergy_opt.evaluate`; up to ``--ilp-max-gpus`` the ideal ILP optimum (the upper bound) is solved once to
+report each mechanism's gap. Results go to ``benchmarks/results/mechanisms.csv``.
 """
 
 from __future__ import annotations
