@@ -21,6 +21,7 @@ Public API
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -138,14 +139,19 @@ class _Tables:
             footprint = group.cpu_axis[:, None] / c_p + group.mem_axis[None, :] / m_p
             self.shared.append((group.cpu_axis.tolist(), group.mem_axis.tolist(), footprint))
         self.tables: dict[tuple[int, int], _ConfigTable] = {}
+        self.of_job: list[_ConfigTable | None] = [None] * jobs
+        self.floors: list[float] = state.floors.tolist()  # Python floats: read per candidate
 
     def of(self, job: int) -> _ConfigTable:
-        key = (int(self.job_group[job]), int(self.job_row[job]))
-        table = self.tables.get(key)
+        table = self.of_job[job]
         if table is None:
-            cpu_axis, mem_axis, footprint = self.shared[key[0]]
-            table = _ConfigTable(cpu_axis, mem_axis, self.groups[key[0]].tput[key[1]], footprint)
-            self.tables[key] = table
+            key = (int(self.job_group[job]), int(self.job_row[job]))
+            table = self.tables.get(key)
+            if table is None:
+                cpu_axis, mem_axis, footprint = self.shared[key[0]]
+                table = _ConfigTable(cpu_axis, mem_axis, self.groups[key[0]].tput[key[1]], footprint)
+                self.tables[key] = table
+            self.of_job[job] = table
         return table
 
 
@@ -186,7 +192,7 @@ def _lower(
     cpu_cap = _bound(placed.cpu_per_gpu, shortfall[0] / gpus_here)
     mem_cap = _bound(placed.mem_per_gpu, shortfall[1] / gpus_here)
     best = table.best_within(cpu_cap, mem_cap)
-    if best is None or best[0] < state.floors[job] * (1 - _TOLERANCE):
+    if best is None or best[0] < state.tables.floors[job] * (1 - _TOLERANCE):
         return None
     tput, footprint, cpu, mem = best
     loss = table.throughput(placed.cpu_per_gpu, placed.mem_per_gpu) - tput
@@ -199,7 +205,7 @@ def _bound(current: float, cut: float) -> float:
     if cut <= 0:
         return current * (1 + _TOLERANCE)
     cap = current - cut
-    return min(cap + _TOLERANCE * abs(cap), float(np.nextafter(current, -np.inf)))
+    return min(cap + _TOLERANCE * abs(cap), math.nextafter(current, -math.inf))
 
 
 def _switch_key(state: ServerState, server: int, job: int, shortfall: tuple[float, float]) -> tuple[bool, float, int]:
