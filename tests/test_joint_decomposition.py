@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 import synergy_opt as so
 from synergy_opt.instance import Cluster, RoundInstance
+from synergy_opt.joint.branching import pattern_condition
 from synergy_opt.joint.decomposition import solve_decomposition
 from synergy_opt.joint.model import JointReductions, item_columns, server_patterns
-from synergy_opt.joint.pricing import ItemTypes, best_patterns, near_patterns
+from synergy_opt.joint.pricing import Bonus, ItemTypes, best_patterns, near_patterns
 from synergy_opt.joint.solve import JointResult
 from synergy_opt.solvers import SolverParams, Status
 from tests.test_joint import brute_force_joint, check_allocation, tiny_instances
@@ -61,6 +62,40 @@ def test_pricing_is_the_best_load_of_a_server(case: tuple[ItemTypes, np.ndarray]
         assert priced.values[0] == pytest.approx(priced.value)
 
 
+@st.composite
+def bonuses(draw: st.DrawFn, types: int, most: int) -> Bonus:
+    """Up to 4 conditions of 1-3 components ``a[t] >= k``, each paying or costing a value (the branch rows')."""
+    conditions = []
+    for _ in range(draw(st.integers(0, 4))):
+        parts = draw(st.lists(st.tuples(st.integers(0, types - 1), st.integers(1, most)), min_size=1, max_size=3,
+                              unique_by=lambda c: c[0]))
+        conditions.append(tuple(parts))
+    value = [draw(st.sampled_from([-2.0, -0.4, 0.3, 1.1])) for _ in conditions]
+    return Bonus.of_conditions(conditions, np.array(value))
+
+
+@settings(FUZZ, max_examples=200)
+@given(item_types(), st.data(), st.sampled_from([0.0, 0.5, 1.0]))
+def test_pricing_with_a_bonus_and_a_value_to_beat(case: tuple[ItemTypes, np.ndarray], data: st.DataObject,
+                                                  beat_share: float) -> None:
+    """The branch-and-price's pricing: rows on the patterns add a bonus; only values above ``beat`` are sought
+    (below it, ``beat`` stands for the best value)."""
+    items, prices = case
+    caps = np.full(prices.size, items.cluster.gpus_per_server)
+    caps[1::2] = 2
+    bonus = data.draw(bonuses(prices.size, items.cluster.gpus_per_server))
+    loads = all_loads(items, caps)
+    worth = loads @ prices + (bonus.of(loads) if bonus.value.size else 0.0)
+    best = float(worth.max())
+    beat = beat_share * max(best, 0.0)
+    priced = best_patterns(items, prices, caps, count=3, bonus=bonus, beat=beat)
+    assert priced.value == pytest.approx(max(best, beat), abs=1e-9)
+    if best > beat + 1e-9:  # the patterns found are worth what they say, the best first
+        assert items.fits(priced.patterns).all() and np.all(priced.patterns <= caps)
+        found = priced.patterns @ prices + (bonus.of(priced.patterns) if bonus.value.size else 0.0)
+        assert np.allclose(found, priced.values) and priced.values[0] == pytest.approx(best)
+
+
 @FUZZ
 @given(item_types(), st.floats(0.0, 1.0), st.integers(0, 3))
 def test_near_patterns_are_every_maximal_load_worth_enough(case: tuple[ItemTypes, np.ndarray], share: float,
@@ -80,8 +115,12 @@ def test_near_patterns_are_every_maximal_load_worth_enough(case: tuple[ItemTypes
 # ---------------------------------------------------------------------------------------------- every path
 PATHS = {
     "whole method": {},
-    "heuristic incumbent only": {"dive": False, "restricted": False, "prove": False},
-    "forced proof": {"dive": False, "restricted": False, "stop_early": False},
+    "heuristic incumbent only": {"prove": False},
+    # No heuristics and no early stop: the branch-and-price finds every incumbent in its own leaves, splitting on
+    # job columns first, or on counts of servers first, or on patterns first (conditions of several components).
+    "forced branching": {"heuristics": False, "stop_early": False},
+    "forced branching on counts": {"heuristics": False, "stop_early": False, "rules": ("count", "pattern", "column")},
+    "forced branching on patterns": {"heuristics": False, "stop_early": False, "rules": ("pattern", "column")},
 }
 
 
@@ -117,6 +156,27 @@ def test_every_path_equals_brute_force(instance: RoundInstance, consolidate: boo
         check_allocation(instance, result)
     else:
         assert result.bound is None or result.bound >= expected - TOL
+
+
+def test_a_pattern_split_counts_a_fractional_number_of_servers() -> None:
+    """Every single count is whole (servers with type 0: 1, with type 1: 1), yet the pattern (1, 1) is used
+    half: the condition "a >= (1, 1)" counts it alone, and dropping either component makes the count whole."""
+    patterns = np.array([[1, 1], [1, 0], [0, 1]])
+    x = np.array([0.5, 0.5, 0.5])
+    condition, value = pattern_condition(patterns, x)
+    assert condition == ((0, 1), (1, 1)) and value == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("multi_gpu", [False, True])
+def test_splits_on_patterns_reach_the_direct_optimum(multi_gpu: bool) -> None:
+    """A forced branching on patterns first (rows over conditions of several components, a flag per component
+    in the pricing) on rounds where it splits several times."""
+    instance = so.generate_round(16, multi_gpu=multi_gpu, seed=3, profile_noise=0.05)
+    direct = so.solve_joint(instance, method="direct", mip_gap=1e-9)
+    result = decompose(instance, "forced branching on patterns")
+    assert result.status is Status.OPTIMAL and "on patterns" in result.solve.message
+    assert result.objective == pytest.approx(direct.objective, rel=1e-9)
+    check_allocation(instance, result)
 
 
 # ---------------------------------------------------------------------------------------------- generated rounds

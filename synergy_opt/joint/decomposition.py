@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from synergy_opt.builders.ideal import Objective
 from synergy_opt.instance import RoundInstance
+from synergy_opt.joint.branching import RULES, BranchOutcome, Tree, branch_and_price
 from synergy_opt.joint.incumbent import Placement, place
-from synergy_opt.joint.master import ColumnGeneration, Prices
+from synergy_opt.joint.master import ColumnGeneration
 from synergy_opt.joint.model import ItemColumns, JointModel, JointReductions, build_joint, item_columns
-from synergy_opt.joint.pricing import ItemTypes, near_patterns
-from synergy_opt.solvers import solve_model
+from synergy_opt.joint.pricing import ItemTypes
 from synergy_opt.solvers.base import SolveResult, SolverParams, Status
 
 if TYPE_CHECKING:
@@ -37,23 +37,14 @@ if TYPE_CHECKING:
 SOLVER_NAME = "highs-decomposition"
 # Share of the time limit (and seconds at most) the greedy incumbent's local search may take.
 INCUMBENT_SHARE, INCUMBENT_SECONDS = 0.05, 0.25
-# Seconds a heuristic MILP (restricted master, threshold round) may take when no time limit is given.
-MASTER_MILP_SECONDS = 10.0
-# Shares of the time left that column generation and the dive may take (their bounds hold whenever they stop;
-# the MILPs after them find the incumbents), and the MILP over the dive's patterns.
-COLUMN_GENERATION_SHARE, DIVE_TIME_SHARE, DIVE_SHARE = 0.4, 0.25, 0.2
-# Most maximal patterns a proof (or a heuristic round) enumerates; a proof needs every pattern within the gap,
-# so beyond it the gap stays open (reported, never hidden).
-PROOF_PATTERNS = 10_000
-# Most patterns of a heuristic round's pool (patterns within a fraction of the gap).
-HEURISTIC_PATTERNS = 2_000
-# Rounds over the patterns of least reduced cost without a time limit (with one: until it), the share of the
-# time left each heuristic one may take, and how many times the threshold is quartered looking for a small pool.
-THRESHOLD_ROUNDS, THRESHOLD_SHARE, THRESHOLD_STEPS = 3, 0.4, 12
-# HiGHS's mip_heuristic_effort in heuristic rounds (default 0.05): they are there to find better incumbents.
-HEURISTIC_EFFORT = 0.3
-# A heuristic pool doubles at most this many times (4,000 patterns: its enumeration stays quick).
-MAX_DOUBLINGS = 1
+# Share of the time left that column generation may take (its bound holds whenever it stops).
+COLUMN_GENERATION_SHARE = 0.4
+# Nodes (and share of the time left) of the search for a placement of the ideal ILP's configs.
+IDEAL_NODES, IDEAL_SHARE = 200, 0.3
+# Share of the time left a restricted master MILP may take, and seconds at most.
+RESTRICTED_SHARE, RESTRICTED_SECONDS = 0.15, 0.5
+# Nodes of the branch-and-price between two restricted master MILPs, and the new patterns that call for one.
+TREE_NODES, NEW_PATTERNS = 20, 40
 
 
 @dataclass
@@ -67,6 +58,7 @@ class DecompositionReport:
     first_incumbent_seconds: float | None = None
     incumbent_source: str = ""
     proof: str = ""
+    nodes: int = 0  # nodes of the branch-and-price (its heuristic searches included)
     phases: dict[str, float] = field(default_factory=dict)
 
 
@@ -89,16 +81,18 @@ def solve_decomposition(
     objective: Objective,
     reductions: JointReductions,
     upper_bound: float | None = None,
-    dive: bool = True,
-    restricted: bool = True,
+    heuristics: bool = True,
     prove: bool = True,
     stop_early: bool = True,
+    rules: tuple[str, ...] = RULES,
 ) -> tuple[JointModel | None, SolveResult, DecompositionReport]:
     """Solve the joint model as the module docstring says; the result reads like any backend's.
 
-    ``dive``, ``restricted`` and ``prove`` switch those steps off, and ``stop_early=False`` runs the proof even
-    when the gap has closed before it (tests of each path). The model returned decodes ``x`` (a patterns
-    model restricted to the incumbent's loads, or the direct model when that settled the round).
+    ``heuristics=False`` leaves every incumbent to the branch-and-price's own nodes, ``prove=False`` skips the
+    branch-and-price, and ``stop_early=False`` keeps the search going without the ideal ILP's bound and past
+    early stops (tests of each path: with both off, a forced branching), and ``rules`` orders the tree's splits
+    (:data:`~synergy_opt.joint.branching.RULES`; a test of each kind). The model returned decodes ``x`` (a
+    patterns model restricted to the incumbent's loads).
     """
     from synergy_opt.ideal import solve_ideal  # the ideal solve imports the solvers: on use
 
@@ -148,7 +142,7 @@ def solve_decomposition(
         bound = min(bound, ideal.bound)
     if ideal.status is Status.INFEASIBLE:
         return finish(Status.INFEASIBLE, "infeasible: the ideal ILP (a relaxation) is")
-    if ideal.has_solution:
+    if heuristics and ideal.has_solution:
         budget = INCUMBENT_SECONDS if params.time_limit is None else min(INCUMBENT_SECONDS,
                                                                          INCUMBENT_SHARE * params.time_limit)
         aims = _aim_values(instance, ideal.throughput, objective)
@@ -179,89 +173,69 @@ def solve_decomposition(
     if closed():
         return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
 
-    if dive:
-        fixed = master.dive(_share(deadline, DIVE_TIME_SHARE))
-        prices = master.best or prices
-        report.rounds, report.patterns, report.lp_bound = master.rounds, len(master.patterns), prices.bound
-        bound = min(bound, prices.bound)
-        mark("dive")
-        if fixed is not None:
-            offer(_solve_restricted(instance, master.patterns[fixed > 0], params, deadline, None, "dive",
-                                    consolidate, split_penalty, objective, reductions, share=DIVE_SHARE))
+    def take(y: np.ndarray, x: np.ndarray, source: str) -> float:
+        # An integral solution of the master found by a search: the incumbent if better.
+        offer(_from_master(instance, items, y, x, master.patterns, source, consolidate, split_penalty, objective,
+                           reductions))
+        return -math.inf if best is None else best.value
+
+    def search(source: str, limit: int | None, until: float | None, **node: dict[int, float]) -> BranchOutcome:
+        nonlocal bound
+        outcome = branch_and_price(master, -math.inf if best is None else best.value, params.mip_gap, until,
+                                   lambda y, x: take(y, x, source), root_bound=bound if stop_early else math.inf,
+                                   node_limit=limit, **node)
+        report.rounds, report.patterns = master.rounds, len(master.patterns)
+        report.nodes += outcome.nodes
+        return outcome
+
+    if heuristics and ideal.has_solution:
+        # The ideal ILP's configs are optimal whenever some placement holds them: search the placements.
+        configs = _ideal_columns(items, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu)
+        if configs is not None:
+            search("ideal packed", IDEAL_NODES, _share(deadline, IDEAL_SHARE), y_lower=configs[0],
+                   y_upper=configs[1])
+            mark("ideal packed")
+            if closed():
+                return finish(Status.OPTIMAL, "optimal: the ideal ILP's configs placed")
+
+    if heuristics:
+        # The restricted master MILP over the patterns priced so far, from the incumbent.
+        offer(_solve_restricted(instance, master.patterns, params, deadline, best, "restricted master",
+                                consolidate, split_penalty, objective, reductions, share=RESTRICTED_SHARE))
+        mark("restricted master")
         if closed():
             return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
 
-    if best is None and restricted:
-        offer(_solve_restricted(instance, master.patterns, params, deadline, None, "restricted master",
-                                consolidate, split_penalty, objective, reductions))
-        mark("restricted master")
+    if not prove:
+        if best is None:
+            return finish(Status.NO_SOLUTION, "no incumbent (no proof asked)")
+        return finish(Status.FEASIBLE, "gap open: no proof asked")
+    tree = Tree(master, params.mip_gap, lambda y, x: take(y, x, "branch-and-price"),
+                -math.inf if best is None else best.value, root_bound=bound if stop_early else math.inf,
+                rules=rules)
+    priced = len(master.patterns)
+    while not tree.complete and not _expired(deadline):
+        tree.search(deadline, TREE_NODES if heuristics else None)
+        report.nodes, report.rounds, report.patterns = tree.nodes, master.rounds, len(master.patterns)
+        if closed():
+            break
+        if heuristics and len(master.patterns) >= priced + NEW_PATTERNS and not tree.complete:
+            # The nodes priced new patterns in: the restricted master over them all may hold a better round.
+            priced = len(master.patterns)
+            offer(_solve_restricted(instance, master.patterns, params, deadline, best, "restricted master",
+                                    consolidate, split_penalty, objective, reductions, share=RESTRICTED_SHARE))
+            if best is not None:
+                tree.offer(best.value)
+    mark("branch-and-price")
+    if tree.complete and best is None:
+        return finish(Status.INFEASIBLE, "infeasible: the branch-and-price found no solution in any node")
+    bound = min(bound, tree.bound)
+    report.proof = f"branch-and-price, {tree.nodes} nodes ({_splits(tree.splits)})"
+    if closed(final=True):
+        return finish(Status.OPTIMAL, f"optimal: {report.proof}")
     if best is None:
-        if _expired(deadline):
-            return finish(Status.NO_SOLUTION, "time limit before any incumbent")
-        # No heuristic placed every job: the direct model settles whether any round exists.
-        direct = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
-                             reductions=reductions)
-        seconds = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
-        settled = solve_model(direct.model, "highs", replace(params, time_limit=seconds))
-        mark("direct")
-        if settled.status is Status.INFEASIBLE:
-            return finish(Status.INFEASIBLE, "infeasible: settled by the direct model")
-        if not settled.has_solution:
-            return finish(Status.NO_SOLUTION, "no incumbent")
-        assert settled.objective is not None and settled.x is not None
-        offer(_Best(settled.objective, direct, settled.x, "direct"))
-        if settled.bound is not None:
-            bound = min(bound, max(settled.bound, settled.objective))
-        if closed(final=True) or settled.status is Status.OPTIMAL:
-            return finish(Status.OPTIMAL, "optimal: settled by the direct model")
-        return finish(Status.FEASIBLE, "time limit in the direct model")
-    if closed():
-        return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
-
-    # Rounds over the patterns of least reduced cost: exact once they are all those within the gap.
-    # With a time limit the rounds go on until it, each round that finds nothing better doubling its pool;
-    # without one, THRESHOLD_ROUNDS rounds.
-    rounds = 0
-    stalls = 0
-    while (restricted or prove) and not _expired(deadline):
-        if deadline is None and rounds == THRESHOLD_ROUNDS:
-            break
-        rounds += 1
-        gap = prices.bound - best.value
-        limit = HEURISTIC_PATTERNS * 2 ** min(stalls, MAX_DOUBLINGS)
-        pool = _low_patterns(items, types, prices, gap, exact_only=not restricted, limit=limit)
-        if pool is None:
-            report.proof = f"more than {max(PROOF_PATTERNS, limit)} maximal loads within the gap"
-            break
-        patterns, low, complete = pool
-        if complete and not prove:
-            complete = False
-        last = deadline is None and rounds == THRESHOLD_ROUNDS
-        share = 1.0 if complete or last else THRESHOLD_SHARE
-        outcome = _solve_over(instance, np.vstack([patterns, master.patterns]) if not complete else patterns,
-                              low, params, deadline, best, consolidate, split_penalty, objective, reductions, share,
-                              exact=complete)
-        mark(f"threshold round {rounds}")
-        before = best.value
-        if outcome is not None:
-            candidate, milp_bound, proven = outcome
-            offer(candidate)
-            if complete:
-                report.proof = f"{len(patterns)} maximal loads within the gap"
-                bound = min(bound, max(milp_bound, best.value))
-                if proven or closed(final=True):
-                    return finish(Status.OPTIMAL, f"optimal: proof over the {report.proof}")
-                return finish(_limit(best), "time limit during the proof")
-            if closed():
-                return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
-        stalls = stalls if best.value > before + 1e-9 else stalls + 1
-    if _expired(deadline):
-        reason = "time limit"
-    elif not prove:
-        reason = "no proof asked"
-    else:
-        reason = report.proof or f"{rounds} rounds without a complete pool"
-    return finish(_limit(best), f"gap open: {reason}")
+        return finish(Status.NO_SOLUTION, "time limit before any incumbent")
+    return finish(Status.FEASIBLE, "gap open: time limit in the branch-and-price")
 
 
 def _share(deadline: float | None, share: float) -> float | None:
@@ -305,8 +279,9 @@ def _solve_restricted(instance: RoundInstance, patterns: np.ndarray, params: Sol
     patterns = _with_loads_of(start, patterns)
     joint = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
                         reductions=reductions, patterns=patterns)
-    seconds = MASTER_MILP_SECONDS if deadline is None else max(deadline - time.perf_counter(), 0.0)
-    result = _run_highs(joint.model, params, share * seconds, _start_vector(joint, start))
+    seconds = RESTRICTED_SECONDS if deadline is None else min(share * max(deadline - time.perf_counter(), 0.0),
+                                                              RESTRICTED_SECONDS)
+    result = _run_highs(joint.model, params, seconds, _start_vector(joint, start))
     if result is None:
         return None
     x, value, _, _ = result
@@ -369,54 +344,39 @@ def _solution(x: np.ndarray) -> highspy.HighsSolution:
     return solution
 
 
-def _low_patterns(items: ItemColumns, types: ItemTypes, prices: Prices, gap: float, exact_only: bool, limit: int
-                  ) -> tuple[np.ndarray, np.ndarray, bool] | None:
-    """The maximal loads of reduced cost within ``gap`` (and the columns within it): all of them when there are
-    at most ``max(PROOF_PATTERNS, limit)`` (``complete``, a proof's pool), else those within the largest
-    ``gap / 4^k`` that has at most ``limit``, or none (a heuristic pool: the caller adds the generated patterns;
-    None with ``exact_only``).
-    """
-    slack = 1e-9 * max(1.0, abs(prices.bound))
-    demand = items.units * items.columns.count[items.columns.cls]
-    # Columns of reduced cost above the gap are in no better solution: they stay out of every round.
-    low = prices.column_rc <= gap + slack
-    threshold = gap
-    for _ in range(THRESHOLD_STEPS):
-        within = prices.column_rc <= threshold + slack
-        supply = np.bincount(items.col_item[within], weights=demand[within], minlength=items.item_size.size)
-        caps = np.minimum(items.per_server, supply.astype(np.int64))
-        most = max(PROOF_PATTERNS, limit) if threshold >= gap else limit
-        patterns = near_patterns(types, prices.pi, prices.best_pattern_value - threshold - slack, caps, limit=most)
-        if patterns is not None:
-            return patterns, low, threshold >= gap
-        if exact_only:
-            return None
-        threshold /= 4
-    # Too many even near zero (items priced at zero fill loads in many ways): the generated patterns alone.
-    return np.zeros((0, items.item_size.size), dtype=np.int64), low, False
-
-
-def _solve_over(instance: RoundInstance, patterns: np.ndarray, low: np.ndarray | None, params: SolverParams,
-                deadline: float | None, best: _Best, consolidate: bool, split_penalty: float, objective: Objective,
-                reductions: JointReductions, share: float, exact: bool) -> tuple[_Best | None, float, bool] | None:
-    """The patterns model over ``patterns`` (and ``best``'s loads), columns outside ``low`` fixed to 0, from
-    ``best``: its best solution, its bound, and whether it is proven optimal. Exact runs close the gap fully."""
+def _from_master(instance: RoundInstance, items: ItemColumns, y: np.ndarray, x: np.ndarray, patterns: np.ndarray,
+                 source: str, consolidate: bool, split_penalty: float, objective: Objective,
+                 reductions: JointReductions) -> _Best:
+    """An integral solution of the master (``x`` over ``patterns``) as a patterns model over the loads it uses."""
+    used = x > 0.5
     joint = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
-                        reductions=reductions, patterns=_with_loads_of(best, patterns))
-    if low is not None:
-        model = joint.model
-        upper = model.col_upper.copy()
-        block = model.var_blocks["y"]
-        upper[block] = np.where(low, upper[block], 0.0)
-        joint = replace(joint, model=replace(model, col_upper=upper))
-    left = MASTER_MILP_SECONDS / share if deadline is None else deadline - time.perf_counter()
-    if exact and deadline is None:
-        left = math.inf
-    gap = min(params.mip_gap, 1e-9) if exact else params.mip_gap
-    result = _run_highs(joint.model, replace(params, mip_gap=gap), share * left, _start_vector(joint, best),
-                        heuristic_effort=None if exact else HEURISTIC_EFFORT)
-    if result is None:
-        return None
-    x, value, bound, proven = result
-    candidate = None if x is None else _Best(value, joint, x, "proof" if exact else "threshold")
-    return candidate, (value if proven else (math.inf if bound is None else bound)), proven
+                        reductions=reductions, patterns=patterns[used])
+    return _Best(float(items.weight @ y), joint, np.concatenate([y, x[used]]), source)
+
+
+def _ideal_columns(items: ItemColumns, cpu: np.ndarray, mem: np.ndarray
+                   ) -> tuple[dict[int, float], dict[int, float]] | None:
+    """Bounds that keep each class to the ideal ILP's configs of its jobs (as many jobs on each as there; a
+    config with two modes, whole and in pieces, lets the modes share them); None when a config has no column
+    (it fits no server)."""
+    cols = items.columns
+    offsets = np.concatenate([[0], np.cumsum(cols.count)])
+    lower: dict[int, float] = {}
+    upper = {int(c): 0.0 for c in range(cols.cls.size)}
+    for q in range(cols.count.size):
+        jobs = cols.class_jobs[offsets[q]:offsets[q + 1]]
+        mine = np.flatnonzero(cols.cls == q)
+        configs, many = np.unique(np.stack([cpu[jobs], mem[jobs]], axis=1), axis=0, return_counts=True)
+        for (c, m), n in zip(configs, many, strict=True):
+            match = mine[np.isclose(cols.cpu[mine], c) & np.isclose(cols.mem[mine], m)]
+            if not match.size:
+                return None
+            for col in match:
+                upper[int(col)] = float(n)
+            if match.size == 1:
+                lower[int(match[0])] = float(n)
+    return lower, upper
+
+
+def _splits(splits: dict[str, int]) -> str:
+    return ", ".join(f"{count} on {kind}s" for kind, count in splits.items() if count)

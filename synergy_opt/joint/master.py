@@ -1,28 +1,35 @@
 """The decomposition's master LP, priced by column generation (Dantzig-Wolfe over server patterns).
 
 Rows: ``assign`` (every job of class ``q`` gets one column, ``= n_q``), ``cover`` (per item type: the patterns'
-slots hold what the chosen columns ask for, ``sum_p a[p,t] x[p] - sum u y >= 0``) and ``servers``
-(``sum_p x[p] <= s``). The job columns ``y`` are all there from the start; patterns ``x`` enter as the pricing
-problem (:func:`~synergy_opt.joint.pricing.best_patterns`) finds them.
+slots hold what the chosen columns ask for, ``sum_p a[p,t] x[p] - sum u y >= 0``), ``servers``
+(``sum_p x[p] <= s``), and the branch-and-price's rows on the patterns (``sum_{p: a[p,t] >= k} x[p]``, free
+until a node bounds them, :meth:`ColumnGeneration.restrict`). The job columns ``y`` are all there from the start;
+patterns ``x`` enter as the pricing problem (:func:`~synergy_opt.joint.pricing.best_patterns`) finds them.
 
-Bound. For any prices ``pi >= 0`` of the cover rows, every solution (integral or not) has value at most
+Bound. For any prices ``pi >= 0`` of the cover rows and multipliers ``lambda`` of the branch rows of the right
+sign (``>= 0`` on an upper bound ``r``, ``<= 0`` on a lower one), every solution (integral or not) within the
+columns' bounds has value at most
 
-    L(pi) = sum_q n_q max_{col of q} (w_col - u_col pi_t(col)) + s max(0, max_a pi . a)
+    L = sum_q max_{y_q} sum_{col of q} (w_col - u_col pi_t(col)) y_col
+        + s max(0, max_a pi . a - sum_rows lambda [a[t] >= k]) + sum_rows lambda r
 
-(price the cover rows into the objective: the columns then decouple per class and the patterns per server;
-the cover slack only lowers the value). The pricing DP gives the second term exactly, so ``L`` is a valid
-bound at every iteration, not only at the end; at the LP optimum it equals the LP value.
+(price the rows into the objective: the columns then decouple per class, each class's jobs taking their best
+columns within the bounds, and the patterns per server; the rows' slacks only lower the value). The pricing
+gives the second term exactly, so ``L`` is a valid bound at every iteration, not only at the end; at the LP
+optimum it equals the LP value. Without bounds and rows it is
+``sum_q n_q max_{col of q} (w_col - u_col pi_t) + s max(0, max_a pi . a)``.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
 from synergy_opt.joint.model import ItemColumns
-from synergy_opt.joint.pricing import ItemTypes, best_patterns
+from synergy_opt.joint.pricing import Bonus, ItemTypes, best_patterns
 
 # Patterns added per pricing round (the best ones the DP found).
 PATTERNS_PER_ROUND = 16
@@ -31,6 +38,12 @@ _TOLERANCE = 1e-9
 MAX_ROUNDS = 2_000
 # Pricing rounds between two fixings of a dive (the LP need not be optimal to steer the rounding).
 DIVE_ROUNDS = 3
+# Cost of an artificial slot, in units of the largest total weight, while nodes of the branch-and-price are
+# solved: a node whose restrictions no generated pattern meets yet stays feasible, and one that is infeasible
+# ends below any incumbent once priced out.
+ARTIFICIAL_COST = 4.0
+# A condition on a pattern: components (item type, at least), all of which it meets.
+Condition = tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -39,7 +52,7 @@ class Prices:
 
     ``column_rc[col] = best_q - (w_col - u_col pi_t)`` and a pattern's ``P - pi . a`` (``P`` the best pattern's
     value, or 0) are what a solution loses against ``L``: its value is ``L`` minus its columns' and servers'
-    reduced costs minus the priced cover slack.
+    reduced costs minus the priced cover slack (without bounds and rows; at a node ``column_rc`` is not used).
     """
 
     pi: np.ndarray
@@ -48,25 +61,85 @@ class Prices:
     column_rc: np.ndarray
 
 
-def price(items: ItemColumns, types: ItemTypes, servers: int, pi: np.ndarray, weight: np.ndarray | None = None
+@dataclass(frozen=True, eq=False)
+class Restriction:
+    """A node's bounds on the job columns and multipliers of its rows on the patterns, for :func:`price`."""
+
+    y_lower: np.ndarray
+    y_upper: np.ndarray
+    bonus: Bonus  # minus each row's multiplier, on the patterns it counts
+    constant: float  # sum of multiplier x bound
+
+
+def price(items: ItemColumns, types: ItemTypes, servers: int, pi: np.ndarray, weight: np.ndarray | None = None,
+          restriction: Restriction | None = None, beat: float = 0.0, cutoff: float = -np.inf
           ) -> tuple[Prices, np.ndarray, np.ndarray]:
-    """``L(pi)`` and the reduced costs at ``pi`` (see the module docstring); also the best patterns found."""
+    """``L`` at ``pi`` (and the node's ``restriction``; see the module docstring), the reduced costs, and the
+    best patterns found (worth ``pi . a + bonus(a)``). Only patterns worth more than ``beat`` (the LP's price of
+    a server) are sought, nor than the value below which ``L`` would be at most ``cutoff`` (the node is closed
+    then, new patterns or not): when there are none, that value stands for the best, an upper bound on it."""
     pi = np.maximum(pi, 0.0)
     cols = items.columns
     w = items.weight if weight is None else weight
     net = w - items.units * pi[items.col_item]
     best = np.full(cols.count.size, -np.inf)
     np.maximum.at(best, cols.cls, net)
-    priced = best_patterns(types, pi, items.per_server, count=PATTERNS_PER_ROUND)
+    if restriction is None:
+        classes = float(cols.count @ best)
+        constant = 0.0
+        rc = np.maximum(best[cols.cls] - net, 0.0)
+    else:
+        classes, rc = class_best(net, cols.cls, cols.count, restriction.y_lower, restriction.y_upper)
+        constant = restriction.constant
+    if np.isfinite(cutoff) and np.isfinite(classes):
+        enough = (cutoff - classes - constant) / servers
+        beat = max(beat, enough - _TOLERANCE * max(1.0, abs(enough)))  # below it, L is under the cut-off
+    bonus = None if restriction is None else restriction.bonus
+    priced = best_patterns(types, pi, items.per_server, count=PATTERNS_PER_ROUND, bonus=bonus, beat=beat)
     top = max(priced.value, 0.0)
-    bound = float(cols.count @ best + servers * top)
-    rc = np.maximum(best[cols.cls] - net, 0.0)
+    bound = classes + servers * top + constant
     return Prices(pi, bound, top, rc), priced.patterns, priced.values
+
+
+def class_best(net: np.ndarray, cls: np.ndarray, count: np.ndarray, lower: np.ndarray, upper: np.ndarray
+               ) -> tuple[float, np.ndarray]:
+    """``sum_q max sum_{col of q} net y`` over ``lower <= y <= upper`` with ``sum_{col of q} y = n_q``: each class
+    takes its lower bounds, then its best columns up to their upper bounds (-inf when a class cannot be met).
+    Also what one more unit of each column would cost against it (the net of the class's last free unit taken
+    minus the column's; infinite when the class has no free unit)."""
+    left = count - np.bincount(cls, weights=lower, minlength=count.size)
+    order = np.lexsort((-net, cls))
+    room = (upper - lower)[order]
+    total = np.cumsum(room)
+    starts = np.searchsorted(cls[order], np.arange(count.size))
+    before = total - room - np.r_[0.0, total][starts][cls[order]]
+    take = np.clip(left[cls[order]] - before, 0.0, room)
+    placed = np.bincount(cls[order], weights=take, minlength=count.size)
+    marginal = np.full(count.size, np.inf)
+    np.minimum.at(marginal, cls[order][take > 0], net[order][take > 0])
+    rc = np.maximum(marginal[cls] - net, 0.0)
+    if np.any(left < -1e-9) or np.any(placed < left - 1e-9):
+        return -np.inf, rc
+    return float(lower @ net + take @ net[order]), rc
+
+
+@dataclass
+class NodeLP:
+    """A node's master LP after column generation: its bound (valid whenever it stopped), LP value and
+    solution, and whether it was priced out (``converged``) or stopped at the cut-off or the deadline."""
+
+    bound: float
+    value: float
+    converged: bool
+    y: np.ndarray
+    x: np.ndarray
+    artificial: float  # artificial slots in the LP solution (0 when it is a solution of the real master)
+    prices: Prices | None = None  # the prices of the least bound (their column_rc: what one more unit costs)
 
 
 @dataclass
 class ColumnGeneration:
-    """The master LP on HiGHS, its patterns, and the best prices seen."""
+    """The master LP on HiGHS, its patterns, the branch rows, and the best prices seen at the root."""
 
     items: ItemColumns
     types: ItemTypes
@@ -106,56 +179,130 @@ class ColumnGeneration:
         value[0::2] = 1.0
         value[1::2] = -items.units
         h.addCols(n, items.weight, np.zeros(n), cols.count[cols.cls].astype(float), 2 * n, starts, index, value)
-        # Artificial slots per type (phase 1 only): cost -1, kept at 0 in phase 2.
+        # Artificial slots per type (phase 1, and nodes of the branch-and-price): kept at 0 otherwise.
         h.addCols(n_types, np.zeros(n_types), np.zeros(n_types), np.zeros(n_types), n_types,
                   np.arange(n_types, dtype=np.int32), (n_cls + np.arange(n_types)).astype(np.int32), np.ones(n_types))
         self._h = h
         self._n_y = n
         self._n_cls = n_cls
         self._n_types = n_types
+        self._servers_row = n_cls + n_types
+        # More than any two solutions can differ by: an integral LP solution that needs an artificial slot is
+        # then worse than every real solution of its node.
+        most = np.zeros(n_cls)
+        np.maximum.at(most, cols.cls, np.abs(items.weight))
+        self._artificial_cost = ARTIFICIAL_COST * (1.0 + float(cols.count @ most))
+        self._artificial_cols: list[int] = list(range(n, n + n_types))
+        self._pattern_cols = np.zeros(0, dtype=np.int64)
+        self._known: set[bytes] = set()
+        # Branch rows: the condition each counts (components (item type, at least)), and the bounds a node gave.
+        self.branch_rows: list[Condition] = []
+        self._branch_index: dict[Condition, int] = {}
+        self._branch_bounds = np.zeros((0, 2))
+        self._y_bounds = (np.zeros(n), cols.count[cols.cls].astype(float))
         patterns, self.patterns = self.patterns, np.zeros((0, n_types), dtype=np.int64)
         self.add(patterns)
 
     @property
-    def _first_pattern(self) -> int:
-        return self._n_y + self._n_types
+    def _num_cols(self) -> int:
+        return int(self._h.getNumCol())
 
     def add(self, patterns: np.ndarray) -> int:
         """Add the patterns not there yet; returns how many were new."""
         if not len(patterns):
             return 0
-        known = {p.tobytes() for p in self.patterns}
-        new = [p for p in np.unique(patterns.astype(np.int64), axis=0) if p.tobytes() not in known and p.any()]
+        new = [p for p in np.unique(patterns.astype(np.int64), axis=0) if p.tobytes() not in self._known and p.any()]
         if not new:
             return 0
         block = np.array(new)
-        p, t = np.nonzero(block)
-        order = np.lexsort((t, p))
-        p, t = p[order], t[order]
-        starts = np.searchsorted(p, np.arange(len(block))).astype(np.int32)
-        # Each pattern: its items in the cover rows, and 1 in the servers row.
-        counts = np.bincount(p, minlength=len(block))
         index, value = [], []
+        rows = np.array([self._n_cls + self._n_types + 1 + r for r in range(len(self.branch_rows))], dtype=np.int64)
+        counted = self._counted(block)
         for k in range(len(block)):
-            lo, hi = starts[k], starts[k] + counts[k]
-            index.append(np.r_[self._n_cls + t[lo:hi], self._n_cls + self._n_types])
-            value.append(np.r_[block[k, t[lo:hi]].astype(float), 1.0])
+            t = np.flatnonzero(block[k])
+            # Each pattern: its items in the cover rows, 1 in the servers row and in the branch rows counting it.
+            index.append(np.r_[self._n_cls + t, self._servers_row, rows[counted[k]]])
+            value.append(np.r_[block[k, t].astype(float), 1.0, np.ones(int(counted[k].sum()))])
         col_starts = np.cumsum([0] + [len(i) for i in index[:-1]]).astype(np.int32)
         flat_index = np.concatenate(index).astype(np.int32)
         flat_value = np.concatenate(value)
         inf = self._highspy.kHighsInf
+        first = self._num_cols
         self._h.addCols(len(block), np.zeros(len(block)), np.zeros(len(block)), np.full(len(block), inf),
                         flat_index.size, col_starts, flat_index, flat_value)
+        self._pattern_cols = np.r_[self._pattern_cols, np.arange(first, first + len(block))]
+        self._known.update(p.tobytes() for p in block)
         self.patterns = np.vstack([self.patterns, block])
         return len(block)
 
-    def _solve_lp(self) -> tuple[float, np.ndarray, np.ndarray]:
+    def _counted(self, patterns: np.ndarray) -> np.ndarray:
+        """``(patterns, branch rows)``: whether each branch row counts each pattern (it meets the condition)."""
+        if not self.branch_rows:
+            return np.zeros((len(patterns), 0), dtype=bool)
+        return Bonus.of_conditions(self.branch_rows, np.zeros(len(self.branch_rows))).met(patterns)
+
+    def branch_row(self, condition: Condition) -> int:
+        """The row ``sum_{p meets condition} x[p]`` (created free on first use), by its number; a condition is a
+        tuple of components ``(item type, at least)``, all of which a pattern meets."""
+        key = tuple(sorted((int(t), int(k)) for t, k in condition))
+        if key in self._branch_index:
+            return self._branch_index[key]
+        inf = self._highspy.kHighsInf
+        counted = np.flatnonzero(Bonus.of_conditions([key], np.zeros(1)).met(self.patterns)[:, 0])
+        self._h.addRow(-inf, inf, counted.size, self._pattern_cols[counted].astype(np.int32), np.ones(counted.size))
+        row = self._h.getNumRow() - 1
+        # An artificial column for the row's lower bound (no generated pattern may meet it yet).
+        self._h.addCols(1, np.array([-self._artificial_cost]), np.zeros(1), np.array([inf]), 1,
+                        np.zeros(1, np.int32), np.array([row], np.int32), np.ones(1))
+        self._artificial_cols.append(self._num_cols - 1)
+        number = len(self.branch_rows)
+        self.branch_rows.append(key)
+        self._branch_index[key] = number
+        self._branch_bounds = np.vstack([self._branch_bounds, [-np.inf, np.inf]])
+        return number
+
+    def restrict(self, y_lower: np.ndarray, y_upper: np.ndarray, rows: Mapping[int, tuple[float, float]]) -> None:
+        """Set a node: bounds of the job columns, bounds of the branch rows given (the others free), patterns
+        free, and artificial slots allowed at their cost (:data:`ARTIFICIAL_COST`)."""
+        h, inf = self._h, self._highspy.kHighsInf
+        n = self._n_y
+        h.changeColsBounds(n, np.arange(n, dtype=np.int32), y_lower.astype(float), y_upper.astype(float))
+        self._y_bounds = (y_lower.astype(float), y_upper.astype(float))
+        k = self._pattern_cols.size
+        h.changeColsBounds(k, self._pattern_cols.astype(np.int32), np.zeros(k), np.full(k, inf))
+        art = np.array(self._artificial_cols[:self._n_types], dtype=np.int32)
+        h.changeColsBounds(art.size, art, np.zeros(art.size), np.full(art.size, inf))
+        h.changeColsCost(art.size, art, np.full(art.size, -self._artificial_cost))
+        bounds = np.tile([-np.inf, np.inf], (len(self.branch_rows), 1))
+        for number, (lo, hi) in rows.items():
+            bounds[number] = (lo, hi)
+        first = self._servers_row + 1
+        for changed in np.flatnonzero(np.any(bounds != self._branch_bounds, axis=1)):
+            lo, hi = bounds[changed]
+            h.changeRowBounds(first + int(changed), lo if np.isfinite(lo) else -inf, hi if np.isfinite(hi) else inf)
+        self._branch_bounds = bounds
+
+    def _solve_lp(self) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
         self._highspy.Highs.resetGlobalScheduler(True)
         self._h.run()
         solution = self._h.getSolution()
         duals = np.array(solution.row_dual)
         pi = -duals[self._n_cls:self._n_cls + self._n_types]
-        return float(self._h.getInfo().objective_function_value), pi, np.array(solution.col_value)
+        value = float(self._h.getInfo().objective_function_value)
+        return value, pi, duals, np.array(solution.col_value)
+
+    def _restriction(self, duals: np.ndarray) -> Restriction | None:
+        """The node's column bounds and its branch rows' multipliers, of the right sign for each bound."""
+        if not self.branch_rows and np.all(self._y_bounds[0] == 0) and \
+                np.array_equal(self._y_bounds[1], self.items.columns.count[self.items.columns.cls]):
+            return None
+        lam = duals[self._servers_row + 1:self._servers_row + 1 + len(self.branch_rows)]
+        lo, hi = self._branch_bounds.T
+        lam = np.where(lam > 0, np.where(np.isfinite(hi), lam, 0.0), np.where(np.isfinite(lo), lam, 0.0))
+        used = np.flatnonzero(lam != 0)
+        bonus = Bonus.of_conditions([self.branch_rows[u] for u in used], -lam[used])
+        constant = float(np.sum(np.where(lam[used] > 0, lam[used] * hi[used], lam[used] * lo[used])))
+        return Restriction(self._y_bounds[0], self._y_bounds[1], bonus, constant)
 
     def phase_one(self, deadline: float | None) -> bool | None:
         """Find LP-feasible patterns: minimise the artificial slots. True: feasible; False: proven infeasible
@@ -169,7 +316,7 @@ class ColumnGeneration:
         h.changeColsCost(k, art, -np.ones(k))
         feasible = None
         while True:
-            value, pi, _ = self._solve_lp()
+            value, pi, _, _ = self._solve_lp()
             pi = np.minimum(np.maximum(pi, 0.0), 1.0)  # an artificial slot is worth at most its cost
             prices, patterns, values = price(self.items, self.types, self.servers, pi,
                                              weight=np.zeros(self._n_y))
@@ -189,7 +336,7 @@ class ColumnGeneration:
         return feasible
 
     def _dual_servers(self) -> float:
-        return float(max(np.array(self._h.getSolution().row_dual)[-1], 0.0))
+        return float(max(np.array(self._h.getSolution().row_dual)[self._servers_row], 0.0))
 
     def run(self, deadline: float | None, gap: float = 0.0, rounds: int = MAX_ROUNDS) -> Prices:
         """Price patterns in until none improves the LP (or the deadline, or ``L`` within ``gap`` of the LP, or
@@ -197,12 +344,12 @@ class ColumnGeneration:
         last = self.rounds + rounds
         while self.rounds < min(MAX_ROUNDS, last):
             self.rounds += 1
-            value, pi, _ = self._solve_lp()
+            value, pi, duals, _ = self._solve_lp()
             self.lp_value = value
-            prices, patterns, values = price(self.items, self.types, self.servers, pi)
+            mu = float(max(duals[self._servers_row], 0.0))
+            prices, patterns, values = price(self.items, self.types, self.servers, pi, beat=mu)
             if self.best is None or prices.bound < self.best.bound:
                 self.best = prices
-            mu = self._dual_servers()
             tolerance = _TOLERANCE * max(1.0, abs(value))
             if self.best.bound - value <= max(tolerance, gap):
                 self.converged = self.best.bound - value <= tolerance
@@ -215,10 +362,48 @@ class ColumnGeneration:
         assert self.best is not None
         return self.best
 
+    def solve_node(self, deadline: float | None, cutoff: float) -> NodeLP:
+        """Column generation at the node :meth:`restrict` set, until priced out, until its bound is at most
+        ``cutoff`` (the node can be pruned), or the deadline. Its bound is the least ``L`` seen."""
+        bound = np.inf
+        best: Prices | None = None
+        while True:
+            self.rounds += 1
+            value, pi, duals, solution = self._solve_lp()
+            status = self._h.getModelStatus()
+            if status == self._highspy.HighsModelStatus.kInfeasible:
+                return NodeLP(-np.inf, -np.inf, True, np.zeros(self._n_y), np.zeros(0), 0.0)
+            restriction = self._restriction(duals)
+            mu = float(max(duals[self._servers_row], 0.0))
+            prices, patterns, values = price(self.items, self.types, self.servers, pi, restriction=restriction,
+                                             beat=mu, cutoff=cutoff)
+            if prices.bound < bound:
+                bound, best = prices.bound, prices
+            tolerance = _TOLERANCE * max(1.0, abs(value))
+            converged = bound - value <= tolerance
+            if not converged and bound > cutoff:
+                converged = not self.add(patterns[values > mu + tolerance])
+            if converged or bound <= cutoff or (deadline is not None and time.perf_counter() > deadline):
+                y = solution[:self._n_y]
+                # Patterns priced in after this LP have no value in it yet.
+                x = np.zeros(self._pattern_cols.size)
+                solved = self._pattern_cols < solution.size
+                x[solved] = solution[self._pattern_cols[solved]]
+                artificial = float(solution[[c for c in self._artificial_cols if c < solution.size]].sum())
+                return NodeLP(float(bound), value, converged, y, x, artificial, best)
+
+    def restricted_value(self) -> float:
+        """The LP value over the patterns generated so far at the node :meth:`restrict` set (no pricing: not a
+        bound, a guess of a child's bound for choosing a split)."""
+        self._solve_lp()
+        if self._h.getModelStatus() == self._highspy.HighsModelStatus.kInfeasible:
+            return -np.inf
+        return float(self._h.getInfo().objective_function_value)
+
     def lp_solution(self) -> tuple[np.ndarray, np.ndarray]:
         """The master LP's ``y`` and ``x`` (over :attr:`patterns`)."""
         x = np.array(self._h.getSolution().col_value)
-        return x[:self._n_y], x[self._first_pattern:]
+        return x[:self._n_y], x[self._pattern_cols]
 
     def dive(self, deadline: float | None) -> np.ndarray | None:
         """Round the master LP to whole servers: fix the patterns the LP uses in full (else the most used one,
@@ -249,6 +434,6 @@ class ColumnGeneration:
             else:
                 fixed[int(np.argmax(free))] += 1
             k = len(self.patterns)
-            cols = np.arange(self._first_pattern, self._first_pattern + k, dtype=np.int32)
+            cols = self._pattern_cols.astype(np.int32)
             self._h.changeColsBounds(k, cols, fixed.astype(float), np.full(k, self._highspy.kHighsInf))
             self.converged = False

@@ -25,6 +25,8 @@ _VALUE_TOLERANCE = 1e-9
 # Dominance between states is tested on a grid of distinct CPU x memory values while it has at most this many
 # cells; beyond it only states with equal CPU are compared (still exact, less pruning).
 _GRID_CELLS = 2_000_000
+# Up to this many states, dominance is tested pair by pair (cheaper than the grid for few states).
+_PAIRWISE = 200
 
 
 @dataclass(frozen=True, eq=False)
@@ -65,109 +67,215 @@ class Priced:
     values: np.ndarray
 
 
-def best_patterns(items: ItemTypes, prices: np.ndarray, caps: np.ndarray, count: int = 1) -> Priced:
-    """``max prices . a`` over the patterns of one server with ``a <= caps``, exactly; up to ``count`` of the best.
+@dataclass(frozen=True)
+class Bonus:
+    """Value a pattern gains (or, when negative, loses) for each condition it meets; a condition is a set of
+    components ``a[item] >= at_least`` that must all hold.
 
-    A dynamic programme over the item types: a state is a partial load (GPUs, CPUs, GB used, value); each type
-    adds 0 to ``caps[t]`` items. Of states with equal GPUs, one another dominates (no more CPU, no more memory,
-    no less value) is dropped: whatever completes it completes the other. States that cannot beat the best
-    value seen, even with every GPU left at the best value per GPU of the types to come, are dropped too.
+    The branch-and-price's rows on the patterns (servers whose loads meet a condition) enter the pricing problem
+    this way. A condition of one component is separable by item type; one of several is tracked by a flag per
+    partial load until its last item type has been decided.
     """
-    types = np.flatnonzero((prices > _VALUE_TOLERANCE) & (caps > 0))
-    empty = Priced(0.0, np.zeros((1, prices.size), dtype=np.int64), np.zeros(1))
+
+    item: np.ndarray  # per component
+    at_least: np.ndarray  # per component (>= 1)
+    condition: np.ndarray  # per component: the condition it belongs to
+    value: np.ndarray  # per condition
+
+    @classmethod
+    def of_conditions(cls, conditions: list[tuple[tuple[int, int], ...]], value: np.ndarray) -> Bonus:
+        """From conditions given as tuples of ``(item, at_least)`` components."""
+        parts = [(t, k, c) for c, components in enumerate(conditions) for t, k in components]
+        item, at_least, condition = (np.array(x, dtype=np.int64) for x in zip(*parts, strict=True)) if parts else \
+            (np.zeros(0, np.int64),) * 3
+        return cls(item, at_least, condition, np.asarray(value, dtype=float))
+
+    def met(self, patterns: np.ndarray) -> np.ndarray:
+        """``(patterns, conditions)``: whether each pattern meets each condition."""
+        held = (patterns[:, self.item] >= self.at_least[None, :]).astype(np.int64)
+        count = np.zeros((len(patterns), self.value.size), dtype=np.int64)
+        np.add.at(count.T, self.condition, held.T)
+        return count == np.bincount(self.condition, minlength=self.value.size)[None, :]
+
+    def of(self, patterns: np.ndarray) -> np.ndarray:
+        """The bonus of each pattern (rows)."""
+        return np.asarray(self.met(patterns) @ self.value, dtype=float).reshape(len(patterns))
+
+    def best_gain(self, items: int) -> np.ndarray:
+        """Per item type, the most the conditions with a component on it can add (0 when none is positive)."""
+        positive = np.maximum(self.value, 0.0)[self.condition]
+        return np.bincount(self.item, weights=positive, minlength=items)
+
+    def single(self) -> np.ndarray:
+        """Mask of the conditions of one component."""
+        return np.bincount(self.condition, minlength=self.value.size) == 1
+
+
+def best_patterns(items: ItemTypes, prices: np.ndarray, caps: np.ndarray, count: int = 1,
+                  bonus: Bonus | None = None, beat: float = 0.0) -> Priced:
+    """``max prices . a + bonus(a)`` over the patterns of one server with ``a <= caps``, exactly; up to ``count``
+    of the best.
+
+    A dynamic programme over the GPUs used: a load is built as a sequence of items in a fixed order of the item
+    types (best value per GPU first), so every load arises once and the caps hold (a state knows its last type and
+    how many of it it holds); level ``g`` holds the partial loads of ``g`` GPUs, and each grows into level
+    ``g + size`` by one more item of its last type or a later one. A state another at its level dominates (no
+    more CPU or memory, no later place in the order, no less value, the same conditions of the bonus met) is
+    dropped: whatever completes it completes the other. States that cannot beat the best value seen (nor
+    ``beat``), even with every GPU, every CPU or every GB left at the best value per unit of the types still open
+    to them, are dropped too. When no pattern is worth more than ``beat``, the answer is ``beat`` (an upper bound
+    on the best value) and the empty pattern; otherwise the best value is exact.
+    """
+    bonus = bonus if bonus is not None and bonus.item.size else None
+    gain = np.zeros(prices.size) if bonus is None else bonus.best_gain(prices.size)
+    types = np.flatnonzero((prices + gain > _VALUE_TOLERANCE) & (caps > 0))
+    empty = Priced(max(beat, 0.0), np.zeros((1, prices.size), dtype=np.int64), np.zeros(1))
     if not types.size:
         return empty
-    if np.all(caps[types] >= items.fit_alone[types]):
-        # The caps say nothing the server's capacity does not: no counts to track, a pass over GPU levels.
-        return _best_by_levels(items, prices, types, count)
-    # Largest value per GPU first: good loads appear early and prune the rest.
-    types = types[np.lexsort((types, -prices[types] / items.size[types]))]
+    optimistic = prices + gain  # an item's value with every positive bonus of its type (bounds only)
+    types = types[np.lexsort((types, -optimistic[types] / items.size[types]))]
     size, need, value, cap = items.size[types], items.need[types], prices[types], caps[types]
+    steps = None if bonus is None else _BonusSteps(bonus, types, cap)
     capacity = items.capacity
     gpus = int(items.cluster.gpus_per_server)
-    to_go = _best_per_gpus(size, value, gpus)
-    gpu = np.zeros(1, dtype=np.int64)
-    use = np.zeros((1, 2))
-    val = np.zeros(1)
-    history: list[tuple[np.ndarray, np.ndarray]] = []
-    best = 0.0
-    for k in range(types.size):
-        room = np.floor(np.min((capacity - np.column_stack([gpu, use])) / need[k], axis=1) + 1e-9).astype(np.int64)
-        reps = np.minimum(np.maximum(room, 0), cap[k]) + 1
-        parent = np.repeat(np.arange(val.size), reps)
-        copies = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
-        gpu = gpu[parent] + copies * size[k]
-        use = use[parent] + copies[:, None] * need[k, 1:]
-        val = val[parent] + copies * value[k]
-        best = max(best, float(val.max()))
-        keep = val + to_go[k + 1, gpus - gpu] >= best - _VALUE_TOLERANCE
-        keep[keep] = undominated(use[keep], val[keep], gpu[keep])
-        gpu, use, val = gpu[keep], use[keep], val[keep]
-        history.append((parent[keep], copies[keep]))
-    order = np.argsort(-val, kind="stable")[:count]
-    patterns = np.zeros((order.size, prices.size), dtype=np.int64)
-    for row, state in enumerate(order):
-        i = int(state)
-        for k in range(types.size - 1, -1, -1):
-            parent, copies = history[k]
-            patterns[row, types[k]] = copies[i]
-            i = int(parent[i])
-    return Priced(float(val[order[0]]), patterns, val[order])
-
-
-def _best_by_levels(items: ItemTypes, prices: np.ndarray, types: np.ndarray, count: int) -> Priced:
-    """:func:`best_patterns` without caps: levels ``g = 0..G`` hold loads of exactly ``g`` GPUs, a load reaches
-    level ``g + size`` by one more item, and each level keeps its undominated (CPU, memory, value) states."""
-    size, need, value = items.size[types], items.need[types], prices[types]
-    capacity = items.capacity
-    gpus = int(items.cluster.gpus_per_server)
-    to_go = _best_per_gpus(size, value, gpus)[0]
-    # Per level: resources used, value, and the (state of the level below, type) it came from.
-    levels: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = [
-        (np.zeros((1, 2)), np.zeros(1), np.full(1, -1), np.full(1, -1))
-    ]
-    pending: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in range(gpus + 1)]
-    best = 0.0
+    to_go = _best_per_gpus(size, optimistic[types], gpus)
+    # The best value per CPU and per GB of the types from k on (what the CPUs or GBs left can add at most).
+    per_unit = optimistic[types][:, None] / np.maximum(need[:, 1:], 1e-12)
+    suffix = np.vstack([np.maximum.accumulate(per_unit[::-1], axis=0)[::-1], np.zeros((1, 2))])
+    width = int(cap.max()) + 1
+    by_size = [(int(g), np.flatnonzero(size == g)) for g in np.unique(size)]
+    levels = [_Level.root()]
+    pending: list[list[_Level]] = [[] for _ in range(gpus + 1)]
+    best = max(beat, 0.0)
     for g in range(gpus + 1):
         if g:
-            parts = pending[g]
-            use = np.concatenate([p[0] for p in parts]) if parts else np.zeros((0, 2))
-            val = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
-            parent = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int64)
-            kind = np.concatenate([p[3] for p in parts]) if parts else np.zeros(0, np.int64)
-            keep = val + to_go[gpus - g] >= best - _VALUE_TOLERANCE
-            keep[keep] = undominated(use[keep], val[keep])
-            levels.append((use[keep], val[keep], parent[keep], kind[keep]))
-            best = max(best, float(val[keep].max(initial=0.0)))
-        use, val, _, _ = levels[g]
-        for s in np.unique(size):
-            if g + s > gpus or not val.size:
+            level = _Level.concatenate(pending[g])
+            reach = np.minimum(to_go[level.last, gpus - g],
+                               np.min((capacity[1:] - level.use) * suffix[level.last], axis=1))
+            keep = level.value + reach >= best - _VALUE_TOLERANCE
+            if keep.any():
+                best = max(best, float(level.value[keep].max()))
+                order = level.last[keep] * width + level.count[keep]
+                keep[keep] = undominated(level.use[keep], level.value[keep], order,
+                                         group=None if steps is None else steps.group(level.take(keep), order))
+            levels.append(level.take(keep))
+        state = levels[g]
+        if not state.value.size:
+            continue
+        for grown_size, of in by_size:
+            if g + grown_size > gpus:
                 continue
-            of_size = np.flatnonzero(size == s)
-            new_use = use[:, None, :] + need[of_size][None, :, 1:]
-            new_val = val[:, None] + value[of_size][None, :]
-            ok = np.all(new_use <= capacity[1:], axis=2) & (new_val + to_go[gpus - g - s] >= best - _VALUE_TOLERANCE)
-            state, which = np.nonzero(ok)
-            if state.size:
-                pending[g + s].append((new_use[state, which], new_val[state, which], state, of_size[which]))
-    # The best states over all levels (a few more than asked: equal loads reached in another order repeat).
-    level = np.concatenate([np.full(lv[1].size, g) for g, lv in enumerate(levels)])
-    index = np.concatenate([np.arange(lv[1].size) for lv in levels])
-    values = np.concatenate([lv[1] for lv in levels])
-    chosen: dict[bytes, tuple[float, np.ndarray]] = {}
-    for k in np.argsort(-values, kind="stable")[:4 * count]:
-        pattern = np.zeros(prices.size, dtype=np.int64)
-        g, i = int(level[k]), int(index[k])
-        while g > 0:
-            _, _, parent, kind = levels[g]
-            t = int(kind[i])
-            pattern[types[t]] += 1
-            g, i = g - int(size[t]), int(parent[i])
-        chosen.setdefault(pattern.tobytes(), (float(values[k]), pattern))
-        if len(chosen) >= count:
-            break
-    picked = list(chosen.values())
-    return Priced(picked[0][0], np.array([p for _, p in picked]), np.array([v for v, _ in picked]))
+            gain_of = value[of] + to_go[of, gpus - g - grown_size]
+            if steps is not None:
+                gain_of = gain_of + steps.most[of]
+            ok = (of[None, :] >= state.last[:, None]) & \
+                (state.value[:, None] + gain_of[None, :] >= best - _VALUE_TOLERANCE)
+            parent, which = np.nonzero(ok)
+            if not parent.size:
+                continue
+            t = of[which]
+            held = np.where(t == state.last[parent], state.count[parent] + 1, 1)
+            use = state.use[parent] + need[t, 1:]
+            fits = (held <= cap[t]) & (use[:, 0] <= capacity[1]) & (use[:, 1] <= capacity[2])
+            parent, t, held, use = parent[fits], t[fits], held[fits], use[fits]
+            val = state.value[parent] + value[t]
+            flags = state.flags[parent]
+            if steps is not None:
+                flags, val = steps.add(t, held, flags, val)
+            pending[g + grown_size].append(_Level(use, val, t, held, flags, parent))
+    values = np.concatenate([level.value for level in levels])
+    if values.max(initial=-np.inf) <= beat:
+        return empty
+    where = np.concatenate([np.full(level.value.size, g) for g, level in enumerate(levels)])
+    index = np.concatenate([np.arange(level.value.size) for level in levels])
+    chosen = np.argsort(-values, kind="stable")[:count]
+    patterns = np.zeros((chosen.size, prices.size), dtype=np.int64)
+    for row, k in enumerate(chosen):
+        at, i = int(where[k]), int(index[k])
+        while at > 0:
+            item = int(levels[at].last[i])
+            patterns[row, types[item]] += 1
+            at, i = at - int(size[item]), int(levels[at].parent[i])
+    return Priced(max(float(values[chosen[0]]), beat), patterns, values[chosen])
+
+
+@dataclass(frozen=True)
+class _Level:
+    """Partial loads of one GPU count: CPU and GB used, value, last type (its place in the order) and how many
+    of it, the conditions of the bonus met so far, and the state of the level below each grew from."""
+
+    use: np.ndarray
+    value: np.ndarray
+    last: np.ndarray
+    count: np.ndarray
+    flags: np.ndarray
+    parent: np.ndarray
+
+    @classmethod
+    def root(cls) -> _Level:
+        zero = np.zeros(1, dtype=np.int64)
+        return cls(np.zeros((1, 2)), np.zeros(1), zero, zero, zero, np.full(1, -1))
+
+    @classmethod
+    def concatenate(cls, parts: list[_Level]) -> _Level:
+        if not parts:
+            none = np.zeros(0, dtype=np.int64)
+            return cls(np.zeros((0, 2)), np.zeros(0), none, none, none, none)
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in
+                     ("use", "value", "last", "count", "flags", "parent")))
+
+    def take(self, keep: np.ndarray) -> _Level:
+        return _Level(self.use[keep], self.value[keep], self.last[keep], self.count[keep], self.flags[keep],
+                      self.parent[keep])
+
+
+class _BonusSteps:
+    """The bonus as the sequence DP adds it: an item that brings its type's count to ``k`` meets the components
+    ``(type, k)``; a condition of one component pays at once, one of several when its last component is met
+    (a flag bit per component of those)."""
+
+    def __init__(self, bonus: Bonus, types: np.ndarray, cap: np.ndarray) -> None:
+        place = np.full(int(max(types.max(), bonus.item.max())) + 1, -1)
+        place[types] = np.arange(types.size)
+        at = place[bonus.item]
+        width = int(cap.max()) + 1
+        single = bonus.single()
+        # Per (type, count): what single conditions pay, and which flag bits of the others get set.
+        self.pay = np.zeros((types.size, width + 1))
+        self.bits = np.zeros((types.size, width + 1), dtype=np.int64)
+        multi = [j for j in range(bonus.item.size) if not single[bonus.condition[j]]]
+        if len(multi) > 62:
+            raise ValueError("more than 62 components of multi-component conditions")  # the tree never gets here
+        for j in range(bonus.item.size):
+            if at[j] < 0 or bonus.at_least[j] > cap[at[j]]:
+                continue  # a count the DP never reaches: the condition is never met
+            if single[bonus.condition[j]]:
+                self.pay[at[j], bonus.at_least[j]] += bonus.value[bonus.condition[j]]
+            else:
+                self.bits[at[j], bonus.at_least[j]] |= 1 << multi.index(j)
+        self.conditions = [(sum(1 << multi.index(j) for j in multi if bonus.condition[j] == c), float(bonus.value[c]))
+                           for c in np.unique(bonus.condition[multi])] if multi else []
+        self.most = np.bincount(at[at >= 0], weights=np.maximum(bonus.value[bonus.condition], 0.0)[at >= 0],
+                                minlength=types.size)
+        self.counted = np.zeros(types.size, dtype=bool)  # types with conditions on their counts
+        self.counted[at[at >= 0]] = True
+
+    def group(self, level: _Level, order: np.ndarray) -> np.ndarray:
+        """States that may dominate one another: the same conditions met, and, when the last type has
+        conditions on its count, the same last type and count (what more items of it pay depends on it)."""
+        exact = np.where(self.counted[level.last], order, -1)
+        _, group = np.unique(np.stack([level.flags, exact], axis=1), axis=0, return_inverse=True)
+        return group.ravel()
+
+    def add(self, t: np.ndarray, held: np.ndarray, flags: np.ndarray, val: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """An item of type ``t`` bringing its count to ``held``: the new flags and values."""
+        val = val + self.pay[t, held]
+        new = flags | self.bits[t, held]
+        for mask, value in self.conditions:
+            done = ((new & mask) == mask) & ((flags & mask) != mask)
+            val = val + value * done
+        return new, val
 
 
 def _best_per_gpus(size: np.ndarray, value: np.ndarray, gpus: int) -> np.ndarray:
@@ -185,8 +293,26 @@ def _best_per_gpus(size: np.ndarray, value: np.ndarray, gpus: int) -> np.ndarray
     return to_go
 
 
-def undominated(use: np.ndarray, value: np.ndarray, gpu: np.ndarray | None = None) -> np.ndarray:
-    """Mask of the states no other state dominates (no more GPUs, CPU or memory, no less value).
+def _undominated_pairwise(gpu: np.ndarray, cpu: np.ndarray, mem: np.ndarray, value: np.ndarray,
+                          group: np.ndarray | None) -> np.ndarray:
+    """:func:`undominated` by comparing every pair (faster for few states): of equal resources the largest value
+    (the first of equals) is kept; a state is dropped when one with no more of any resource, less of one, has
+    at least its value (and the same ``group``)."""
+    index = np.arange(value.size)
+    no_more = (gpu[:, None] <= gpu) & (cpu[:, None] <= cpu) & (mem[:, None] <= mem)  # [j, i]: j uses no more
+    if group is not None:
+        no_more &= group[:, None] == group
+    same = no_more & (gpu[:, None] == gpu) & (cpu[:, None] == cpu) & (mem[:, None] == mem)
+    better = value[:, None] > value
+    beats_equal = same & (better | ((value[:, None] == value) & (index[:, None] < index)))
+    beats_below = no_more & ~same & (value[:, None] >= value - _VALUE_TOLERANCE)
+    return ~np.any(beats_equal | beats_below, axis=0)
+
+
+def undominated(use: np.ndarray, value: np.ndarray, gpu: np.ndarray | None = None,
+                group: np.ndarray | None = None) -> np.ndarray:
+    """Mask of the states no other state dominates (no more GPUs, CPU or memory, no less value); only states of
+    the same ``group`` (if given) are compared.
 
     Of states with equal resources one is kept. On a grid of the distinct values of each resource, the best
     value with no more of any is a running maximum; a state is dominated when the best value strictly below it
@@ -197,6 +323,14 @@ def undominated(use: np.ndarray, value: np.ndarray, gpu: np.ndarray | None = Non
     if n <= 1:
         return np.ones(n, dtype=bool)
     gpu = np.zeros(n, dtype=np.int64) if gpu is None else gpu
+    if n <= _PAIRWISE:
+        return _undominated_pairwise(gpu, np.round(use[:, 0], 9), np.round(use[:, 1], 6), value, group)
+    if group is not None and np.any(group != group[0]):
+        keep = np.zeros(n, dtype=bool)
+        for g in np.unique(group):
+            mine = np.flatnonzero(group == g)
+            keep[mine] = undominated(use[mine], value[mine], gpu[mine])
+        return keep
     ranks, sizes = [], []
     for values, digits in ((gpu, 0), (use[:, 0], 9), (use[:, 1], 6)):
         key, rank = np.unique(np.round(values, digits), return_inverse=True)

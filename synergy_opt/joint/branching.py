@@ -1,0 +1,308 @@
+"""Branch-and-price on the master: the bound tightens below the root until it meets the incumbent.
+
+Every node is the master LP (:class:`~synergy_opt.joint.master.ColumnGeneration`) with bounds on some job
+columns and on some counts of servers, priced out by column generation; its ``L`` bounds every solution in the
+node whenever the pricing stops. A node whose bound is within the gap of the incumbent is closed. Otherwise its
+LP solution is split, in this order:
+
+1. a job column ``y`` with a fractional value ``v``: ``y <= floor(v)`` or ``y >= ceil(v)`` (the pricing is
+   unchanged, the class term of ``L`` respects the bounds);
+2. else (every job's config is whole, so every item type's demand too) a count of servers holding at least
+   ``k`` items of type ``t``, ``N = sum_{p: a[p,t] >= k} x[p]``, with a fractional value: ``N <= floor`` or
+   ``N >= ceil`` (a row of the master; its multiplier is a bonus on those patterns in the pricing, separable by
+   item type: :class:`~synergy_opt.joint.pricing.Bonus`);
+3. else a pattern ``p`` used a fractional number of times and contained in no other pattern the LP uses: the
+   count of servers whose load holds at least ``p`` (``a >= p`` component-wise) is ``x[p]``, fractional; split
+   on it as in 2 (with the components that keep it fractional, :func:`pattern_condition`), its multiplier a
+   bonus on a conjunction of components, tracked by a flag in the pricing;
+4. else the LP solution is integral: an incumbent, and the node is solved.
+
+Each split leaves every integral solution of the node in exactly one child, so the search is exact; it is
+finite because every split cuts off the node's LP solution and the integral solutions are finitely many.
+Nodes are taken best bound first.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from synergy_opt.joint.master import ColumnGeneration, Condition, Prices
+
+# Values this close to an integer count as integral.
+_INTEGRAL = 1e-6
+# Splits compared by strong branching per kind (the most fractional ones), and the least fall a child scores.
+STRONG_CANDIDATES = 8
+_SCORE_FLOOR = 1e-6
+
+
+@dataclass
+class BranchOutcome:
+    """The search's result: the best bound it proves (over the nodes it did not close), whether the tree was
+    exhausted, and how many nodes it solved."""
+
+    bound: float
+    complete: bool
+    nodes: int
+    splits: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Node:
+    """Bounds of a node: on job columns (those not default) and on branch rows, and the bound it inherits."""
+
+    bound: float
+    depth: int
+    y_lower: dict[int, float]
+    y_upper: dict[int, float]
+    rows: dict[int, tuple[float, float]]
+
+
+def cutoff_of(incumbent: float, mip_gap: float) -> float:
+    """The bound at or below which a node holds nothing better than ``incumbent`` by more than the gap."""
+    if not math.isfinite(incumbent):
+        return incumbent
+    return incumbent + mip_gap * max(abs(incumbent), 1e-10) + 1e-9
+
+
+# The splits tried, in order (a test may reorder them or leave counts out: the search stays exact as long as
+# "column" and "pattern" are there).
+RULES = ("column", "count", "pattern")
+
+# A split: its kind, its children (down, up) and whether the LP solution lies nearer the up child.
+Split = tuple[str, list[_Node], bool]
+
+
+class Tree:
+    """The branch-and-price tree: open nodes best bound first, resumable (:meth:`search` for some nodes, a
+    heuristic in between offering incumbents by :meth:`offer`, then :meth:`search` again)."""
+
+    def __init__(self, master: ColumnGeneration, mip_gap: float, on_incumbent: Callable[[np.ndarray, np.ndarray],
+                 float], incumbent: float = -math.inf, root_bound: float = math.inf,
+                 y_lower: Mapping[int, float] | None = None, y_upper: Mapping[int, float] | None = None,
+                 rules: tuple[str, ...] = RULES) -> None:
+        self.master = master
+        self.rules = rules
+        self.mip_gap = mip_gap
+        self.on_incumbent = on_incumbent
+        self.incumbent = incumbent
+        self.nodes = 0
+        self.splits = {"column": 0, "count": 0, "pattern": 0}
+        self._heap: list[tuple[float, int, int, _Node]] = []
+        self._counter = itertools.count()
+        self._closed_bound = -math.inf  # the largest bound of a node closed within the gap (above the incumbent)
+        self._push(_Node(root_bound, 0, dict(y_lower or {}), dict(y_upper or {}), {}))
+
+    @property
+    def complete(self) -> bool:
+        """Whether every node is closed: :attr:`bound` is then proven for the whole tree."""
+        return not self._heap
+
+    @property
+    def bound(self) -> float:
+        """A bound on every solution of the tree's root: the open nodes', the closed ones', the incumbent."""
+        open_bound = max((node.bound for *_, node in self._heap), default=-math.inf)
+        return max(self.incumbent, self._closed_bound, open_bound)
+
+    def offer(self, value: float) -> None:
+        """An incumbent found elsewhere."""
+        self.incumbent = max(self.incumbent, value)
+
+    def _push(self, node: _Node) -> None:
+        heapq.heappush(self._heap, (-node.bound, -node.depth, next(self._counter), node))
+
+    def _close(self, bound: float) -> bool:
+        if bound > cutoff_of(self.incumbent, self.mip_gap):
+            return False
+        self._closed_bound = max(self._closed_bound, bound)
+        return True
+
+    def search(self, deadline: float | None, nodes: int | None = None) -> bool:
+        """Solve open nodes, best bound first, until the tree is complete, the deadline, or ``nodes`` more
+        nodes; returns :attr:`complete`."""
+        master = self.master
+        stop = None if nodes is None else self.nodes + nodes
+        while self._heap and self.nodes != stop:
+            if deadline is not None and time.perf_counter() > deadline:
+                break
+            _, _, _, node = heapq.heappop(self._heap)
+            if self._close(node.bound):
+                continue
+            _apply(master, node)
+            cutoff = cutoff_of(self.incumbent, self.mip_gap)
+            lp = master.solve_node(deadline, cutoff)
+            self.nodes += 1
+            bound = min(node.bound, lp.bound)
+            if self._close(bound):
+                continue
+            if not lp.converged:  # the deadline: the node stays open with the bound it has
+                self._push(_Node(bound, node.depth, node.y_lower, node.y_upper, node.rows))
+                break
+            if lp.prices is not None:
+                node = _fix_by_reduced_cost(node, lp.prices, cutoff)
+            candidates = _candidates(master, node, lp.y, lp.x, bound, self.rules)
+            if not candidates:
+                if lp.artificial > _INTEGRAL:
+                    continue  # an integral LP solution leaning on artificial slots: no real solution here
+                self.offer(self.on_incumbent(np.rint(lp.y), np.rint(lp.x)))
+                self._closed_bound = max(self._closed_bound, min(bound, lp.value))
+                continue
+            kind, children, _ = _choose(master, candidates, lp.value)
+            self.splits[kind] += 1
+            for child in children:
+                self._push(child)
+        return self.complete
+
+
+def branch_and_price(master: ColumnGeneration, incumbent: float, mip_gap: float, deadline: float | None,
+                     on_incumbent: Callable[[np.ndarray, np.ndarray], float], root_bound: float = math.inf,
+                     y_lower: Mapping[int, float] | None = None, y_upper: Mapping[int, float] | None = None,
+                     node_limit: int | None = None) -> BranchOutcome:
+    """Search a tree (:class:`Tree`) from the root (the whole model, or the part within the column bounds
+    given) until it is complete, the deadline or ``node_limit`` nodes; ``on_incumbent(y, x)`` takes an
+    integral LP solution (``x`` over ``master.patterns``) and returns the incumbent's value after it.
+    ``root_bound`` is a bound known for the root (the ideal ILP's)."""
+    tree = Tree(master, mip_gap, on_incumbent, incumbent, root_bound, y_lower, y_upper)
+    tree.search(deadline, node_limit)
+    return BranchOutcome(tree.bound, tree.complete, tree.nodes, tree.splits)
+
+
+def _fix_by_reduced_cost(node: _Node, prices: Prices, cutoff: float) -> _Node:
+    """``node`` with every job column whose next unit costs more than ``prices.bound - cutoff`` capped at its
+    lower bound: a solution in the node using it is worth at most ``bound - reduced cost <= cutoff``, no better
+    than the incumbent (within the gap)."""
+    fixed = np.flatnonzero(prices.bound - prices.column_rc <= cutoff)
+    if not fixed.size:
+        return node
+    upper = dict(node.y_upper)
+    for col in fixed:
+        upper[int(col)] = node.y_lower.get(int(col), 0.0)
+    return _Node(node.bound, node.depth, node.y_lower, upper, node.rows)
+
+
+def _apply(master: ColumnGeneration, node: _Node) -> None:
+    """Set the master to ``node``'s bounds."""
+    items = master.items
+    lower = np.zeros(items.columns.cls.size)
+    upper = items.columns.count[items.columns.cls].astype(float)
+    for col, value in node.y_lower.items():
+        lower[col] = value
+    for col, value in node.y_upper.items():
+        upper[col] = value
+    master.restrict(lower, upper, node.rows)
+
+
+def _choose(master: ColumnGeneration, candidates: list[Split], value: float) -> Split:
+    """The split whose children's LPs over the generated patterns fall furthest (product of the falls):
+    strong branching without pricing, a guess that keeps the tree small."""
+    if len(candidates) == 1:
+        return candidates[0]
+    scores = []
+    for _, children, _ in candidates:
+        falls = []
+        for child in children:
+            _apply(master, child)
+            falls.append(max(value - master.restricted_value(), _SCORE_FLOOR))
+        scores.append(falls[0] * falls[1])
+    return candidates[int(np.argmax(scores))]
+
+
+def _candidates(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float,
+                rules: tuple[str, ...] = RULES) -> list[Split]:
+    """Splits of a node whose LP solution is ``(y, x)``: those of the first rule in ``rules`` that has any
+    (rules 1-3 of the module docstring: ``column``, ``count``, ``pattern``); none when it is integral."""
+    for rule in rules:
+        out = _SPLITS[rule](master, node, y, x, bound)
+        if out:
+            return out
+    return []
+
+
+def _pattern_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
+                    ) -> list[Split]:
+    """Rule 3 when some pattern is used fractionally."""
+    used = np.flatnonzero(x > _INTEGRAL)
+    if not np.any(np.abs(x[used] - np.rint(x[used])) > _INTEGRAL):
+        return []
+    condition, value = pattern_condition(master.patterns[used], x[used])
+    return [("pattern", _row_children(master, node, bound, condition, value), value % 1 >= 0.5)]
+
+
+def _column_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
+                   ) -> list[Split]:
+    """Rule 1 on the most fractional job columns."""
+    frac = np.abs(y - np.rint(y))
+    out: list[Split] = []
+    for col in np.argsort(-frac)[:STRONG_CANDIDATES]:
+        if frac[col] <= _INTEGRAL:
+            break
+        col = int(col)
+        down = _Node(bound, node.depth + 1, node.y_lower, {**node.y_upper, col: math.floor(y[col])}, node.rows)
+        up = _Node(bound, node.depth + 1, {**node.y_lower, col: math.ceil(y[col])}, node.y_upper, node.rows)
+        out.append(("column", [down, up], True))
+    return out
+
+
+def _count_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
+                  ) -> list[Split]:
+    """Rule 2 on the most fractional counts of servers holding at least ``k`` items of a type."""
+    used = np.flatnonzero(x > _INTEGRAL)
+    patterns = master.patterns[used]
+    counts: list[tuple[float, Condition, float]] = []
+    for t in map(int, np.flatnonzero(patterns.any(axis=0))):
+        for k in range(1, int(patterns[:, t].max()) + 1):
+            value = float(x[used] @ (patterns[:, t] >= k))
+            f = abs(value - round(value))
+            if f > _INTEGRAL:
+                counts.append((f, ((t, k),), value))
+    return [("count", _row_children(master, node, bound, condition, value), value % 1 >= 0.5)
+            for _, condition, value in sorted(counts, reverse=True)[:STRONG_CANDIDATES]]
+
+
+def _row_children(master: ColumnGeneration, node: _Node, bound: float, condition: Condition, value: float
+                  ) -> list[_Node]:
+    """``N <= floor(value)`` and ``N >= ceil(value)`` for the servers whose load meets ``condition``, within the
+    node's bounds on that row."""
+    row = master.branch_row(condition)
+    lo, hi = node.rows.get(row, (-math.inf, math.inf))
+    down = {**node.rows, row: (lo, float(math.floor(value)))}
+    up = {**node.rows, row: (float(math.ceil(value)), hi)}
+    return [_Node(bound, node.depth + 1, node.y_lower, node.y_upper, down),
+            _Node(bound, node.depth + 1, node.y_lower, node.y_upper, up)]
+
+
+def pattern_condition(patterns: np.ndarray, x: np.ndarray) -> tuple[Condition, float]:
+    """Rule 3: a condition met by a fractional number of servers when every single count is integral.
+
+    A pattern ``p`` used fractionally and contained in no other used pattern is the only used one meeting
+    ``a >= p`` (every component ``a[t] >= p[t]``), so that count is ``x[p]``, fractional. Components are then
+    dropped while the count stays fractional (fewer components split more patterns apart).
+    """
+    fractional = np.flatnonzero(np.abs(x - np.rint(x)) > _INTEGRAL)
+    for p in fractional:
+        others = np.delete(np.arange(len(patterns)), p)
+        if not np.any(np.all(patterns[others] >= patterns[p], axis=1)):
+            break
+    else:  # unreachable: a largest fractional pattern (by total items) is contained in no other used one
+        p = fractional[0]
+    components = [(int(t), int(patterns[p, t])) for t in np.flatnonzero(patterns[p])]
+
+    def count(parts: list[tuple[int, int]]) -> float:
+        met = np.all([patterns[:, t] >= k for t, k in parts], axis=0) if parts else np.ones(len(x), dtype=bool)
+        return float(x @ met)
+
+    for component in list(components):
+        fewer = [c for c in components if c != component]
+        value = count(fewer)
+        if fewer and abs(value - round(value)) > _INTEGRAL:
+            components = fewer
+    return tuple(components), count(components)
+
+
+_SPLITS = {"column": _column_splits, "count": _count_splits, "pattern": _pattern_splits}
