@@ -38,7 +38,7 @@ from synergy_opt.joint.master import ColumnGeneration, Condition, Prices
 # Values this close to an integer count as integral.
 _INTEGRAL = 1e-6
 # Splits compared by strong branching per kind (the most fractional ones), and the least fall a child scores.
-STRONG_CANDIDATES = 8
+STRONG_CANDIDATES = 4
 _SCORE_FLOOR = 1e-6
 
 
@@ -86,9 +86,11 @@ class Tree:
     def __init__(self, master: ColumnGeneration, mip_gap: float, on_incumbent: Callable[[np.ndarray, np.ndarray],
                  float], incumbent: float = -math.inf, root_bound: float = math.inf,
                  y_lower: Mapping[int, float] | None = None, y_upper: Mapping[int, float] | None = None,
-                 rules: tuple[str, ...] = RULES) -> None:
+                 rules: tuple[str, ...] = RULES, on_whole_configs: Callable[[np.ndarray], float] | None = None
+                 ) -> None:
         self.master = master
         self.rules = rules
+        self.on_whole_configs = on_whole_configs
         self.mip_gap = mip_gap
         self.on_incumbent = on_incumbent
         self.incumbent = incumbent
@@ -146,6 +148,13 @@ class Tree:
                 break
             if lp.prices is not None:
                 node = _fix_by_reduced_cost(node, lp.prices, cutoff)
+            if self.on_whole_configs is not None and lp.artificial <= _INTEGRAL and \
+                    not np.any(np.abs(lp.y - np.rint(lp.y)) > _INTEGRAL):
+                # Every job's config is whole and only the servers' loads are fractional: a placement of these
+                # configs would be worth the node's LP value.
+                self.offer(self.on_whole_configs(np.rint(lp.y)))
+                if self._close(bound):
+                    continue
             candidates = _candidates(master, node, lp.y, lp.x, bound, self.rules)
             if not candidates:
                 if lp.artificial > _INTEGRAL:
@@ -245,7 +254,7 @@ def _column_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.n
         col = int(col)
         down = _Node(bound, node.depth + 1, node.y_lower, {**node.y_upper, col: math.floor(y[col])}, node.rows)
         up = _Node(bound, node.depth + 1, {**node.y_lower, col: math.ceil(y[col])}, node.y_upper, node.rows)
-        out.append(("column", [down, up], True))
+        out.append(("column", [down, up], y[col] - math.floor(y[col]) >= 0.5))
     return out
 
 

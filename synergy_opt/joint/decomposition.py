@@ -36,15 +36,17 @@ if TYPE_CHECKING:
 
 SOLVER_NAME = "highs-decomposition"
 # Share of the time limit (and seconds at most) the greedy incumbent's local search may take.
-INCUMBENT_SHARE, INCUMBENT_SECONDS = 0.05, 0.25
-# Share of the time left that column generation may take (its bound holds whenever it stops).
-COLUMN_GENERATION_SHARE = 0.4
+INCUMBENT_SHARE, INCUMBENT_SECONDS = 0.05, 0.05
+# Shares of the time left that column generation and the dive may take (their bounds hold whenever they stop),
+# and the MILP over the dive's patterns (share, and seconds at most).
+COLUMN_GENERATION_SHARE, DIVE_TIME_SHARE, DIVE_SHARE, DIVE_SECONDS = 0.4, 0.25, 0.2, 10.0
 # Nodes (and share of the time left) of the search for a placement of the ideal ILP's configs.
 IDEAL_NODES, IDEAL_SHARE = 200, 0.3
-# Share of the time left a restricted master MILP may take, and seconds at most.
-RESTRICTED_SHARE, RESTRICTED_SECONDS = 0.15, 0.5
-# Nodes of the branch-and-price between two restricted master MILPs, and the new patterns that call for one.
-TREE_NODES, NEW_PATTERNS = 20, 40
+# Share of the time left the restricted master MILP may take, and seconds at most; it runs when nothing placed
+# every job or when the incumbent is within POLISH_GAP of the bound (then it mostly closes the gap).
+RESTRICTED_SHARE, RESTRICTED_SECONDS, POLISH_GAP = 0.15, 5.0, 1e-3
+# Seconds a placement of a node's whole configs on the patterns priced so far may take.
+PACK_SECONDS = 0.1
 
 
 @dataclass
@@ -199,10 +201,24 @@ def solve_decomposition(
                 return finish(Status.OPTIMAL, "optimal: the ideal ILP's configs placed")
 
     if heuristics:
-        # The restricted master MILP over the patterns priced so far, from the incumbent.
-        offer(_solve_restricted(instance, master.patterns, params, deadline, best, "restricted master",
-                                consolidate, split_penalty, objective, reductions, share=RESTRICTED_SHARE))
-        mark("restricted master")
+        # The master LP rounded to whole servers (on many servers the rounding is nearly exact) and the
+        # restricted master MILP over its patterns; over every pattern priced so far when nothing else placed
+        # every job.
+        fixed = master.dive(_share(deadline, DIVE_TIME_SHARE))
+        prices = master.best or prices
+        report.rounds, report.patterns, report.lp_bound = master.rounds, len(master.patterns), prices.bound
+        bound = min(bound, prices.bound)
+        mark("dive")
+        if fixed is not None:
+            offer(_solve_restricted(instance, master.patterns[fixed > 0], params, deadline, None, "dive",
+                                    consolidate, split_penalty, objective, reductions, share=DIVE_SHARE,
+                                    seconds=DIVE_SECONDS))
+        if best is None or bound - best.value <= POLISH_GAP * abs(bound):
+            # Nothing placed every job, or the incumbent is close: the MILP over every pattern priced so far.
+            offer(_solve_restricted(instance, master.patterns, params, deadline, best, "restricted master",
+                                    consolidate, split_penalty, objective, reductions, share=RESTRICTED_SHARE,
+                                    seconds=RESTRICTED_SECONDS))
+            mark("restricted master")
         if closed():
             return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
 
@@ -210,22 +226,17 @@ def solve_decomposition(
         if best is None:
             return finish(Status.NO_SOLUTION, "no incumbent (no proof asked)")
         return finish(Status.FEASIBLE, "gap open: no proof asked")
+
+    def place_configs(y: np.ndarray) -> float:
+        # The configs of a node whose LP made them whole, placed on the patterns priced so far if they fit.
+        x = _pack(items, y, master.patterns, cluster.servers, PACK_SECONDS)
+        return -math.inf if x is None else take(y, x, "branch-and-price (placed)")
+
     tree = Tree(master, params.mip_gap, lambda y, x: take(y, x, "branch-and-price"),
                 -math.inf if best is None else best.value, root_bound=bound if stop_early else math.inf,
-                rules=rules)
-    priced = len(master.patterns)
-    while not tree.complete and not _expired(deadline):
-        tree.search(deadline, TREE_NODES if heuristics else None)
-        report.nodes, report.rounds, report.patterns = tree.nodes, master.rounds, len(master.patterns)
-        if closed():
-            break
-        if heuristics and len(master.patterns) >= priced + NEW_PATTERNS and not tree.complete:
-            # The nodes priced new patterns in: the restricted master over them all may hold a better round.
-            priced = len(master.patterns)
-            offer(_solve_restricted(instance, master.patterns, params, deadline, best, "restricted master",
-                                    consolidate, split_penalty, objective, reductions, share=RESTRICTED_SHARE))
-            if best is not None:
-                tree.offer(best.value)
+                rules=rules, on_whole_configs=place_configs if heuristics else None)
+    tree.search(deadline)
+    report.nodes, report.rounds, report.patterns = tree.nodes, master.rounds, len(master.patterns)
     mark("branch-and-price")
     if tree.complete and best is None:
         return finish(Status.INFEASIBLE, "infeasible: the branch-and-price found no solution in any node")
@@ -274,13 +285,15 @@ def _from_placement(instance: RoundInstance, items: ItemColumns, placement: Plac
 
 def _solve_restricted(instance: RoundInstance, patterns: np.ndarray, params: SolverParams, deadline: float | None,
                       start: _Best | None, source: str, consolidate: bool, split_penalty: float, objective: Objective,
-                      reductions: JointReductions, share: float = 1.0) -> _Best | None:
-    """The patterns model over ``patterns`` only, by HiGHS, from ``start`` (whose loads are added)."""
+                      reductions: JointReductions, share: float = 1.0, seconds: float = RESTRICTED_SECONDS
+                      ) -> _Best | None:
+    """The patterns model over ``patterns`` only, by HiGHS, from ``start`` (whose loads are added), for a
+    ``share`` of the time left and ``seconds`` at most."""
     patterns = _with_loads_of(start, patterns)
     joint = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
                         reductions=reductions, patterns=patterns)
-    seconds = RESTRICTED_SECONDS if deadline is None else min(share * max(deadline - time.perf_counter(), 0.0),
-                                                              RESTRICTED_SECONDS)
+    if deadline is not None:
+        seconds = min(share * max(deadline - time.perf_counter(), 0.0), seconds)
     result = _run_highs(joint.model, params, seconds, _start_vector(joint, start))
     if result is None:
         return None
@@ -342,6 +355,32 @@ def _solution(x: np.ndarray) -> highspy.HighsSolution:
     solution.col_value = list(map(float, x))
     solution.value_valid = True
     return solution
+
+
+def _pack(items: ItemColumns, y: np.ndarray, patterns: np.ndarray, servers: int, seconds: float
+          ) -> np.ndarray | None:
+    """Whole numbers of servers per pattern that hold every item the columns ``y`` ask for, on at most
+    ``servers`` servers (a small MILP on HiGHS), or None (none found within ``seconds``)."""
+    import highspy
+
+    from synergy_opt.solvers.highs import run
+
+    demand = np.bincount(items.col_item, weights=items.units * y, minlength=items.item_size.size)
+    count = len(patterns)
+    matrix = np.vstack([patterns.T, np.ones((1, count))])  # cover rows, then the servers row
+    rows, cols = np.nonzero(matrix)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("time_limit", float(seconds))
+    h.addVars(count, np.zeros(count), np.full(count, float(servers)))
+    h.changeColsIntegrality(count, np.arange(count, dtype=np.int32), np.full(count, highspy.HighsVarType.kInteger))
+    h.addRows(matrix.shape[0], np.r_[demand, -highspy.kHighsInf], np.r_[np.full(demand.size, highspy.kHighsInf),
+              float(servers)], rows.size, np.searchsorted(rows, np.arange(matrix.shape[0])).astype(np.int32),
+              cols.astype(np.int32), matrix[rows, cols].astype(float))
+    run(h, 1)
+    if h.getInfo().primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible:
+        return None
+    return np.rint(np.array(h.getSolution().col_value))
 
 
 def _from_master(instance: RoundInstance, items: ItemColumns, y: np.ndarray, x: np.ndarray, patterns: np.ndarray,

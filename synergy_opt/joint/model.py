@@ -334,15 +334,16 @@ def server_patterns(
     mem: np.ndarray,
     upper: np.ndarray,
     limit: int = PATTERN_LIMIT,
+    partial_factor: int = _PARTIAL_FACTOR,
 ) -> np.ndarray | None:
     """Every maximal load of one server: item counts ``a <= upper`` within (J5) to which no item can be added.
 
     Enumerated breadth-first over item types, vectorised (:func:`synergy_opt.joint.pricing.near_patterns` with
     every price zero). Returns None when there are more than ``limit`` maximal loads, or more than
-    ``_PARTIAL_FACTOR * limit`` partial ones on the way (the caller then uses the servers formulation).
+    ``partial_factor * limit`` partial ones on the way (the caller then uses the servers formulation).
     """
     items = ItemTypes(size, cpu, mem, cluster)
-    return near_patterns(items, np.zeros(size.size), 0.0, upper, limit, partial_factor=_PARTIAL_FACTOR)
+    return near_patterns(items, np.zeros(size.size), 0.0, upper, limit, partial_factor=partial_factor)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,10 @@ from synergy_opt.validation import (
 JointFormulation = Literal["patterns", "servers", "literal"]
 JointMethod = Literal["auto", "decomposition", "direct"]
 METHODS: tuple[JointMethod, ...] = ("auto", "decomposition", "direct")
+# ``auto`` lists the maximal server loads within this many partial loads per pattern allowed (PATTERN_LIMIT):
+# generated rounds that share a few profiles need at most ~6,200 partial loads in all, so listing stops quickly
+# on rounds of many profiles, which go to the decomposition.
+AUTO_PARTIAL_FACTOR = 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,7 +178,7 @@ def solve_joint(
         else:
             items = item_columns(instance, consolidate, split_penalty, objective, reductions)
             patterns = server_patterns(instance.cluster, items.item_size, items.item_cpu, items.item_mem,
-                                       items.per_server)
+                                       items.per_server, partial_factor=AUTO_PARTIAL_FACTOR)
             if patterns is None:
                 method = "decomposition"
             else:
