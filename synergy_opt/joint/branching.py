@@ -148,11 +148,10 @@ class Tree:
                 break
             if lp.prices is not None:
                 node = _fix_by_reduced_cost(node, lp.prices, cutoff)
-            if self.on_whole_configs is not None and lp.artificial <= _INTEGRAL and \
-                    not np.any(np.abs(lp.y - np.rint(lp.y)) > _INTEGRAL):
-                # Every job's config is whole and only the servers' loads are fractional: a placement of these
-                # configs would be worth the node's LP value.
-                self.offer(self.on_whole_configs(np.rint(lp.y)))
+            if self.on_whole_configs is not None and lp.artificial <= _INTEGRAL:
+                # Each job's config rounded (most of them are whole in the LP): a placement of those configs on
+                # the patterns priced so far is worth about the node's LP value.
+                self.offer(self.on_whole_configs(_rounded(master, lp.y)))
                 if self._close(bound):
                     continue
             candidates = _candidates(master, node, lp.y, lp.x, bound, self.rules)
@@ -180,6 +179,18 @@ def branch_and_price(master: ColumnGeneration, incumbent: float, mip_gap: float,
     tree = Tree(master, mip_gap, on_incumbent, incumbent, root_bound, y_lower, y_upper)
     tree.search(deadline, node_limit)
     return BranchOutcome(tree.bound, tree.complete, tree.nodes, tree.splits)
+
+
+def _rounded(master: ColumnGeneration, y: np.ndarray) -> np.ndarray:
+    """``y`` with every class's jobs on whole columns: the whole parts, then the largest remainders."""
+    cls, count = master.items.columns.cls, master.items.columns.count
+    whole = np.floor(y + _INTEGRAL)
+    left = count - np.bincount(cls, weights=whole, minlength=count.size)
+    order = np.lexsort((-(y - whole), cls))
+    starts = np.searchsorted(cls[order], np.arange(count.size))
+    rank = np.arange(order.size) - starts[cls[order]]
+    whole[order] += rank < left[cls[order]]
+    return whole
 
 
 def _fix_by_reduced_cost(node: _Node, prices: Prices, cutoff: float) -> _Node:

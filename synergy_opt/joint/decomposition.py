@@ -25,7 +25,7 @@ import numpy as np
 from synergy_opt.builders.ideal import Objective
 from synergy_opt.instance import RoundInstance
 from synergy_opt.joint.branching import RULES, BranchOutcome, Tree, branch_and_price
-from synergy_opt.joint.incumbent import Placement, place
+from synergy_opt.joint.incumbent import Placement, improve, place
 from synergy_opt.joint.master import ColumnGeneration
 from synergy_opt.joint.model import ItemColumns, JointModel, JointReductions, build_joint, item_columns
 from synergy_opt.joint.pricing import ItemTypes
@@ -47,6 +47,10 @@ IDEAL_NODES, IDEAL_SHARE = 200, 0.3
 RESTRICTED_SHARE, RESTRICTED_SECONDS, POLISH_GAP = 0.15, 5.0, 1e-3
 # Seconds a placement of a node's whole configs on the patterns priced so far may take.
 PACK_SECONDS = 0.1
+# Seconds the local search may polish each new incumbent.
+POLISH_SECONDS = 0.05
+# The first target's distance below the bound (relative), and how much further each next one aims.
+TARGET_GAP, TARGET_GROWTH = 2e-4, 1.5
 
 
 @dataclass
@@ -128,6 +132,10 @@ def solve_decomposition(
             best = candidate
             if report.first_incumbent_seconds is None:
                 report.first_incumbent_seconds = time.perf_counter() - start
+            if heuristics and candidate.source != "greedy" and "local search" not in candidate.source:
+                # A new incumbent, polished: its servers' configs re-chosen together, jobs moved and swapped.
+                offer(_polish(instance, items, candidate, aim_values, time.perf_counter() + POLISH_SECONDS,
+                              consolidate, split_penalty, objective, reductions))
 
     def closed(final: bool = False) -> bool:
         if not (stop_early or final) or best is None:
@@ -138,6 +146,9 @@ def solve_decomposition(
         return finish(Status.INFEASIBLE, "infeasible: a job has no config that fits a server")
 
     ideal = solve_ideal(instance, objective=objective, time_limit=params.time_limit)
+    # What each job would be worth at the ideal ILP's config: the local search ranks servers by what they lose.
+    aim_values = _aim_values(instance, ideal.throughput, objective) if ideal.has_solution else \
+        np.zeros(len(instance.jobs))
     mark("ideal")
     if ideal.bound is not None:
         report.ideal_bound = ideal.bound
@@ -147,8 +158,7 @@ def solve_decomposition(
     if heuristics and ideal.has_solution:
         budget = INCUMBENT_SECONDS if params.time_limit is None else min(INCUMBENT_SECONDS,
                                                                          INCUMBENT_SHARE * params.time_limit)
-        aims = _aim_values(instance, ideal.throughput, objective)
-        placement = place(items, cluster, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu, aims,
+        placement = place(items, cluster, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu, aim_values,
                           deadline=time.perf_counter() + budget)
         if placement is not None:
             offer(_from_placement(instance, items, placement, "greedy", consolidate, split_penalty, objective,
@@ -175,16 +185,17 @@ def solve_decomposition(
     if closed():
         return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
 
-    def take(y: np.ndarray, x: np.ndarray, source: str) -> float:
-        # An integral solution of the master found by a search: the incumbent if better.
-        offer(_from_master(instance, items, y, x, master.patterns, source, consolidate, split_penalty, objective,
-                           reductions))
+    def take(y: np.ndarray, x: np.ndarray, patterns: np.ndarray | None, source: str) -> float:
+        # An integral solution of the master (x over the patterns, by default the master's): the incumbent if
+        # better.
+        offer(_from_master(instance, items, y, x, master.patterns if patterns is None else patterns, source,
+                           consolidate, split_penalty, objective, reductions))
         return -math.inf if best is None else best.value
 
     def search(source: str, limit: int | None, until: float | None, **node: dict[int, float]) -> BranchOutcome:
         nonlocal bound
         outcome = branch_and_price(master, -math.inf if best is None else best.value, params.mip_gap, until,
-                                   lambda y, x: take(y, x, source), root_bound=bound if stop_early else math.inf,
+                                   lambda y, x: take(y, x, None, source), root_bound=bound if stop_early else math.inf,
                                    node_limit=limit, **node)
         report.rounds, report.patterns = master.rounds, len(master.patterns)
         report.nodes += outcome.nodes
@@ -227,21 +238,39 @@ def solve_decomposition(
             return finish(Status.NO_SOLUTION, "no incumbent (no proof asked)")
         return finish(Status.FEASIBLE, "gap open: no proof asked")
 
-    def place_configs(y: np.ndarray) -> float:
-        # The configs of a node whose LP made them whole, placed on the patterns priced so far if they fit.
-        x = _pack(items, y, master.patterns, cluster.servers, PACK_SECONDS)
-        return -math.inf if x is None else take(y, x, "branch-and-price (placed)")
+    tried: set[bytes] = set()
 
-    tree = Tree(master, params.mip_gap, lambda y, x: take(y, x, "branch-and-price"),
-                -math.inf if best is None else best.value, root_bound=bound if stop_early else math.inf,
-                rules=rules, on_whole_configs=place_configs if heuristics else None)
-    tree.search(deadline)
-    report.nodes, report.rounds, report.patterns = tree.nodes, master.rounds, len(master.patterns)
+    def place_configs(y: np.ndarray) -> float:
+        # A node's configs (rounded), placed on the patterns priced so far if they fit (each set of configs once).
+        if y.tobytes() in tried:
+            return -math.inf
+        tried.add(y.tobytes())
+        packed = _pack(items, y, master.patterns, cluster.servers, PACK_SECONDS)
+        return -math.inf if packed is None else take(y, *packed, "branch-and-price (placed)")
+
+    # Trees with a target: a tree searched as if an incumbent were worth ``target`` (just below the bound) fixes
+    # and closes far more; when it ends without a solution above the target it has proven that none exists, the
+    # target is the new bound, and the next tree aims lower. Once a solution above the target appears, the tree
+    # goes on with it as a plain branch-and-price.
+    below = TARGET_GAP
+    splits: dict[str, int] = {}
+    while True:
+        incumbent = -math.inf if best is None else best.value
+        target = bound - below * abs(bound) if stop_early and math.isfinite(bound) else -math.inf
+        tree = Tree(master, params.mip_gap, lambda y, x: take(y, x, None, "branch-and-price"),
+                    max(incumbent, target), root_bound=bound if stop_early else math.inf,
+                    rules=rules, on_whole_configs=place_configs if heuristics else None)
+        tree.search(deadline)
+        report.nodes, report.rounds, report.patterns = report.nodes + tree.nodes, master.rounds, len(master.patterns)
+        splits = {kind: splits.get(kind, 0) + count for kind, count in tree.splits.items()}
+        bound = min(bound, tree.bound)
+        if not tree.complete or target <= incumbent or (best is not None and best.value >= target):
+            break
+        below *= TARGET_GROWTH
     mark("branch-and-price")
     if tree.complete and best is None:
         return finish(Status.INFEASIBLE, "infeasible: the branch-and-price found no solution in any node")
-    bound = min(bound, tree.bound)
-    report.proof = f"branch-and-price, {tree.nodes} nodes ({_splits(tree.splits)})"
+    report.proof = f"branch-and-price, {report.nodes} nodes ({_splits(splits)})"
     if closed(final=True):
         return finish(Status.OPTIMAL, f"optimal: {report.proof}")
     if best is None:
@@ -358,14 +387,18 @@ def _solution(x: np.ndarray) -> highspy.HighsSolution:
 
 
 def _pack(items: ItemColumns, y: np.ndarray, patterns: np.ndarray, servers: int, seconds: float
-          ) -> np.ndarray | None:
-    """Whole numbers of servers per pattern that hold every item the columns ``y`` ask for, on at most
-    ``servers`` servers (a small MILP on HiGHS), or None (none found within ``seconds``)."""
+          ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Server loads (``patterns`` capped at what the columns ``y`` ask for) and whole numbers of servers for
+    each that hold every item ``y`` asks for on at most ``servers`` servers (a small MILP on HiGHS), or None
+    (none found within ``seconds``)."""
     import highspy
 
     from synergy_opt.solvers.highs import run
 
     demand = np.bincount(items.col_item, weights=items.units * y, minlength=items.item_size.size)
+    # A load with more of a type than asked for holds the load capped at the demand too (a subset fits).
+    patterns = np.unique(np.minimum(patterns, demand.astype(np.int64)), axis=0)
+    patterns = patterns[patterns.any(axis=1)]
     count = len(patterns)
     matrix = np.vstack([patterns.T, np.ones((1, count))])  # cover rows, then the servers row
     rows, cols = np.nonzero(matrix)
@@ -373,14 +406,31 @@ def _pack(items: ItemColumns, y: np.ndarray, patterns: np.ndarray, servers: int,
     h.setOptionValue("output_flag", False)
     h.setOptionValue("time_limit", float(seconds))
     h.addVars(count, np.zeros(count), np.full(count, float(servers)))
-    h.changeColsIntegrality(count, np.arange(count, dtype=np.int32), np.full(count, highspy.HighsVarType.kInteger))
     h.addRows(matrix.shape[0], np.r_[demand, -highspy.kHighsInf], np.r_[np.full(demand.size, highspy.kHighsInf),
               float(servers)], rows.size, np.searchsorted(rows, np.arange(matrix.shape[0])).astype(np.int32),
               cols.astype(np.int32), matrix[rows, cols].astype(float))
-    run(h, 1)
-    if h.getInfo().primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible:
-        return None
-    return np.rint(np.array(h.getSolution().col_value))
+    # Most rounded configs do not fit the patterns at all: the LP says so in a few milliseconds.
+    for integral in (False, True):
+        if integral:
+            h.changeColsIntegrality(count, np.arange(count, dtype=np.int32),
+                                    np.full(count, highspy.HighsVarType.kInteger))
+        run(h, 1)
+        if h.getInfo().primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible:
+            return None
+    return np.rint(np.array(h.getSolution().col_value)), patterns
+
+
+def _polish(instance: RoundInstance, items: ItemColumns, candidate: _Best, aim_values: np.ndarray,
+            deadline: float, consolidate: bool, split_penalty: float, objective: Objective,
+            reductions: JointReductions) -> _Best:
+    """``candidate`` improved by the greedy's local search (:func:`~synergy_opt.joint.incumbent.improve`)."""
+    joint = candidate.joint
+    columns = joint.job_columns(joint.model.block(candidate.x, "y"))
+    allocation = joint.allocation(candidate.x)
+    on = [{p.server: p.gpus for p in allocation.jobs[job.id]} for job in instance.jobs]
+    improved = improve(items, instance.cluster, Placement(columns, on), aim_values, deadline)
+    return _from_placement(instance, items, improved, f"{candidate.source} + local search", consolidate,
+                           split_penalty, objective, reductions)
 
 
 def _from_master(instance: RoundInstance, items: ItemColumns, y: np.ndarray, x: np.ndarray, patterns: np.ndarray,

@@ -129,6 +129,18 @@ def place(items: ItemColumns, cluster: Cluster, aim_cpu: np.ndarray, aim_mem: np
     return placement
 
 
+def improve(items: ItemColumns, cluster: Cluster, placement: Placement, aim_value: np.ndarray,
+            deadline: float | None = None) -> Placement:
+    """``placement`` improved by the local search of :func:`place`: each server's jobs on their best configs
+    together, then moves and swaps between servers while a pair gains (a realizable round stays one)."""
+    jobs = _Jobs(items, placement.column.size)
+    state = _Servers(items, jobs, cluster)
+    for j, spread in enumerate(placement.on):
+        state.put(j, int(placement.column[j]), spread)
+    state.improve(aim_value, deadline)
+    return Placement(state.column, state.on)
+
+
 class _Servers:
     """Servers being filled: the jobs wholly on each, the use of jobs spread over several, free GPUs."""
 
@@ -174,6 +186,22 @@ class _Servers:
         self.free_gpus[server] = self.gpus_per_server - self.piece_gpus[server] - int(gpus.sum())
         for j in members:
             self.on[j] = {server: int(self.jobs.gpus[j])}
+
+    def put(self, j: int, col: int, spread: dict[int, int]) -> None:
+        """Job ``j`` where it is, at column ``col``: a resident of its server when it uses one, else fixed use
+        on each server it spans."""
+        self.column[j] = col
+        self.on[j] = dict(spread)
+        for server, n in spread.items():
+            use = n * self.per_gpu[col]
+            self.used[server] += use
+            self.free_gpus[server] -= n
+            if len(spread) == 1:
+                self.resident[server].append(j)
+                self.value[server] += self.items.weight[col]
+            else:
+                self.fixed[server] += use
+                self.piece_gpus[server] += n
 
     def add(self, server: int, j: int, aim: int) -> bool:
         """Put job ``j`` wholly on ``server``: at column ``aim`` if it fits, else with the server's best columns."""

@@ -200,6 +200,8 @@ class ColumnGeneration:
         self._branch_index: dict[Condition, int] = {}
         self._branch_bounds = np.zeros((0, 2))
         self._y_bounds = (np.zeros(n), cols.count[cols.cls].astype(float))
+        self._artificial_on: float | None = None  # the artificial slots' cost while nodes are solved
+        self._patterns_bounded = False  # a dive gave patterns lower bounds
         patterns, self.patterns = self.patterns, np.zeros((0, n_types), dtype=np.int64)
         self.add(patterns)
 
@@ -263,23 +265,50 @@ class ColumnGeneration:
 
     def restrict(self, y_lower: np.ndarray, y_upper: np.ndarray, rows: Mapping[int, tuple[float, float]]) -> None:
         """Set a node: bounds of the job columns, bounds of the branch rows given (the others free), patterns
-        free, and artificial slots allowed at their cost (:data:`ARTIFICIAL_COST`)."""
-        h, inf = self._h, self._highspy.kHighsInf
-        n = self._n_y
-        h.changeColsBounds(n, np.arange(n, dtype=np.int32), y_lower.astype(float), y_upper.astype(float))
-        self._y_bounds = (y_lower.astype(float), y_upper.astype(float))
-        k = self._pattern_cols.size
-        h.changeColsBounds(k, self._pattern_cols.astype(np.int32), np.zeros(k), np.full(k, inf))
-        art = np.array(self._artificial_cols[:self._n_types], dtype=np.int32)
-        h.changeColsBounds(art.size, art, np.zeros(art.size), np.full(art.size, inf))
-        h.changeColsCost(art.size, art, np.full(art.size, -self._artificial_cost))
+        free, and artificial slots allowed at their cost (:data:`ARTIFICIAL_COST`). Only what changed is handed
+        to HiGHS (its basis then warm-starts the node's LP)."""
+        self._set_artificial(self._artificial_cost)
+        if self._patterns_bounded:
+            k = self._pattern_cols.size
+            self._h.changeColsBounds(k, self._pattern_cols.astype(np.int32), np.zeros(k),
+                                     np.full(k, self._highspy.kHighsInf))
+            self._patterns_bounded = False
+        self._set_y_bounds(y_lower.astype(float), y_upper.astype(float))
         bounds = np.tile([-np.inf, np.inf], (len(self.branch_rows), 1))
         for number, (lo, hi) in rows.items():
             bounds[number] = (lo, hi)
+        self._set_row_bounds(bounds)
+
+    def unrestrict(self) -> None:
+        """Back to the root master: default column bounds, branch rows free, no artificial slots."""
+        cols = self.items.columns
+        self._set_artificial(None)
+        self._set_y_bounds(np.zeros(cols.cls.size), cols.count[cols.cls].astype(float))
+        self._set_row_bounds(np.tile([-np.inf, np.inf], (len(self.branch_rows), 1)))
+
+    def _set_artificial(self, cost: float | None) -> None:
+        """Allow the artificial slots of the cover rows at ``cost`` each, or (None) keep them at 0."""
+        if cost == self._artificial_on:
+            return
+        art = np.array(self._artificial_cols[:self._n_types], dtype=np.int32)
+        upper = self._highspy.kHighsInf if cost is not None else 0.0
+        self._h.changeColsBounds(art.size, art, np.zeros(art.size), np.full(art.size, upper))
+        self._h.changeColsCost(art.size, art, np.full(art.size, -(cost or 0.0)))
+        self._artificial_on = cost
+
+    def _set_y_bounds(self, lower: np.ndarray, upper: np.ndarray) -> None:
+        changed = np.flatnonzero((lower != self._y_bounds[0]) | (upper != self._y_bounds[1])).astype(np.int32)
+        if changed.size:
+            self._h.changeColsBounds(changed.size, changed, lower[changed], upper[changed])
+        self._y_bounds = (lower, upper)
+
+    def _set_row_bounds(self, bounds: np.ndarray) -> None:
+        inf = self._highspy.kHighsInf
         first = self._servers_row + 1
         for changed in np.flatnonzero(np.any(bounds != self._branch_bounds, axis=1)):
             lo, hi = bounds[changed]
-            h.changeRowBounds(first + int(changed), lo if np.isfinite(lo) else -inf, hi if np.isfinite(hi) else inf)
+            self._h.changeRowBounds(first + int(changed), lo if np.isfinite(lo) else -inf,
+                                    hi if np.isfinite(hi) else inf)
         self._branch_bounds = bounds
 
     def _solve_lp(self) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
@@ -413,6 +442,7 @@ class ColumnGeneration:
         Every price seen on the way still gives a valid ``L`` (it holds for any prices), so :attr:`best` keeps
         improving; the fixings only steer the LP towards whole servers.
         """
+        self.unrestrict()
         fixed = np.zeros(len(self.patterns))
         while True:
             self.run(deadline, rounds=DIVE_ROUNDS)
@@ -436,4 +466,5 @@ class ColumnGeneration:
             k = len(self.patterns)
             cols = self._pattern_cols.astype(np.int32)
             self._h.changeColsBounds(k, cols, fixed.astype(float), np.full(k, self._highspy.kHighsInf))
+            self._patterns_bounded = True
             self.converged = False
