@@ -160,11 +160,14 @@ def test_every_path_equals_brute_force(instance: RoundInstance, consolidate: boo
 
 def test_a_pattern_split_counts_a_fractional_number_of_servers() -> None:
     """Every single count is whole (servers with type 0: 1, with type 1: 1), yet the pattern (1, 1) is used
-    half: the condition "a >= (1, 1)" counts it alone, and dropping either component makes the count whole."""
+    half: the condition "a >= (1, 1)" counts it alone, and dropping either component makes the count whole.
+    With a whole server of (2, 1) on top, the same condition counts 1.5 servers."""
     patterns = np.array([[1, 1], [1, 0], [0, 1]])
     x = np.array([0.5, 0.5, 0.5])
     condition, value = pattern_condition(patterns, x)
     assert condition == ((0, 1), (1, 1)) and value == pytest.approx(0.5)
+    condition, value = pattern_condition(np.vstack([patterns, [[2, 1]]]), np.r_[x, 1.0])
+    assert condition == ((0, 1), (1, 1)) and value == pytest.approx(1.5)
 
 
 @pytest.mark.parametrize("multi_gpu", [False, True])

@@ -300,17 +300,13 @@ def _row_children(master: ColumnGeneration, node: _Node, bound: float, condition
 def pattern_condition(patterns: np.ndarray, x: np.ndarray) -> tuple[Condition, float]:
     """Rule 3: a condition met by a fractional number of servers when every single count is integral.
 
-    A pattern ``p`` used fractionally and contained in no other used pattern is the only used one meeting
-    ``a >= p`` (every component ``a[t] >= p[t]``), so that count is ``x[p]``, fractional. Components are then
-    dropped while the count stays fractional (fewer components split more patterns apart).
+    Take a pattern ``p`` used fractionally with the most items of those: the used patterns that meet ``a >= p``
+    (every component ``a[t] >= p[t]``) are ``p`` and patterns used a whole number of times (a fractional one
+    would hold more items), so that count is fractional. Components are then dropped while the count stays
+    fractional (fewer components split more patterns apart).
     """
     fractional = np.flatnonzero(np.abs(x - np.rint(x)) > _INTEGRAL)
-    for p in fractional:
-        others = np.delete(np.arange(len(patterns)), p)
-        if not np.any(np.all(patterns[others] >= patterns[p], axis=1)):
-            break
-    else:  # unreachable: a largest fractional pattern (by total items) is contained in no other used one
-        p = fractional[0]
+    p = fractional[np.argmax(patterns[fractional].sum(axis=1))]
     components = [(int(t), int(patterns[p, t])) for t in np.flatnonzero(patterns[p])]
 
     def count(parts: list[tuple[int, int]]) -> float:

@@ -38,8 +38,10 @@ SOLVER_NAME = "highs-decomposition"
 # Share of the time limit (and seconds at most) the greedy incumbent's local search may take.
 INCUMBENT_SHARE, INCUMBENT_SECONDS = 0.05, 0.05
 # Shares of the time left that column generation and the dive may take (their bounds hold whenever they stop),
-# and the MILP over the dive's patterns (share, and seconds at most).
-COLUMN_GENERATION_SHARE, DIVE_TIME_SHARE, DIVE_SHARE, DIVE_SECONDS = 0.4, 0.25, 0.2, 10.0
+# and the MILP over the dive's patterns (share, and seconds at most per server: it pays off on many servers).
+COLUMN_GENERATION_SHARE, DIVE_TIME_SHARE, DIVE_SHARE, DIVE_SECONDS_PER_SERVER = 0.4, 0.25, 0.2, 0.02
+# From this many servers on, the dive comes before the search for a placement of the ideal ILP's configs.
+DIVE_FIRST_SERVERS = 64
 # Nodes (and share of the time left) of the search for a placement of the ideal ILP's configs.
 IDEAL_NODES, IDEAL_SHARE = 200, 0.3
 # Share of the time left the restricted master MILP may take, and seconds at most; it runs when nothing placed
@@ -201,20 +203,10 @@ def solve_decomposition(
         report.nodes += outcome.nodes
         return outcome
 
-    if heuristics and ideal.has_solution:
-        # The ideal ILP's configs are optimal whenever some placement holds them: search the placements.
-        configs = _ideal_columns(items, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu)
-        if configs is not None:
-            search("ideal packed", IDEAL_NODES, _share(deadline, IDEAL_SHARE), y_lower=configs[0],
-                   y_upper=configs[1])
-            mark("ideal packed")
-            if closed():
-                return finish(Status.OPTIMAL, "optimal: the ideal ILP's configs placed")
-
-    if heuristics:
+    def dive() -> bool:
         # The master LP rounded to whole servers (on many servers the rounding is nearly exact) and the
-        # restricted master MILP over its patterns; over every pattern priced so far when nothing else placed
-        # every job.
+        # restricted master MILP over its patterns; True when that closed the gap.
+        nonlocal prices, bound
         fixed = master.dive(_share(deadline, DIVE_TIME_SHARE))
         prices = master.best or prices
         report.rounds, report.patterns, report.lp_bound = master.rounds, len(master.patterns), prices.bound
@@ -223,7 +215,24 @@ def solve_decomposition(
         if fixed is not None:
             offer(_solve_restricted(instance, master.patterns[fixed > 0], params, deadline, None, "dive",
                                     consolidate, split_penalty, objective, reductions, share=DIVE_SHARE,
-                                    seconds=DIVE_SECONDS))
+                                    seconds=DIVE_SECONDS_PER_SERVER * cluster.servers))
+        return closed()
+
+    def pack_ideal() -> bool:
+        # The ideal ILP's configs are optimal whenever some placement holds them: search the placements.
+        configs = _ideal_columns(items, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu) if ideal.has_solution else None
+        if configs is None:
+            return False
+        search("ideal packed", IDEAL_NODES, _share(deadline, IDEAL_SHARE), y_lower=configs[0], y_upper=configs[1])
+        mark("ideal packed")
+        return closed()
+
+    if heuristics:
+        # On few servers the search for the ideal configs' placement is quick and often optimal; on many, the
+        # dive's rounding is.
+        for step in (pack_ideal, dive) if cluster.servers < DIVE_FIRST_SERVERS else (dive, pack_ideal):
+            if step():
+                return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
         if best is None or bound - best.value <= POLISH_GAP * abs(bound):
             # Nothing placed every job, or the incumbent is close: the MILP over every pattern priced so far.
             offer(_solve_restricted(instance, master.patterns, params, deadline, best, "restricted master",
