@@ -147,7 +147,9 @@ class Tree:
                 self._push(_Node(bound, node.depth, node.y_lower, node.y_upper, node.rows))
                 break
             if lp.prices is not None:
-                node = _fix_by_reduced_cost(node, lp.prices, cutoff)
+                # Against the incumbent (or target) itself, not the cut-off: a solution fixed out is then worth
+                # no more than it, so :attr:`bound` stays a bound on every solution, not one within the gap.
+                node = _fix_by_reduced_cost(node, lp.prices, self.incumbent)
             if self.on_whole_configs is not None and lp.artificial <= _INTEGRAL:
                 # Each job's config rounded (most of them are whole in the LP): a placement of those configs on
                 # the patterns priced so far is worth about the node's LP value.
@@ -193,11 +195,11 @@ def _rounded(master: ColumnGeneration, y: np.ndarray) -> np.ndarray:
     return whole
 
 
-def _fix_by_reduced_cost(node: _Node, prices: Prices, cutoff: float) -> _Node:
-    """``node`` with every job column whose next unit costs more than ``prices.bound - cutoff`` capped at its
-    lower bound: a solution in the node using it is worth at most ``bound - reduced cost <= cutoff``, no better
-    than the incumbent (within the gap)."""
-    fixed = np.flatnonzero(prices.bound - prices.column_rc <= cutoff)
+def _fix_by_reduced_cost(node: _Node, prices: Prices, incumbent: float) -> _Node:
+    """``node`` with every job column whose next unit costs at least ``prices.bound - incumbent`` capped at its
+    lower bound: a solution in the node using it is worth at most ``bound - reduced cost <= incumbent``, no
+    better than the incumbent."""
+    fixed = np.flatnonzero(prices.bound - prices.column_rc <= incumbent)
     if not fixed.size:
         return node
     upper = dict(node.y_upper)
