@@ -202,6 +202,23 @@ def test_same_optimum_as_the_direct_model(gpus: int, multi_gpu: bool, noise: flo
         check_allocation(instance, ours)
 
 
+@pytest.mark.parametrize(("gpus", "multi_gpu", "seed"), [(16, True, 2), (16, False, 0), (32, False, 1)])
+@pytest.mark.parametrize("path", ["whole method", "forced branching"])
+def test_a_loose_gap_still_reports_a_bound_on_every_solution(gpus: int, multi_gpu: bool, seed: int, path: str
+                                                              ) -> None:
+    """With ``mip_gap`` 2% the tree closes nodes and fixes columns early; the bound it reports must still be at
+    least the true optimum (not merely within the gap of it), and the objective within the gap."""
+    instance = so.generate_round(gpus, multi_gpu=multi_gpu, seed=seed, profile_noise=0.05)
+    direct = so.solve_joint(instance, method="direct", mip_gap=1e-9, time_limit=60)
+    assert direct.status is Status.OPTIMAL and direct.objective is not None
+    params = SolverParams(mip_gap=0.02)
+    _, result, _ = solve_decomposition(instance, params, consolidate=True, split_penalty=0.0, objective="job",
+                                       reductions=JointReductions(), **PATHS[path])  # type: ignore[arg-type]
+    assert result.status is Status.OPTIMAL and result.objective is not None and result.bound is not None
+    assert result.bound >= direct.objective - 1e-6
+    assert result.objective >= direct.objective * (1 - 0.02) - 1e-6
+
+
 @pytest.mark.parametrize("multi_gpu", [False, True])
 def test_bound_contract_under_a_time_limit(multi_gpu: bool) -> None:
     instance = so.generate_round(256, multi_gpu=multi_gpu, seed=1, profile_noise=0.05)

@@ -4,13 +4,15 @@
    (:mod:`synergy_opt.joint.master`), priced exactly (:mod:`synergy_opt.joint.pricing`), gives ``L``, valid at
    every pricing round. The bound reported is the smaller (and ``upper_bound``, if given).
 2. *Incumbents*: the ideal ILP's configs placed greedily and improved by local search
-   (:mod:`synergy_opt.joint.incumbent`); then a dive that rounds the master LP to whole servers; then the
-   restricted master MILP over every pattern generated, started from the best incumbent (price-and-branch).
-3. *Proof* when the gap is still open: a solution better than the incumbent loses less than
-   ``gap = L - incumbent`` against ``L``, and every column and every server load costs it its reduced cost
-   (all >= 0 at the prices of ``L``). So it uses only columns and maximal loads of reduced cost below ``gap``;
-   when those are few (:func:`~synergy_opt.joint.pricing.near_patterns`), the MILP over them alone is exact,
-   and its bound is a valid bound for the whole model even when it stops at a limit.
+   (:mod:`synergy_opt.joint.incumbent`); a short branch-and-price restricted to the ideal ILP's configs (they
+   are optimal whenever some placement holds them); a dive that rounds the master LP to whole servers and the
+   MILP over its patterns; the restricted master MILP over every pattern generated when the incumbent is close.
+   Every new incumbent is polished by the local search.
+3. *Proof*: branch-and-price (:mod:`synergy_opt.joint.branching`) from the root, best bound first, until the
+   bound meets the incumbent. Trees are first searched with a *target* just below the bound in place of the
+   incumbent: a complete one proves that nothing beats the target (the target becomes the bound) and the next
+   aims lower; once a solution above the target appears, the tree goes on with it. At each node with whole
+   configs, those configs are placed on the patterns priced so far (a small MILP) as a heuristic.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ bounded integer knapsack with three rows. Every item takes at least one GPU, so 
 items: :func:`best_patterns` is a dynamic programme over the item types whose states are indexed by the GPUs
 used (at most ``G + 1`` values), each keeping the undominated (CPU, memory, value) states: exact.
 :func:`near_patterns` lists every maximal pattern within the item caps whose value is at least a given one
-(the patterns a proof must consider), breadth-first over item types with bounds on what is still to come.
+(with zero prices: every pattern of a round, for the direct patterns model, when it has few), breadth-first
+over item types with bounds on what is still to come.
 """
 
 from __future__ import annotations
