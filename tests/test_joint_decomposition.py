@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import synergy_opt as so
 from synergy_opt.instance import Cluster, RoundInstance
 from synergy_opt.joint.branching import pattern_condition
-from synergy_opt.joint.decomposition import solve_decomposition
+from synergy_opt.joint.decomposition import _pack, solve_decomposition
 from synergy_opt.joint.model import JointReductions, item_columns, server_patterns
 from synergy_opt.joint.pricing import Bonus, ItemTypes, best_patterns, near_patterns
 from synergy_opt.joint.solve import JointResult
@@ -110,6 +110,57 @@ def test_near_patterns_are_every_maximal_load_worth_enough(case: tuple[ItemTypes
     assert maximal is not None
     expected = {tuple(p) for p in maximal if p @ prices >= floor - 1e-9}
     assert {tuple(p) for p in found} == expected
+
+
+def fewest_servers(loads: np.ndarray, demand: np.ndarray) -> float:
+    """The fewest servers whose loads (any of ``loads``, each as often as wanted) hold ``demand``: a MILP over
+    every load listed."""
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    count = len(loads)
+    h.addVars(count, np.zeros(count), np.full(count, highspy.kHighsInf))
+    h.changeColsCost(count, np.arange(count, dtype=np.int32), np.ones(count))
+    h.changeColsIntegrality(count, np.arange(count, dtype=np.int32), np.full(count, highspy.HighsVarType.kInteger))
+    for t in np.flatnonzero(demand):
+        at = np.flatnonzero(loads[:, t])
+        h.addRow(float(demand[t]), highspy.kHighsInf, at.size, at.astype(np.int32), loads[at, t].astype(float))
+    h.run()
+    return float(h.getInfo().objective_function_value)
+
+
+@settings(FUZZ, max_examples=400)
+@given(tiny_instances(max_servers=3), st.booleans(), st.data())
+def test_configs_are_placed_exactly_when_some_placement_holds_them(instance: RoundInstance, consolidate: bool,
+                                                                   data: st.DataObject) -> None:
+    """The tree's heuristic (:func:`_pack`): given each job's config, a valid placement on the servers or None;
+    None whenever no placement exists (against a MILP over every load); and with the maximal loads listed (few
+    here) a placement whenever one exists."""
+    items = item_columns(instance, consolidate, 0.0, "job", JointReductions())
+    types = ItemTypes(items.item_size, items.item_cpu, items.item_mem, instance.cluster)
+    cols = items.columns
+    y = np.zeros(cols.cls.size)
+    for q in range(cols.count.size):
+        mine = np.flatnonzero(cols.cls == q)
+        if not mine.size:
+            return  # a job that fits no server: nothing to place
+        for _ in range(int(cols.count[q])):
+            y[data.draw(st.sampled_from(mine.tolist()))] += 1
+    demand = np.bincount(items.col_item, weights=items.units * y, minlength=items.item_size.size).astype(np.int64)
+    loads = all_loads(types, np.minimum(demand, items.per_server))
+    fits = fewest_servers(loads[loads.any(axis=1)], demand) <= instance.cluster.servers + 1e-9
+    servers = instance.cluster.servers
+    for listed in (0, 10_000):  # priced loads only; then every maximal load listed too
+        packed = _pack(items, types, y, np.diag(items.per_server), servers, seconds=30.0, listed=listed)
+        assert packed is None or fits
+        if listed:
+            assert (packed is not None) == fits
+        if packed is not None:
+            x, patterns = packed
+            assert types.fits(patterns).all() and np.all(patterns <= items.per_server)
+            assert np.all(x >= 0) and np.allclose(x, np.rint(x)) and x.sum() <= servers
+            assert np.all(patterns.T @ x >= demand)
 
 
 # ---------------------------------------------------------------------------------------------- every path

@@ -30,7 +30,7 @@ from synergy_opt.joint.branching import RULES, BranchOutcome, Tree, branch_and_p
 from synergy_opt.joint.incumbent import Placement, improve, place
 from synergy_opt.joint.master import ColumnGeneration
 from synergy_opt.joint.model import ItemColumns, JointModel, JointReductions, build_joint, item_columns
-from synergy_opt.joint.pricing import ItemTypes
+from synergy_opt.joint.pricing import ItemTypes, best_patterns, near_patterns
 from synergy_opt.solvers.base import SolveResult, SolverParams, Status
 
 if TYPE_CHECKING:
@@ -49,8 +49,9 @@ IDEAL_NODES, IDEAL_SHARE = 200, 0.3
 # Share of the time left the restricted master MILP may take, and seconds at most; it runs when nothing placed
 # every job or when the incumbent is within POLISH_GAP of the bound (then it mostly closes the gap).
 RESTRICTED_SHARE, RESTRICTED_SECONDS, POLISH_GAP = 0.15, 5.0, 1e-3
-# Seconds a placement of a node's whole configs on the patterns priced so far may take.
-PACK_SECONDS = 0.1
+# Seconds a placement of a node's whole configs may take, loads priced per round of its LP, and the most loads
+# listed to decide it exactly when the loads priced do not hold it.
+PACK_SECONDS, PACK_PATTERNS_PER_ROUND, PACK_LISTED = 0.1, 8, 500
 # Seconds the local search may polish each new incumbent.
 POLISH_SECONDS = 0.05
 # The first target's distance below the bound (relative), and how much further each next one aims.
@@ -253,10 +254,13 @@ def solve_decomposition(
 
     def place_configs(y: np.ndarray) -> float:
         # A node's configs (rounded), placed on the patterns priced so far if they fit (each set of configs once).
-        if y.tobytes() in tried:
+        # Configs worth more than the bound cannot be placed, and those no better than the incumbent need not be.
+        value = float(items.weight @ y)
+        if y.tobytes() in tried or value > bound + 1e-9 * max(1.0, abs(bound)) or (
+                best is not None and value <= best.value + 1e-9):
             return -math.inf
         tried.add(y.tobytes())
-        packed = _pack(items, y, master.patterns, cluster.servers, PACK_SECONDS)
+        packed = _pack(items, types, y, master.patterns, cluster.servers, PACK_SECONDS)
         return -math.inf if packed is None else take(y, *packed, "branch-and-price (placed)")
 
     # Trees with a target: a tree searched as if an incumbent were worth ``target`` (just below the bound) fixes
@@ -397,38 +401,100 @@ def _solution(x: np.ndarray) -> highspy.HighsSolution:
     return solution
 
 
-def _pack(items: ItemColumns, y: np.ndarray, patterns: np.ndarray, servers: int, seconds: float
-          ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Server loads (``patterns`` capped at what the columns ``y`` ask for) and whole numbers of servers for
-    each that hold every item ``y`` asks for on at most ``servers`` servers (a small MILP on HiGHS), or None
-    (none found within ``seconds``)."""
+def _pack(items: ItemColumns, types: ItemTypes, y: np.ndarray, patterns: np.ndarray, servers: int, seconds: float,
+          listed: int = PACK_LISTED) -> tuple[np.ndarray, np.ndarray] | None:
+    """Server loads and whole numbers of servers for each that hold every item the columns ``y`` ask for on at
+    most ``servers`` servers, or None (none exists, or none found within ``seconds``).
+
+    The LP of the fewest servers that hold them is priced first (:func:`_priced_loads`): when it needs more than
+    ``servers`` no placement exists, and most rounded configs end there in a few milliseconds. Else the MILP over
+    the loads priced; when that has no solution, the MILP over every maximal load within the demand if there are
+    at most ``listed`` (a load with more of a type than asked for holds the capped load too, and every load
+    extends to a maximal one), which decides exactly.
+    """
+    stop = time.perf_counter() + seconds
+    demand = np.rint(np.bincount(items.col_item, weights=items.units * y, minlength=items.item_size.size))
+    caps = np.minimum(items.per_server, demand.astype(np.int64))
+    loads = _priced_loads(types, demand, caps, patterns, servers, stop)
+    if loads is None:
+        return None
+    x = _cover(loads, demand, servers, stop)
+    if x is None and listed:
+        every = near_patterns(types, np.zeros(demand.size), 0.0, caps, limit=listed)
+        if every is not None:
+            loads, x = every, _cover(every, demand, servers, stop)
+    return None if x is None else (x, loads)
+
+
+def _priced_loads(types: ItemTypes, demand: np.ndarray, caps: np.ndarray, patterns: np.ndarray, servers: int,
+                  stop: float) -> np.ndarray | None:
+    """The loads (within ``caps``) the LP of the fewest servers holding ``demand`` uses, priced in from
+    ``patterns`` capped at ``caps``; None when that LP needs more than ``servers`` (no placement exists: by its
+    optimum or, on the way, Farley's bound ``pi . demand / (the best load's value)``) or at ``stop``."""
     import highspy
 
     from synergy_opt.solvers.highs import run
 
-    demand = np.bincount(items.col_item, weights=items.units * y, minlength=items.item_size.size)
-    # A load with more of a type than asked for holds the load capped at the demand too (a subset fits).
-    patterns = np.unique(np.minimum(patterns, demand.astype(np.int64)), axis=0)
-    patterns = patterns[patterns.any(axis=1)]
-    count = len(patterns)
-    matrix = np.vstack([patterns.T, np.ones((1, count))])  # cover rows, then the servers row
+    rows = np.flatnonzero(demand > 0)
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.addRows(rows.size, demand[rows], np.full(rows.size, highspy.kHighsInf), 0, np.zeros(0, np.int32),
+              np.zeros(0, np.int32), np.zeros(0))
+    known: set[bytes] = set()
+    loads: list[np.ndarray] = []
+
+    def add(block: np.ndarray) -> int:
+        new = [p for p in block if p.any() and p.tobytes() not in known]
+        if new:
+            known.update(p.tobytes() for p in new)
+            loads.extend(new)
+            matrix = np.array(new)[:, rows]
+            at, row = np.nonzero(matrix)
+            h.addCols(len(new), np.ones(len(new)), np.zeros(len(new)), np.full(len(new), float(servers)), at.size,
+                      np.searchsorted(at, np.arange(len(new))).astype(np.int32), row.astype(np.int32),
+                      matrix[at, row].astype(float))
+        return len(new)
+
+    add(np.minimum(patterns, caps))
+    while True:
+        run(h, 1)
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        pi = np.zeros(demand.size)
+        pi[rows] = np.maximum(np.array(h.getSolution().row_dual), 0.0)
+        priced = best_patterns(types, pi, caps, count=PACK_PATTERNS_PER_ROUND, beat=1.0 + 1e-9)
+        if pi @ demand / max(priced.value, 1.0) > servers + 1e-6:
+            return None
+        if priced.value <= 1.0 + 1e-9 or not add(priced.patterns[priced.values > 1.0 + 1e-9]):
+            if h.getInfo().objective_function_value > servers + 1e-6:
+                return None
+            return np.array(loads).reshape(-1, demand.size)
+        if time.perf_counter() > stop:
+            return None
+
+
+def _cover(loads: np.ndarray, demand: np.ndarray, servers: int, stop: float) -> np.ndarray | None:
+    """Whole numbers of servers for each of ``loads`` that hold ``demand`` on at most ``servers`` servers (a
+    small MILP on HiGHS, until ``stop``), or None."""
+    import highspy
+
+    from synergy_opt.solvers.highs import run
+
+    count = len(loads)
+    matrix = np.vstack([loads.T, np.ones((1, count))])  # cover rows, then the servers row
     rows, cols = np.nonzero(matrix)
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("time_limit", float(seconds))
+    h.setOptionValue("time_limit", max(stop - time.perf_counter(), 0.01))
     h.addVars(count, np.zeros(count), np.full(count, float(servers)))
     h.addRows(matrix.shape[0], np.r_[demand, -highspy.kHighsInf], np.r_[np.full(demand.size, highspy.kHighsInf),
               float(servers)], rows.size, np.searchsorted(rows, np.arange(matrix.shape[0])).astype(np.int32),
               cols.astype(np.int32), matrix[rows, cols].astype(float))
-    # Most rounded configs do not fit the patterns at all: the LP says so in a few milliseconds.
-    for integral in (False, True):
-        if integral:
-            h.changeColsIntegrality(count, np.arange(count, dtype=np.int32),
-                                    np.full(count, highspy.HighsVarType.kInteger))
-        run(h, 1)
-        if h.getInfo().primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible:
-            return None
-    return np.rint(np.array(h.getSolution().col_value)), patterns
+    h.changeColsIntegrality(count, np.arange(count, dtype=np.int32), np.full(count, highspy.HighsVarType.kInteger))
+    run(h, 1)
+    if h.getInfo().primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible:
+        return None
+    return np.rint(np.array(h.getSolution().col_value))
 
 
 def _polish(instance: RoundInstance, items: ItemColumns, candidate: _Best, aim_values: np.ndarray,
