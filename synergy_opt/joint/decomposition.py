@@ -12,7 +12,7 @@
    bound meets the incumbent. Trees are first searched with a *target* just below the bound in place of the
    incumbent: a complete one proves that nothing beats the target (the target becomes the bound) and the next
    aims lower; once a solution above the target appears, the tree goes on with it. At each node with whole
-   configs, those configs are placed on the patterns priced so far (a small MILP) as a heuristic.
+   configs, those configs are placed (their own priced LP, then a small MILP) as a heuristic.
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def solve_decomposition(
     tried: set[bytes] = set()
 
     def place_configs(y: np.ndarray) -> float:
-        # A node's configs (rounded), placed on the patterns priced so far if they fit (each set of configs once).
+        # A node's configs (rounded), placed if some placement holds them (each set of configs once).
         # Configs worth more than the bound cannot be placed, and those no better than the incumbent need not be.
         value = float(items.weight @ y)
         if y.tobytes() in tried or value > bound + 1e-9 * max(1.0, abs(bound)) or (
