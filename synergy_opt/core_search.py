@@ -71,7 +71,7 @@ class Core:
     @property
     def root_bound(self) -> float:
         """A lower bound on the penalty of every solution of penalty <= ``threshold``: CPU integrality alone."""
-        return float(_table_bound(self.cpu_to_go, 0, self.room[:1])[0])
+        return float(_table_bound(self.cpu_to_go, 0, self.room[:1], _tolerance(self.knapsack)[0])[0])
 
 
 def prepare(knapsack: Knapsack, dual: Dual, threshold: float) -> Core:
@@ -108,7 +108,7 @@ def search(
     than ``state_limit`` states."""
     knapsack, threshold, steps, room = core.knapsack, core.threshold, core.steps, core.room
     lam = core.dual.multipliers
-    tolerance = 1e-9 * np.maximum(1.0, np.abs(knapsack.capacity))
+    tolerance = _tolerance(knapsack)
     if core.root_bound > threshold:
         return SearchOutcome(None, True, len(steps), 0)
 
@@ -129,7 +129,7 @@ def search(
         parent = np.repeat(np.arange(cost.size // options), options)
         choice = np.tile(np.arange(options), cost.size // options)
         estimate = cost + np.maximum(
-            _table_bound(core.cpu_to_go, index + 1, room[0] - cpu),
+            _table_bound(core.cpu_to_go, index + 1, room[0] - cpu, tolerance[0]),
             _mem_bound(room[1] - mem, core.mem_up[done], core.mem_down[done], lam[1], tolerance[1]),
         )
         keep = estimate <= threshold
@@ -288,12 +288,21 @@ def _cpu_cost_to_go(groups: list[_Group], lam_cpu: float) -> np.ndarray | None:
     return table
 
 
-def _table_bound(table: np.ndarray | None, index: int, need: np.ndarray) -> np.ndarray:
+def _table_bound(table: np.ndarray | None, index: int, need: np.ndarray, tolerance: float) -> np.ndarray:
+    """The table read at ``need`` rounded *down*: the changes are whole CPUs, so a fractional ``need`` (a
+    capacity or base use off the integers) keeps its fraction to the end, where the slack it leaves costs at
+    least the table's whole part (rounding to nearest would over-charge it and cut off real solutions). A need
+short by at most ``tolerance`` counts as met, as the search's final feasibility test does."""
     if table is None:
         return np.zeros(need.size)
-    position = np.round(need).astype(np.int64) + CPU_WINDOW
+    position = np.floor(need + tolerance).astype(np.int64) + CPU_WINDOW
     inside = (position >= 0) & (position < table.shape[1])
     return np.where(inside, table[index, np.clip(position, 0, table.shape[1] - 1)], 0.0)
+
+
+def _tolerance(knapsack: Knapsack) -> np.ndarray:
+    """Per row, how far over its capacity a use still counts as within it (float rounding)."""
+    return 1e-9 * np.maximum(1.0, np.abs(knapsack.capacity))
 
 
 def _mem_price_bounds(steps: list[_Step]) -> tuple[np.ndarray, np.ndarray]:
