@@ -365,3 +365,47 @@ def test_bench_compares_with_the_bound_when_no_optimum_is_proven() -> None:
     console.print(render_table(summary))
     text = console.export_text()
     assert ">=90.0" in text and "proven bound" in text
+
+
+@pytest.mark.parametrize("instance", [
+    # Every config worth 0; a job whose grid needs more memory than the server has (only the proportional
+    # point, worth 0, fits). The bound is 0 with no incumbent yet: the target trees once aimed at 0 forever.
+    RoundInstance(Cluster(1, 2, 4.0, 4.0), tuple(so.Job(f"j{i}", 1, so.Profile(np.array([1.0]), np.array([1.0]),
+                                                                                np.array([[0.0]]))) for i in range(2))),
+    RoundInstance(Cluster(1, 1, 2.0, 1.0), (so.Job("j0", 1, so.Profile(np.array([0.5]), np.array([2.0, 4.0]),
+                                                                        np.array([[1.5, 1.5]]))),)),
+], ids=["all-zero", "grid-above-memory"])
+def test_a_round_worth_nothing_ends_at_once_on_every_path(instance: RoundInstance) -> None:
+    for path in PATHS:
+        result = decompose(instance, path)
+        assert result.status is Status.OPTIMAL and result.objective == pytest.approx(0.0), (path, result.solve.message)
+        assert result.solve.solve_seconds < 5.0  # not a time limit: there is none
+
+
+def test_an_upper_bound_below_a_placement_is_an_input_error() -> None:
+    instance = so.generate_round(16, multi_gpu=True, seed=3, profile_noise=0.05)
+    optimum = so.solve_joint(instance, method="decomposition").objective
+    assert optimum is not None
+    with pytest.raises(so.InvalidInputError, match="upper_bound"):
+        so.solve_joint(instance, method="decomposition", upper_bound=0.9 * optimum)
+    at_optimum = so.solve_joint(instance, method="decomposition", upper_bound=optimum)
+    assert at_optimum.status is Status.OPTIMAL and at_optimum.objective == pytest.approx(optimum)
+
+
+def test_a_node_beyond_the_pricing_flags_stays_open_with_a_valid_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Splits on patterns add pricing flags along a path; past the limit the node is left open (the tree ends
+    incomplete, its bound still a bound) instead of the pricing failing."""
+    import synergy_opt.joint.branching as branching
+
+    monkeypatch.setattr(branching, "MAX_FLAGS", 2)
+    instance = so.generate_round(16, multi_gpu=True, seed=3, profile_noise=0.05)
+    direct = so.solve_joint(instance, method="direct", mip_gap=1e-9, time_limit=60)
+    assert direct.status is Status.OPTIMAL and direct.objective is not None
+    result = decompose(instance, "forced branching on patterns")
+    assert result.status in (Status.OPTIMAL, Status.FEASIBLE), result.solve.message
+    assert result.bound is not None and result.bound >= direct.objective - 1e-6
+    if result.status is Status.FEASIBLE:
+        assert "gap open" in result.solve.message
+    if result.has_solution:
+        assert result.objective is not None and result.objective <= direct.objective + 1e-6
+        check_allocation(instance, result)

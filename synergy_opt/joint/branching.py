@@ -11,10 +11,11 @@ LP solution is split, in this order:
    ``k`` items of type ``t``, ``N = sum_{p: a[p,t] >= k} x[p]``, with a fractional value: ``N <= floor`` or
    ``N >= ceil`` (a row of the master; its multiplier is a bonus on those patterns in the pricing, separable by
    item type: :class:`~synergy_opt.joint.pricing.Bonus`);
-3. else a pattern ``p`` used a fractional number of times and contained in no other pattern the LP uses: the
-   count of servers whose load holds at least ``p`` (``a >= p`` component-wise) is ``x[p]``, fractional; split
-   on it as in 2 (with the components that keep it fractional, :func:`pattern_condition`), its multiplier a
-   bonus on a conjunction of components, tracked by a flag in the pricing;
+3. else the pattern ``p`` used a fractional number of times with the most items: the count of servers whose
+   load holds at least ``p`` (``a >= p`` component-wise) is fractional; split on it as in 2 (with the
+   components that keep it fractional, :func:`pattern_condition`), its multiplier a bonus on a conjunction of
+   components, tracked by a flag in the pricing (at most :data:`~synergy_opt.joint.pricing.MAX_FLAGS` on a
+   path: a node that would need more stays open, so the tree ends incomplete with a valid bound);
 4. else the LP solution is integral: an incumbent, and the node is solved.
 
 Each split leaves every integral solution of the node in exactly one child, so the search is exact; it is
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from synergy_opt.joint.master import ColumnGeneration, Condition, Prices
+from synergy_opt.joint.pricing import MAX_FLAGS
 
 # Values this close to an integer count as integral.
 _INTEGRAL = 1e-6
@@ -44,8 +46,8 @@ _SCORE_FLOOR = 1e-6
 
 @dataclass
 class BranchOutcome:
-    """The search's result: the best bound it proves (over the nodes it did not close), whether the tree was
-    exhausted, and how many nodes it solved."""
+    """The search's result: the bound it proves (:attr:`Tree.bound`), whether the tree was exhausted, and how
+    many nodes it solved."""
 
     bound: float
     complete: bool
@@ -80,8 +82,8 @@ Split = tuple[str, list[_Node], bool]
 
 
 class Tree:
-    """The branch-and-price tree: open nodes best bound first, resumable (:meth:`search` for some nodes, a
-    heuristic in between offering incumbents by :meth:`offer`, then :meth:`search` again)."""
+    """The branch-and-price tree: open nodes best bound first; :meth:`search` may be called again to go on
+    (after a node limit or a deadline), and :meth:`offer` takes an incumbent found elsewhere."""
 
     def __init__(self, master: ColumnGeneration, mip_gap: float, on_incumbent: Callable[[np.ndarray, np.ndarray],
                  float], incumbent: float = -math.inf, root_bound: float = math.inf,
@@ -99,18 +101,19 @@ class Tree:
         self._heap: list[tuple[float, int, int, _Node]] = []
         self._counter = itertools.count()
         self._closed_bound = -math.inf  # the largest bound of a node closed within the gap (above the incumbent)
+        self._stuck_bound = -math.inf  # the largest bound of a node left open because it cannot be split further
         self._push(_Node(root_bound, 0, dict(y_lower or {}), dict(y_upper or {}), {}))
 
     @property
     def complete(self) -> bool:
         """Whether every node is closed: :attr:`bound` is then proven for the whole tree."""
-        return not self._heap
+        return not self._heap and self._stuck_bound == -math.inf
 
     @property
     def bound(self) -> float:
         """A bound on every solution of the tree's root: the open nodes', the closed ones', the incumbent."""
         open_bound = max((node.bound for *_, node in self._heap), default=-math.inf)
-        return max(self.incumbent, self._closed_bound, open_bound)
+        return max(self.incumbent, self._closed_bound, self._stuck_bound, open_bound)
 
     def offer(self, value: float) -> None:
         """An incumbent found elsewhere."""
@@ -156,7 +159,11 @@ class Tree:
                 self.offer(self.on_whole_configs(_rounded(master, lp.y)))
                 if self._close(bound):
                     continue
-            candidates = _candidates(master, node, lp.y, lp.x, bound, self.rules)
+            try:
+                candidates = _candidates(master, node, lp.y, lp.x, bound, self.rules)
+            except _Unsplittable:
+                self._stuck_bound = max(self._stuck_bound, bound)
+                continue
             if not candidates:
                 if lp.artificial > _INTEGRAL:
                     continue  # an integral LP solution leaning on artificial slots: no real solution here
@@ -253,6 +260,10 @@ def _pattern_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.
     if not np.any(np.abs(x[used] - np.rint(x[used])) > _INTEGRAL):
         return []
     condition, value = pattern_condition(master.patterns[used], x[used])
+    if len(condition) > 1:
+        conditions = {master.branch_rows[row] for row in node.rows} | {condition}
+        if sum(len(c) for c in conditions if len(c) > 1) > MAX_FLAGS:
+            raise _Unsplittable
     return [("pattern", _row_children(master, node, bound, condition, value), value % 1 >= 0.5)]
 
 
@@ -293,8 +304,10 @@ def _row_children(master: ColumnGeneration, node: _Node, bound: float, condition
     node's bounds on that row."""
     row = master.branch_row(condition)
     lo, hi = node.rows.get(row, (-math.inf, math.inf))
-    down = {**node.rows, row: (lo, float(math.floor(value)))}
-    up = {**node.rows, row: (float(math.ceil(value)), hi)}
+    # Clamped to the node's bounds: a child never loosens them (the LP can stray outside only on artificial
+    # slots; a child whose bounds cross is then empty and closes at once).
+    down = {**node.rows, row: (lo, min(hi, float(math.floor(value))))}
+    up = {**node.rows, row: (max(lo, float(math.ceil(value))), hi)}
     return [_Node(bound, node.depth + 1, node.y_lower, node.y_upper, down),
             _Node(bound, node.depth + 1, node.y_lower, node.y_upper, up)]
 
@@ -324,3 +337,7 @@ def pattern_condition(patterns: np.ndarray, x: np.ndarray) -> tuple[Condition, f
 
 
 _SPLITS = {"column": _column_splits, "count": _count_splits, "pattern": _pattern_splits}
+
+
+class _Unsplittable(Exception):
+    """A node whose only split would need more pricing flags than :data:`MAX_FLAGS`."""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from synergy_opt.builders.ideal import Objective
+from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import RoundInstance
 from synergy_opt.joint.branching import RULES, BranchOutcome, Tree, branch_and_price
 from synergy_opt.joint.incumbent import Placement, improve, place
@@ -120,6 +121,10 @@ def solve_decomposition(
         report.phases[phase] = time.perf_counter() - start
 
     def finish(status: Status, message: str) -> tuple[JointModel | None, SolveResult, DecompositionReport]:
+        if upper_bound is not None and best is not None and \
+                best.value > upper_bound + 1e-9 * max(1.0, abs(upper_bound)):
+            raise InvalidInputError("upper_bound", upper_bound,
+                                    f"is not an upper bound: a placement worth {best.value:.9g} exists")
         report.incumbent_source = "" if best is None else best.source
         objective_value = None if best is None else best.value
         upper = None if not math.isfinite(bound) else bound
@@ -170,7 +175,8 @@ def solve_decomposition(
                                   reductions))
     mark("incumbent")
     if closed():
-        return finish(Status.OPTIMAL, "optimal: the incumbent meets the ideal ILP's bound")
+        return finish(Status.OPTIMAL, "optimal: the incumbent meets the ideal ILP's bound" if upper_bound is None
+                      else "optimal: the incumbent meets the ideal ILP's bound or upper_bound")
 
     initial = [np.diag(items.per_server)]
     if best is not None:
@@ -267,11 +273,14 @@ def solve_decomposition(
     # and closes far more; when it ends without a solution above the target it has proven that none exists, the
     # target is the new bound, and the next tree aims lower. Once a solution above the target appears, the tree
     # goes on with it as a plain branch-and-price.
-    below = TARGET_GAP
+    below, first = TARGET_GAP, True
     splits: dict[str, int] = {}
     while True:
         incumbent = -math.inf if best is None else best.value
-        target = bound - below * abs(bound) if stop_early and math.isfinite(bound) else -math.inf
+        # No target once it would fall far below the bound, or when a complete target tree found nothing at all
+        # (then a plain tree settles whether any solution exists).
+        aim = stop_early and math.isfinite(bound) and below < 1.0 and (best is not None or first)
+        target = bound - below * max(abs(bound), 1.0) if aim else -math.inf
         tree = Tree(master, params.mip_gap, lambda y, x: take(y, x, None, "branch-and-price"),
                     max(incumbent, target), root_bound=bound if stop_early else math.inf,
                     rules=rules, on_whole_configs=place_configs if heuristics else None)
@@ -281,7 +290,7 @@ def solve_decomposition(
         bound = min(bound, tree.bound)
         if not tree.complete or target <= incumbent or (best is not None and best.value >= target):
             break
-        below *= TARGET_GROWTH
+        below, first = below * TARGET_GROWTH, False
     mark("branch-and-price")
     if tree.complete and best is None:
         return finish(Status.INFEASIBLE, "infeasible: the branch-and-price found no solution in any node")

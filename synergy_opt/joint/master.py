@@ -52,7 +52,8 @@ class Prices:
 
     ``column_rc[col] = best_q - (w_col - u_col pi_t)`` and a pattern's ``P - pi . a`` (``P`` the best pattern's
     value, or 0) are what a solution loses against ``L``: its value is ``L`` minus its columns' and servers'
-    reduced costs minus the priced cover slack (without bounds and rows; at a node ``column_rc`` is not used).
+    reduced costs minus the priced cover slack (without bounds and rows). At a node ``column_rc`` is what one
+    more unit of a column costs against the node's ``L`` (:func:`class_best`); reduced-cost fixing uses it.
     """
 
     pi: np.ndarray

@@ -28,6 +28,8 @@ _VALUE_TOLERANCE = 1e-9
 _GRID_CELLS = 2_000_000
 # Up to this many states, dominance is tested pair by pair (cheaper than the grid for few states).
 _PAIRWISE = 200
+# Components of multi-component conditions the DP tracks, one bit each of an int64 flag word.
+MAX_FLAGS = 62
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,11 +50,6 @@ class ItemTypes:
     def capacity(self) -> np.ndarray:
         c = self.cluster
         return np.array([c.gpus_per_server, c.cpus_per_server * _FIT, c.mem_gb_per_server * _FIT])
-
-    @property
-    def fit_alone(self) -> np.ndarray:
-        """How many items of each type fit on an empty server."""
-        return np.floor(np.min(self.capacity / self.need, axis=1) + 1e-9).astype(np.int64)
 
     def fits(self, patterns: np.ndarray) -> np.ndarray:
         """Whether each pattern (rows) fits one server."""
@@ -245,8 +242,8 @@ class _BonusSteps:
         self.pay = np.zeros((types.size, width + 1))
         self.bits = np.zeros((types.size, width + 1), dtype=np.int64)
         multi = [j for j in range(bonus.item.size) if not single[bonus.condition[j]]]
-        if len(multi) > 62:
-            raise ValueError("more than 62 components of multi-component conditions")  # the tree never gets here
+        if len(multi) > MAX_FLAGS:  # the tree leaves such a node open (branching._Unsplittable)
+            raise ValueError(f"more than {MAX_FLAGS} components of multi-component conditions")
         for j in range(bonus.item.size):
             if at[j] < 0 or bonus.at_least[j] > cap[at[j]]:
                 continue  # a count the DP never reaches: the condition is never met

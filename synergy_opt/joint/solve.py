@@ -146,11 +146,13 @@ def solve_joint(
         item type) or ``"literal"`` (SPEC 2.4 as written; small instances only).
     upper_bound
         A proven upper bound on the optimum (for instance the ideal ILP's), added as a cut-off row (the
-        decomposition takes it as a bound).
+        decomposition takes it as a bound). A value below the optimum is not a bound: the direct model then
+        finds only solutions under it (or none: INFEASIBLE), and the decomposition raises
+        :class:`~synergy_opt.errors.InvalidInputError` when it finds a solution above it.
     method
         ``"direct"``: the model of ``formulation`` handed to ``solver``. ``"decomposition"``: server patterns
-        priced exactly, a bound from them and the ideal ILP, incumbents, a proof when the patterns within the
-        gap are few (:mod:`synergy_opt.joint.decomposition`; HiGHS, floors fixed, no backend ``options``).
+        priced exactly, a bound from them and the ideal ILP, incumbents, and a branch-and-price that proves
+        the optimum (:mod:`synergy_opt.joint.decomposition`; HiGHS, floors fixed, no backend ``options``).
         ``"auto"``: direct when every maximal server load can be listed (``PATTERN_LIMIT``: rounds whose jobs
         share a few profiles), else the decomposition when it applies.
 
