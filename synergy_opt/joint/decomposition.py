@@ -477,9 +477,20 @@ def _priced_loads(types: ItemTypes, demand: np.ndarray, caps: np.ndarray, patter
         if priced.value <= 1.0 + 1e-9 or not add(priced.patterns[priced.values > 1.0 + 1e-9]):
             if h.getInfo().objective_function_value > servers + 1e-6:
                 return None
-            return np.array(loads).reshape(-1, demand.size)
+            return _within_slack(np.array(loads).reshape(-1, demand.size), pi, demand, servers)
         if time.perf_counter() > stop:
             return None
+
+
+def _within_slack(loads: np.ndarray, pi: np.ndarray, demand: np.ndarray, servers: int) -> np.ndarray:
+    """The loads a placement of ``demand`` on at most ``servers`` servers may use: with cover prices ``pi >= 0``
+    and every reduced cost ``1 - pi . a`` at least 0, servers ``x`` that hold the demand number
+    ``sum x >= pi . demand + sum_a x_a (1 - pi . a)``, so a load whose reduced cost exceeds the slack
+    ``servers - pi . demand`` is on no server (reduced-cost fixing on the LP of the fewest servers)."""
+    reduced = 1.0 - loads @ pi
+    if reduced.min() < -1e-9:
+        return loads
+    return loads[reduced <= servers - pi @ demand + 1e-6]
 
 
 def _cover(loads: np.ndarray, demand: np.ndarray, servers: int, stop: float) -> np.ndarray | None:
