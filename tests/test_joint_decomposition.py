@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import synergy_opt as so
 from synergy_opt.instance import Cluster, RoundInstance
 from synergy_opt.joint.branching import pattern_condition
-from synergy_opt.joint.decomposition import _pack, solve_decomposition
+from synergy_opt.joint.decomposition import _pack, _within_slack, solve_decomposition
 from synergy_opt.joint.model import JointReductions, item_columns, server_patterns
 from synergy_opt.joint.pricing import Bonus, ItemTypes, best_patterns, near_patterns
 from synergy_opt.joint.solve import JointResult
@@ -161,6 +161,28 @@ def test_configs_are_placed_exactly_when_some_placement_holds_them(instance: Rou
             assert types.fits(patterns).all() and np.all(patterns <= items.per_server)
             assert np.all(x >= 0) and np.allclose(x, np.rint(x)) and x.sum() <= servers
             assert np.all(patterns.T @ x >= demand)
+
+
+@settings(FUZZ, max_examples=150)
+@given(st.integers(2, 4).flatmap(lambda n: st.tuples(
+    st.lists(st.lists(st.integers(0, 3), min_size=3, max_size=3).filter(any), min_size=n, max_size=n),
+    st.lists(st.integers(0, 5), min_size=3, max_size=3), st.integers(1, 3))))
+def test_loads_beyond_the_slack_are_on_no_placement(case: tuple[list[list[int]], list[int], int]) -> None:
+    """:func:`_within_slack` with the duals of the LP of the fewest servers keeps every load some placement of the
+    demand on at most ``servers`` servers uses (every placement enumerated)."""
+    import itertools
+
+    from scipy.optimize import linprog
+
+    loads, demand, servers = np.array(case[0]), np.array(case[1], dtype=float), case[2]
+    lp = linprog(np.ones(len(loads)), A_ub=-loads.T, b_ub=-demand, bounds=(0, None), method="highs")
+    if lp.status != 0:
+        return
+    kept = {tuple(p) for p in _within_slack(loads, -lp.ineqlin.marginals, demand, servers)}
+    for x in itertools.product(range(servers + 1), repeat=len(loads)):
+        x = np.array(x)
+        if x.sum() <= servers and np.all(loads.T @ x >= demand):
+            assert all(tuple(p) in kept for p in loads[x > 0])
 
 
 # ---------------------------------------------------------------------------------------------- every path
