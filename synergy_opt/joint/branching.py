@@ -77,8 +77,8 @@ def cutoff_of(incumbent: float, mip_gap: float) -> float:
 # "column" and "pattern" are there).
 RULES = ("column", "count", "pattern")
 
-# A split: its kind, its children (down, up) and whether the LP solution lies nearer the up child.
-Split = tuple[str, list[_Node], bool]
+# A split: its kind and its children (down, up).
+Split = tuple[str, list[_Node]]
 
 
 class Tree:
@@ -170,7 +170,7 @@ class Tree:
                 self.offer(self.on_incumbent(np.rint(lp.y), np.rint(lp.x)))
                 self._closed_bound = max(self._closed_bound, min(bound, lp.value))
                 continue
-            kind, children, _ = _choose(master, candidates, lp.value)
+            kind, children = _choose(master, candidates, lp.value)
             self.splits[kind] += 1
             for child in children:
                 self._push(child)
@@ -233,7 +233,7 @@ def _choose(master: ColumnGeneration, candidates: list[Split], value: float) -> 
     if len(candidates) == 1:
         return candidates[0]
     scores = []
-    for _, children, _ in candidates:
+    for _, children in candidates:
         falls = []
         for child in children:
             _apply(master, child)
@@ -264,7 +264,7 @@ def _pattern_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.
         conditions = {master.branch_rows[row] for row in node.rows} | {condition}
         if sum(len(c) for c in conditions if len(c) > 1) > MAX_FLAGS:
             raise _Unsplittable
-    return [("pattern", _row_children(master, node, bound, condition, value), value % 1 >= 0.5)]
+    return [("pattern", _row_children(master, node, bound, condition, value))]
 
 
 def _column_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
@@ -278,7 +278,7 @@ def _column_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.n
         col = int(col)
         down = _Node(bound, node.depth + 1, node.y_lower, {**node.y_upper, col: math.floor(y[col])}, node.rows)
         up = _Node(bound, node.depth + 1, {**node.y_lower, col: math.ceil(y[col])}, node.y_upper, node.rows)
-        out.append(("column", [down, up], y[col] - math.floor(y[col]) >= 0.5))
+        out.append(("column", [down, up]))
     return out
 
 
@@ -294,7 +294,7 @@ def _count_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.nd
             f = abs(value - round(value))
             if f > _INTEGRAL:
                 counts.append((f, ((t, k),), value))
-    return [("count", _row_children(master, node, bound, condition, value), value % 1 >= 0.5)
+    return [("count", _row_children(master, node, bound, condition, value))
             for _, condition, value in sorted(counts, reverse=True)[:STRONG_CANDIDATES]]
 
 

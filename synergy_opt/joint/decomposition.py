@@ -350,8 +350,8 @@ def _solve_restricted(instance: RoundInstance, patterns: np.ndarray, params: Sol
     result = _run_highs(joint.model, params, seconds, _start_vector(joint, start))
     if result is None:
         return None
-    x, value, _, _ = result
-    return None if x is None else _Best(value, joint, x, source)
+    x, value = result
+    return _Best(value, joint, x, source)
 
 
 def _with_loads_of(best: _Best | None, patterns: np.ndarray) -> np.ndarray:
@@ -374,10 +374,10 @@ def _start_vector(joint: JointModel, start: _Best | None) -> np.ndarray | None:
     return np.concatenate([y, x])
 
 
-def _run_highs(model: object, params: SolverParams, seconds: float, start: np.ndarray | None,
-               heuristic_effort: float | None = None) -> tuple[np.ndarray | None, float, float | None, bool] | None:
-    """Solve a MILP on HiGHS from a starting solution: (x, objective, bound, proven optimal); a heuristic
-    round spends more of it on HiGHS's primal heuristics (``mip_heuristic_effort``)."""
+def _run_highs(model: object, params: SolverParams, seconds: float, start: np.ndarray | None
+               ) -> tuple[np.ndarray, float] | None:
+    """Solve a MILP on HiGHS from a starting solution for at most ``seconds``: its best solution and value, or
+    None when it found none."""
     import highspy
 
     from synergy_opt.solvers.highs import run, to_highs
@@ -388,17 +388,13 @@ def _run_highs(model: object, params: SolverParams, seconds: float, start: np.nd
     h.setOptionValue("time_limit", float(seconds))
     h.setOptionValue("mip_rel_gap", float(params.mip_gap))
     h.setOptionValue("random_seed", int(params.seed))
-    if heuristic_effort is not None:
-        h.setOptionValue("mip_heuristic_effort", float(heuristic_effort))
     if start is not None:
         h.setSolution(_solution(start))
     run(h, params.threads)
     info = h.getInfo()
     if info.primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible:
         return None
-    x = np.array(h.getSolution().col_value)
-    bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else None
-    return x, float(info.objective_function_value), bound, h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    return np.array(h.getSolution().col_value), float(info.objective_function_value)
 
 
 def _solution(x: np.ndarray) -> highspy.HighsSolution:
