@@ -116,11 +116,9 @@ def solve_dual(
     """
     import highspy  # imported on use, as the backends are: importing the package loads no solver
 
-    from synergy_opt.solvers.highs import swallow_banner
+    from synergy_opt.solvers.highs import quiet_highs
 
-    swallow_banner()
-    master = highspy.Highs()
-    master.setOptionValue("output_flag", False)
+    master = quiet_highs()
     # Dual simplex from the last basis, without presolve: a cut is one row more, and presolving a three-column
     # LP costs more than solving it (the same iterates on every round measured, 16% less time).
     for option, setting in (("presolve", "off"), ("solver", "simplex"), ("simplex_strategy", 1)):

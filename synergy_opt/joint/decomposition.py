@@ -438,11 +438,10 @@ def _priced_loads(types: ItemTypes, demand: np.ndarray, caps: np.ndarray, patter
     optimum or, on the way, Farley's bound ``pi . demand / (the best load's value)``) or at ``stop``."""
     import highspy
 
-    from synergy_opt.solvers.highs import run
+    from synergy_opt.solvers.highs import quiet_highs, run
 
     rows = np.flatnonzero(demand > 0)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = quiet_highs()
     h.addRows(rows.size, demand[rows], np.full(rows.size, highspy.kHighsInf), 0, np.zeros(0, np.int32),
               np.zeros(0, np.int32), np.zeros(0))
     known: set[bytes] = set()
@@ -494,13 +493,12 @@ def _cover(loads: np.ndarray, demand: np.ndarray, servers: int, stop: float) -> 
     small MILP on HiGHS, until ``stop``), or None."""
     import highspy
 
-    from synergy_opt.solvers.highs import run
+    from synergy_opt.solvers.highs import quiet_highs, run
 
     count = len(loads)
     matrix = np.vstack([loads.T, np.ones((1, count))])  # cover rows, then the servers row
     rows, cols = np.nonzero(matrix)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = quiet_highs()
     h.setOptionValue("time_limit", max(stop - time.perf_counter(), 0.01))
     h.addVars(count, np.zeros(count), np.full(count, float(servers)))
     h.addRows(matrix.shape[0], np.r_[demand, -highspy.kHighsInf], np.r_[np.full(demand.size, highspy.kHighsInf),

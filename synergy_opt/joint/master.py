@@ -154,13 +154,13 @@ class ColumnGeneration:
     def __post_init__(self) -> None:
         import highspy  # imported on use, as the backends are
 
+        from synergy_opt.solvers.highs import quiet_highs
+
         items = self.items
         cols = items.columns
         n_cls, n_types = cols.count.size, items.item_size.size
         self._highspy = highspy
-        h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", 1)
+        h = quiet_highs()
         inf = highspy.kHighsInf
         h.changeObjectiveSense(highspy.ObjSense.kMaximize)
         # Rows: assign (classes), cover (types), servers.
@@ -313,8 +313,9 @@ class ColumnGeneration:
         self._branch_bounds = bounds
 
     def _solve_lp(self) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-        self._highspy.Highs.resetGlobalScheduler(True)
-        self._h.run()
+        from synergy_opt.solvers.highs import run
+
+        run(self._h, 1)
         solution = self._h.getSolution()
         duals = np.array(solution.row_dual)
         pi = -duals[self._n_cls:self._n_cls + self._n_types]

@@ -68,6 +68,14 @@ def swallow_banner() -> None:
         highspy.Highs()
 
 
+def quiet_highs() -> highspy.Highs:
+    """A new Highs object that prints nothing (its banner swallowed, its log off)."""
+    swallow_banner()
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    return h
+
+
 _OPTION_TYPES = {highspy.HighsOptionType.kBool: "a bool", highspy.HighsOptionType.kInt: "an integer",
                  highspy.HighsOptionType.kDouble: "a number", highspy.HighsOptionType.kString: "a string"}
 
@@ -80,9 +88,7 @@ def option_names() -> tuple[str, ...]:
 
 def check_options(options: Mapping[str, Any]) -> None:
     """Each option is set on a fresh Highs object: HiGHS itself rejects unknown names and bad values."""
-    swallow_banner()
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = quiet_highs()
     for key, value in options.items():
         status, kind = h.getOptionType(key)
         if status != highspy.HighsStatus.kOk:
@@ -116,8 +122,7 @@ def to_highs(model: LinearModel) -> highspy.Highs:
         lp.integrality_ = [
             highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous for flag in model.integer
         ]
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = quiet_highs()
     h.passModel(lp)
     return h
 
