@@ -219,7 +219,7 @@ def _apply(master: ColumnGeneration, node: _Node) -> None:
     """Set the master to ``node``'s bounds."""
     items = master.items
     lower = np.zeros(items.columns.cls.size)
-    upper = items.columns.count[items.columns.cls].astype(float)
+    upper = items.columns.most_jobs.copy()
     for col, value in node.y_lower.items():
         lower[col] = value
     for col, value in node.y_upper.items():

@@ -179,7 +179,7 @@ class ColumnGeneration:
         value = np.empty(2 * n)
         value[0::2] = 1.0
         value[1::2] = -items.units
-        h.addCols(n, items.weight, np.zeros(n), cols.count[cols.cls].astype(float), 2 * n, starts, index, value)
+        h.addCols(n, items.weight, np.zeros(n), cols.most_jobs, 2 * n, starts, index, value)
         # Artificial slots per type (phase 1, and nodes of the branch-and-price): kept at 0 otherwise.
         h.addCols(n_types, np.zeros(n_types), np.zeros(n_types), np.zeros(n_types), n_types,
                   np.arange(n_types, dtype=np.int32), (n_cls + np.arange(n_types)).astype(np.int32), np.ones(n_types))
@@ -200,7 +200,7 @@ class ColumnGeneration:
         self.branch_rows: list[Condition] = []
         self._branch_index: dict[Condition, int] = {}
         self._branch_bounds = np.zeros((0, 2))
-        self._y_bounds = (np.zeros(n), cols.count[cols.cls].astype(float))
+        self._y_bounds = (np.zeros(n), cols.most_jobs)
         self._artificial_on: float | None = None  # the artificial slots' cost while nodes are solved
         self._patterns_bounded = False  # a dive gave patterns lower bounds
         patterns, self.patterns = self.patterns, np.zeros((0, n_types), dtype=np.int64)
@@ -284,7 +284,7 @@ class ColumnGeneration:
         """Back to the root master: default column bounds, branch rows free, no artificial slots."""
         cols = self.items.columns
         self._set_artificial(None)
-        self._set_y_bounds(np.zeros(cols.cls.size), cols.count[cols.cls].astype(float))
+        self._set_y_bounds(np.zeros(cols.cls.size), cols.most_jobs)
         self._set_row_bounds(np.tile([-np.inf, np.inf], (len(self.branch_rows), 1)))
 
     def _set_artificial(self, cost: float | None) -> None:
@@ -325,7 +325,7 @@ class ColumnGeneration:
     def _restriction(self, duals: np.ndarray) -> Restriction | None:
         """The node's column bounds and its branch rows' multipliers, of the right sign for each bound."""
         if not self.branch_rows and np.all(self._y_bounds[0] == 0) and \
-                np.array_equal(self._y_bounds[1], self.items.columns.count[self.items.columns.cls]):
+                np.array_equal(self._y_bounds[1], self.items.columns.most_jobs):
             return None
         lam = duals[self._servers_row + 1:self._servers_row + 1 + len(self.branch_rows)]
         lo, hi = self._branch_bounds.T

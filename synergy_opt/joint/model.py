@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -218,7 +219,7 @@ def build_joint(
         formulation = "servers"
 
     builder = ModelBuilder("joint_exact", "max")
-    y = builder.add_vars("y", cols.cls.size, upper=cols.count[cols.cls].astype(float), integer=True, objective=weight)
+    y = builder.add_vars("y", cols.cls.size, upper=cols.most_jobs, integer=True, objective=weight)
     y_cols = np.arange(y.start, y.stop)
     _assignment_rows(builder, cols, y_cols)
     if not reductions.fix_below_floor:
@@ -360,6 +361,13 @@ class _JointColumns:
     count: np.ndarray
     class_gpus: np.ndarray
     class_jobs: np.ndarray
+
+    @cached_property
+    def most_jobs(self) -> np.ndarray:
+        """Per column, as floats: the most jobs it can take, its class's count (read-only)."""
+        most = self.count[self.cls].astype(float)
+        most.flags.writeable = False
+        return most
 
 
 def _columns(
