@@ -5,7 +5,7 @@
 
 Single-GPU (20,70,10) instances, HiGHS, with and without ``profile_noise=0.05``, at the default relative gap
 (1e-6). Two methods: ``auto`` (what ``solve_ideal`` does by default: the core method of
-``synergy_opt.ideal_core`` when no two jobs are alike, else the whole model to HiGHS) and ``direct`` (the
+``synergy_opt.ideal.core`` when no two jobs are alike, else the whole model to HiGHS) and ``direct`` (the
 whole model to HiGHS; only up to ``--direct-up-to`` GPUs with noise, as it needs minutes beyond). Prints a
 line per run and writes ``benchmarks/results/ideal.csv``. Targets: build + solve <= 50 ms at 1024 GPUs and
 <= 1 s at 16384. The artifact's own ideal ILP (cvxpy + GLPK_MI) needs 0.57 s at 128 GPUs and 13.4 s at 1024

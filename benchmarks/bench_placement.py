@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import synergy_opt as so
-from synergy_opt.opt import PlacementResult, placement_demands, solve_placement
+from synergy_opt.placement.solve import PlacementResult, placement_demands, solve_placement
 from synergy_opt.solvers import SolverParams
 
 ARTIFACT_LP_SECONDS = {128: 0.44, 512: 8.0}

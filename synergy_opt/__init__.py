@@ -2,7 +2,6 @@
 
 from typing import Any
 
-from synergy_opt.builders.ideal import Reductions, build_ideal
 from synergy_opt.errors import (
     InvalidInputError,
     NoSolutionError,
@@ -13,11 +12,12 @@ from synergy_opt.errors import (
 from synergy_opt.evaluation import Evaluation, InvalidAllocationError, evaluate
 from synergy_opt.generate import generate_round
 from synergy_opt.ideal import IdealResult, JobConfig, solve_ideal
+from synergy_opt.ideal.model import Reductions, build_ideal
 from synergy_opt.instance import Allocation, Cluster, Job, Placement, Profile, RoundInstance
 from synergy_opt.io import load_instance, save_instance
 from synergy_opt.joint import JointResult, solve_joint
 from synergy_opt.mechanisms import MECHANISMS, run_mechanism
-from synergy_opt.opt import OptResult, solve_opt
+from synergy_opt.placement.solve import OptResult, solve_opt
 from synergy_opt.profiles import builtin_profile, model_names
 from synergy_opt.solvers import SolveResult, SolverParams, Status, available_solvers, solver_names
 

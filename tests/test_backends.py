@@ -17,9 +17,9 @@ import pytest
 
 import synergy_opt
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError, UnknownNameError
-from synergy_opt.model import LinearModel, ModelBuilder
 from synergy_opt.solvers import SolverParams, Status, backend, solve_model, solver_names
 from synergy_opt.solvers.base import check_solution
+from synergy_opt.solvers.model import LinearModel, ModelBuilder
 
 INF = np.inf
 TOL = 1e-6

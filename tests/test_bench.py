@@ -10,9 +10,8 @@ import pytest
 
 import synergy_opt
 from synergy_opt import generate_round, load_instance, run_mechanism, solve_ideal
-from synergy_opt.bench import main
-from synergy_opt.benchmarking import add_references, medians, read_csv
-from synergy_opt.benchmarking.cells import TIMING_COLUMNS
+from synergy_opt.bench import add_references, main, medians, read_csv
+from synergy_opt.bench.cells import TIMING_COLUMNS
 from synergy_opt.evaluation import evaluate
 from synergy_opt.instance import RoundInstance
 from synergy_opt.solvers import available_solvers

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import synergy_opt as so
-from synergy_opt.builders.ideal import Reductions, build_ideal, row_labels
+from synergy_opt.ideal.model import Reductions, build_ideal, row_labels
 from synergy_opt.solvers import Status, available_solvers, backend
 from tests.random_instances import brute_force_ideal, random_instance
 

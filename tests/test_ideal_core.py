@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import synergy_opt as so
-import synergy_opt.ideal_core as ideal_core
-from synergy_opt.builders.ideal import Reductions, build_ideal
-from synergy_opt.core_search import prepare, search
-from synergy_opt.lagrangian import Knapsack, dual_value, solve_dual
+import synergy_opt.ideal.core as ideal_core
+from synergy_opt.ideal.core_search import prepare, search
+from synergy_opt.ideal.lagrangian import Knapsack, dual_value, solve_dual
+from synergy_opt.ideal.model import Reductions, build_ideal
 from synergy_opt.solvers import Status
 from synergy_opt.solvers.base import check_solution
 from tests.random_instances import brute_force_ideal, random_instance

@@ -26,17 +26,17 @@ import pytest
 import synergy_opt as so
 from synergy_opt import files
 from synergy_opt.bench import main as bench_main
-from synergy_opt.cli_errors import run_cli
+from synergy_opt.cli.errors import run_cli
 from synergy_opt.errors import InvalidInputError, SynergyError
 from synergy_opt.instance import Placement
 from synergy_opt.io import instance_to_dict
 from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.mechanisms.spare import spend_spare
-from synergy_opt.model import ModelBuilder
 from synergy_opt.profiling import builtin_job_model, draw_job_model, modelled_profile
 from synergy_opt.sim.cli import main as sim_main
 from synergy_opt.sim.trace import Trace, TraceJob
 from synergy_opt.solvers import solve_model
+from synergy_opt.solvers.model import ModelBuilder
 from tests.test_inputs import EXAMPLE as BASE_EXAMPLE
 
 # test_inputs' two-job round, with every optional field of a job and metadata set.

@@ -369,8 +369,8 @@ def test_items_of_the_decomposition_are_the_models() -> None:
 def test_bench_compares_with_the_bound_when_no_optimum_is_proven() -> None:
     from rich.console import Console
 
-    from synergy_opt.benchmarking import add_references, medians
-    from synergy_opt.benchmarking.table import render_table
+    from synergy_opt.bench import add_references, medians
+    from synergy_opt.bench.table import render_table
 
     def row(instance: str, mechanism: str, status: str, objective: float, bound: float | None) -> dict[str, object]:
         return {"gpus": 8, "trace": "multi", "instance": instance, "mechanism": mechanism, "solver": "highs",

@@ -28,14 +28,14 @@ from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.instance import Allocation
 from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.mechanisms.drf import dominant_shares
-from synergy_opt.mechanisms.packing import (
+from synergy_opt.packing.place import (
     best_fit_server,
     fewest_servers,
     fill_servers,
     place_best_fit,
     place_with_fallback,
 )
-from synergy_opt.mechanisms.state import ServerState
+from synergy_opt.packing.state import ServerState
 
 HEURISTICS = ("proportional", "greedy", "tune", "drf", "tetris")
 SENSITIVE = ("alexnet", "res18", "res50", "mobilenet", "shufflenet", "m5", "deepspeech")

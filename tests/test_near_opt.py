@@ -30,8 +30,8 @@ from synergy_opt import (
     solve_ideal,
 )
 from synergy_opt.evaluation import Evaluation, InvalidAllocationWarning, evaluate
+from synergy_opt.ideal.lagrangian import dual_value
 from synergy_opt.instance import Allocation, Placement
-from synergy_opt.lagrangian import dual_value
 from synergy_opt.mechanisms.configs import config_table, job_throughputs, priced_targets
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.mechanisms.near_opt import solve_near_opt

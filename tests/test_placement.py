@@ -1,4 +1,4 @@
-"""The placement models of SPEC 2.2 (synergy_opt.builders.placement, synergy_opt.opt.solve_placement).
+"""The placement models of SPEC 2.2 (synergy_opt.placement.model, synergy_opt.placement.solve.solve_placement).
 
 - The LP's vertex splits at most ``3s`` jobs and has at most ``n + 3s`` non-zeros (random instances with jobs of
   up to 16 GPUs; HiGHS and every other backend that returns a vertex; aggregated and per-job models).
@@ -21,16 +21,16 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 from synergy_opt import generate_round, solve_ideal
-from synergy_opt.builders.placement import (
+from synergy_opt.errors import InvalidInputError, SolverUnavailableError
+from synergy_opt.instance import Cluster
+from synergy_opt.placement.model import (
     PlacementDemands,
     build_integral_milp,
     build_min_split_milp,
     build_placement_lp,
     job_groups,
 )
-from synergy_opt.errors import InvalidInputError, SolverUnavailableError
-from synergy_opt.instance import Cluster
-from synergy_opt.opt import placement_demands, solve_placement
+from synergy_opt.placement.solve import placement_demands, solve_placement
 from synergy_opt.solvers import SolverParams, Status, available_solvers, backend, solve_model
 
 CI = settings(derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])

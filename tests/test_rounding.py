@@ -1,4 +1,4 @@
-"""Rounding (SPEC 2.3, synergy_opt.rounding) and Synergy-OPT end to end (synergy_opt.opt.solve_opt).
+"""Rounding (SPEC 2.3, synergy_opt.placement.rounding) and Synergy-OPT end to end (solve_opt).
 
 Every allocation is checked by the one evaluator: every job placed with exactly ``g_j`` GPUs, no capacity
 exceeded, no job below its floor; and ideal LP >= ideal ILP >= rounded OPT. Hypothesis runs derandomized.
@@ -15,8 +15,8 @@ from synergy_opt import generate_round, solve_ideal, solve_opt
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError
 from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
-from synergy_opt.opt import OptResult, PlacementKind
-from synergy_opt.rounding import round_placement
+from synergy_opt.placement.rounding import round_placement
+from synergy_opt.placement.solve import OptResult, PlacementKind
 from synergy_opt.solvers import Status, available_solvers, backend
 from tests.random_instances import random_instance
 

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from synergy_opt.builders.ideal import Objective
 from synergy_opt.errors import InvalidInputError
+from synergy_opt.ideal.model import Objective
 from synergy_opt.instance import RoundInstance
 from synergy_opt.joint.branching import RULES, BranchOutcome, Tree, branch_and_price
 from synergy_opt.joint.incumbent import Placement, improve, place

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synergy_opt.builders.ideal import Objective
+from synergy_opt.ideal.model import Objective
 from synergy_opt.instance import Allocation, Placement, RoundInstance
 from synergy_opt.joint.model import check_options
-from synergy_opt.model import LinearModel, ModelBuilder
+from synergy_opt.solvers.model import LinearModel, ModelBuilder
 
 
 @dataclass(frozen=True, eq=False)

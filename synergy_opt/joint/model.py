@@ -43,18 +43,18 @@ from typing import Literal
 
 import numpy as np
 
-from synergy_opt.builders.ideal import (
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.ideal.model import (
     OBJECTIVES,
     Objective,
     Reductions,
     columns_of_jobs,
     group_columns,
 )
-from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Allocation, Cluster, Placement, RoundInstance
 from synergy_opt.joint.pricing import ItemTypes, near_patterns
-from synergy_opt.model import LinearModel, ModelBuilder
 from synergy_opt.profile_groups import profile_groups
+from synergy_opt.solvers.model import LinearModel, ModelBuilder
 
 Formulation = Literal["patterns", "servers"]
 FORMULATIONS: tuple[Formulation, ...] = ("patterns", "servers")

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
-from synergy_opt.builders.ideal import OBJECTIVE, Objective
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import Evaluation, evaluate
+from synergy_opt.ideal.model import OBJECTIVE, Objective
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.joint.decomposition import DecompositionReport, solve_decomposition
 from synergy_opt.joint.literal import LiteralJointModel, build_joint_literal

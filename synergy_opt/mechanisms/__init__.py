@@ -6,7 +6,7 @@
 - ``greedy``: Synergy-GREEDY, first fit of best-case demands; may skip jobs.
 - ``tune``: Synergy-TUNE, best-fit with fallbacks to proportional and demotion; never below a floor.
 - ``drf``, ``tetris``: the big-data baselines with best-case demands as static demands.
-- ``opt``: Synergy-OPT, ``synergy_opt.opt.solve_opt(instance).allocation`` (imported when first used).
+- ``opt``: Synergy-OPT, ``synergy_opt.placement.solve.solve_opt(instance).allocation`` (imported when first used).
 - ``near-opt``: close to the joint optimum at scheduler speed, never below TUNE
   (:mod:`~synergy_opt.mechanisms.near_opt`).
 
@@ -16,7 +16,7 @@ paper's TUNE does not do it), on for ``near-opt``. greedy, tune, drf and tetris 
 (:data:`~synergy_opt.mechanisms.demand.DEFAULT_TOLERANCE`; ``threshold`` is its earlier name).
 
 ``order`` is the policy's priority order of job ids (default: as listed). Every mechanism packs into one
-shared :class:`~synergy_opt.mechanisms.state.ServerState`; every allocation is scored by
+shared :class:`~synergy_opt.packing.state.ServerState`; every allocation is scored by
 :func:`synergy_opt.evaluate`.
 """
 
@@ -34,12 +34,12 @@ from synergy_opt.mechanisms.demand import TOLERANCE
 from synergy_opt.mechanisms.drf import pack_drf
 from synergy_opt.mechanisms.greedy import pack_greedy
 from synergy_opt.mechanisms.near_opt import solve_near_opt
-from synergy_opt.mechanisms.order import policy_order
 from synergy_opt.mechanisms.proportional import pack_proportional
 from synergy_opt.mechanisms.spare import spend_spare
-from synergy_opt.mechanisms.state import ServerState
 from synergy_opt.mechanisms.tetris import pack_tetris
 from synergy_opt.mechanisms.tune import pack_tune
+from synergy_opt.packing.order import policy_order
+from synergy_opt.packing.state import ServerState
 from synergy_opt.validation import OneOf, Optional, check_keyword_options, checked, ids, round_instance
 
 
@@ -87,7 +87,7 @@ def _packed(pack: Callable[..., ServerState]) -> Callable[..., Allocation]:
 
 def _opt(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocation:
     # Imported here: Synergy-OPT pulls in the model builders and solvers, which the heuristics do not need.
-    from synergy_opt.opt import solve_opt
+    from synergy_opt.placement.solve import solve_opt
 
     own, spare = _spare_option(options)
     allocation = solve_opt(instance, **check_keyword_options(solve_opt, own, skip=("instance",))).allocation

@@ -1,10 +1,10 @@
 """Every job's usable per-GPU configs, read once from the ideal ILP's columns, and CPU/memory prices.
 
-The columns are those of :func:`synergy_opt.builders.ideal.build_ideal` (the grid with the proportional point
+The columns are those of :func:`synergy_opt.ideal.model.build_ideal` (the grid with the proportional point
 inserted, configs below the floor and dominated configs removed, identical jobs merged into one class), so a
 job's configs here are exactly the ideal ILP's choices for it. :func:`config_table` lays them out per job;
 :func:`priced_targets` prices CPU and memory by the Lagrangian dual of the ideal ILP's two coupling rows
-(:func:`synergy_opt.lagrangian.solve_dual`, whose bound equals the LP relaxation) and gives each job the config
+(:func:`synergy_opt.ideal.lagrangian.solve_dual`, whose bound equals the LP relaxation) and gives each job the config
 that is best at those prices: the ideal LP's choice, up to the at most two jobs the LP splits between configs.
 
 Public API
@@ -22,9 +22,9 @@ from functools import cached_property
 
 import numpy as np
 
-from synergy_opt.builders.ideal import IdealModel, build_ideal
+from synergy_opt.ideal.lagrangian import Knapsack, solve_dual
+from synergy_opt.ideal.model import IdealModel, build_ideal
 from synergy_opt.instance import RoundInstance
-from synergy_opt.lagrangian import Knapsack, solve_dual
 from synergy_opt.profile_groups import profile_groups
 
 # Relative slack when comparing per-GPU values with the proportional share and throughputs with each other.
@@ -64,7 +64,7 @@ class ConfigTable:
 
     @cached_property
     def knapsack(self) -> Knapsack:
-        """The ideal ILP as a two-row knapsack (:mod:`synergy_opt.lagrangian`), read once."""
+        """The ideal ILP as a two-row knapsack (:mod:`synergy_opt.ideal.lagrangian`), read once."""
         return Knapsack.of(self.ideal)
 
     @cached_property

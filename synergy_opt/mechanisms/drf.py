@@ -13,7 +13,7 @@ import numpy as np
 from synergy_opt.instance import RoundInstance
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.mechanisms.greedy import pack_first_fit
-from synergy_opt.mechanisms.state import ServerState
+from synergy_opt.packing.state import ServerState
 
 
 def dominant_shares(instance: RoundInstance, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:

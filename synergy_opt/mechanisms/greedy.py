@@ -11,9 +11,9 @@ import numpy as np
 
 from synergy_opt.instance import RoundInstance
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
-from synergy_opt.mechanisms.order import runs
-from synergy_opt.mechanisms.packing import fill_servers, first_fit_spread, place_leftover
-from synergy_opt.mechanisms.state import ServerState
+from synergy_opt.packing.order import runs
+from synergy_opt.packing.place import fill_servers, first_fit_spread, place_leftover
+from synergy_opt.packing.state import ServerState
 
 
 def pack_first_fit(
@@ -22,7 +22,7 @@ def pack_first_fit(
     """First fit of the static per-GPU demands ``cpu``, ``mem`` (job order), jobs taken in ``order``.
 
     ``skip=False`` places a job that fits nowhere on free GPUs with the CPU and memory left
-    (:func:`~synergy_opt.mechanisms.packing.place_leftover`) instead of skipping it.
+    (:func:`~synergy_opt.packing.place.place_leftover`) instead of skipping it.
     """
     state = ServerState(instance)
     gpus = instance.gpus

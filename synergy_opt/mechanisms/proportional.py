@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from synergy_opt.instance import RoundInstance
-from synergy_opt.mechanisms.order import runs
-from synergy_opt.mechanisms.packing import fewest_servers, fill_servers
-from synergy_opt.mechanisms.state import ServerState
+from synergy_opt.packing.order import runs
+from synergy_opt.packing.place import fewest_servers, fill_servers
+from synergy_opt.packing.state import ServerState
 
 
 def pack_proportional(instance: RoundInstance, order: np.ndarray) -> ServerState:

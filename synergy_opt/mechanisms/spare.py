@@ -27,7 +27,7 @@ import numpy as np
 from synergy_opt.evaluation import CAPACITY_TOLERANCE, check_same_round
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.configs import ConfigTable, config_table, job_throughputs
-from synergy_opt.mechanisms.state import trusted_allocation, trusted_placement
+from synergy_opt.packing.state import trusted_allocation, trusted_placement
 from synergy_opt.validation import InstanceOf, Optional, checked, round_instance
 from synergy_opt.validation import allocation as allocation_rule
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from synergy_opt.instance import RoundInstance
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
-from synergy_opt.mechanisms.packing import fewest_servers, place_leftover
-from synergy_opt.mechanisms.state import ServerState
+from synergy_opt.packing.place import fewest_servers, place_leftover
+from synergy_opt.packing.state import ServerState
 
 
 def pack_tetris(

@@ -7,13 +7,13 @@
 4. If it does not fit and its demand is above proportional, it is switched to proportional and retried.
 5. If it still does not fit (or was at or below proportional already), servers with enough free GPUs are
    chosen and above-proportional jobs there are demoted towards proportional, releasing just what is needed
-   (:mod:`~synergy_opt.mechanisms.demotion`); then it is placed.
+   (:mod:`~synergy_opt.packing.demotion`); then it is placed.
 
-Steps 3-5 are :func:`~synergy_opt.mechanisms.packing.place_with_fallback`. Every job whose GPUs exist is
+Steps 3-5 are :func:`~synergy_opt.packing.place.place_with_fallback`. Every job whose GPUs exist is
 placed, no job falls below its floor and no capacity is exceeded: it never raises on a valid round (the
 artifact's TUNE calls ``sys.exit(1)`` when it fails). Runs of jobs with equal demand, adjacent after the
-sort, are placed best-fit in one pass (:func:`~synergy_opt.mechanisms.packing.fill_servers`); the rest of a
-run goes through :func:`~synergy_opt.mechanisms.packing.place_run_with_fallback`, which makes room once per
+sort, are placed best-fit in one pass (:func:`~synergy_opt.packing.place.fill_servers`); the rest of a
+run goes through :func:`~synergy_opt.packing.place.place_run_with_fallback`, which makes room once per
 server for as many single-GPU jobs of the run as the server has free GPUs.
 
 Two choices the paper leaves open: a demoted job is lowered only as far as the shortfall needs (to the grid
@@ -27,9 +27,9 @@ import numpy as np
 
 from synergy_opt.instance import RoundInstance
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
-from synergy_opt.mechanisms.order import runs
-from synergy_opt.mechanisms.packing import fill_servers, place_run_with_fallback
-from synergy_opt.mechanisms.state import ServerState
+from synergy_opt.packing.order import runs
+from synergy_opt.packing.place import fill_servers, place_run_with_fallback
+from synergy_opt.packing.state import ServerState
 
 
 def tune_order(instance: RoundInstance, order: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:

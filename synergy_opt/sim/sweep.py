@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from synergy_opt.cli.parallel import run_in_order
 from synergy_opt.generate import GPUS_PER_SERVER, MEM_GB_PER_SERVER, JobKind
 from synergy_opt.instance import Cluster
-from synergy_opt.parallel import run_in_order
 from synergy_opt.sim.engine import simulate
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SUMMARY_KEYS
 from synergy_opt.sim.trace import Trace, generate_trace
@@ -133,7 +133,7 @@ def run_sweep(
     runs: Sequence[SimRun], *, workers: int = 1, dask: Any = None,
     progress: Callable[[RunOutcome], None] | None = None,
 ) -> list[RunOutcome]:
-    """Run every simulation, in the order of ``runs`` (see :func:`synergy_opt.parallel.run_in_order`)."""
+    """Run every simulation, in the order of ``runs`` (see :func:`synergy_opt.cli.parallel.run_in_order`)."""
     return run_in_order(run_one, runs, workers=workers, dask=dask, progress=progress, preload=_PRELOAD)
 
 

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from synergy_opt.errors import NoSolutionError
-from synergy_opt.model import LinearModel
+from synergy_opt.solvers.model import LinearModel
 from synergy_opt.validation import SOLVER_ARGUMENTS
 
 

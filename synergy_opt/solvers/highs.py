@@ -11,7 +11,6 @@ import highspy
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.model import LinearModel
 from synergy_opt.solvers.base import (
     Capabilities,
     SolveResult,
@@ -20,6 +19,7 @@ from synergy_opt.solvers.base import (
     settle_infeasible_or_unbounded,
     silenced_output,
 )
+from synergy_opt.solvers.model import LinearModel
 from synergy_opt.validation import unknown_option
 
 CAPABILITIES = Capabilities(integer=True, continuous=True, time_limit=True, mip_gap=True, vertex_lp=True)

@@ -1,6 +1,6 @@
 """OR-Tools backends: CP-SAT (pure integer models) and SCIP through MathOpt.
 
-Both consume the neutral :class:`~synergy_opt.model.LinearModel` and return the common
+Both consume the neutral :class:`~synergy_opt.solvers.model.LinearModel` and return the common
 :class:`~synergy_opt.solvers.base.SolveResult`; every native status maps through one table per backend.
 """
 
@@ -21,7 +21,6 @@ from ortools.sat import sat_parameters_pb2
 from ortools.sat.python import cp_model
 
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError
-from synergy_opt.model import LinearModel
 from synergy_opt.solvers.base import (
     Capabilities,
     SolveResult,
@@ -30,6 +29,7 @@ from synergy_opt.solvers.base import (
     settle_infeasible_or_unbounded,
     silenced_output,
 )
+from synergy_opt.solvers.model import LinearModel
 from synergy_opt.validation import unknown_option
 
 CPSAT_CAPABILITIES = Capabilities(integer=True, continuous=False, time_limit=True, mip_gap=True, vertex_lp=False)

@@ -29,7 +29,6 @@ from pyomo.opt import SolutionStatus as LegacySolution
 from pyomo.opt import TerminationCondition as LegacyTC
 
 from synergy_opt.errors import SolverUnavailableError
-from synergy_opt.model import LinearModel
 from synergy_opt.solvers import highs
 from synergy_opt.solvers.base import (
     Capabilities,
@@ -39,6 +38,7 @@ from synergy_opt.solvers.base import (
     check_solution,
     settle_infeasible_or_unbounded,
 )
+from synergy_opt.solvers.model import LinearModel
 from synergy_opt.validation import unknown_option
 
 CAPABILITIES = Capabilities(integer=True, continuous=True, time_limit=True, mip_gap=True, vertex_lp=True)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from synergy_opt.errors import SolverUnavailableError, UnknownNameError
-from synergy_opt.model import LinearModel
 from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams
+from synergy_opt.solvers.model import LinearModel
 
 DEFAULT_SOLVER = "highs"
 

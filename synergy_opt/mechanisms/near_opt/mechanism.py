@@ -23,8 +23,8 @@ from synergy_opt.mechanisms.near_opt.server_dp import backtrack, choose_units, s
 from synergy_opt.mechanisms.near_opt.splits import split_columns
 from synergy_opt.mechanisms.near_opt.tune_floor import TuneBound
 from synergy_opt.mechanisms.spare import Parts, parts_of, spend_parts
-from synergy_opt.mechanisms.state import ServerState
 from synergy_opt.mechanisms.tune import pack_tune_demands
+from synergy_opt.packing.state import ServerState
 
 # The TUNE bound is minimised over prices only when near-opt's total is within this fraction of its value at
 # near-opt's prices.

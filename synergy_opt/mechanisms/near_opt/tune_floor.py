@@ -2,7 +2,7 @@
 
 **What TUNE can give a job.** TUNE (:mod:`~synergy_opt.mechanisms.tune`) places every job at its best-case
 demand ``d_j`` (:mod:`~synergy_opt.mechanisms.demand`) or at the proportional point ``(c_p, m_p)``
-(:mod:`~synergy_opt.mechanisms.packing`); afterwards only demotion (:mod:`~synergy_opt.mechanisms.demotion`)
+(:mod:`~synergy_opt.packing.place`); afterwards only demotion (:mod:`~synergy_opt.packing.demotion`)
 changes a job's config, and only for a job above proportional: it either switches it to ``(c_p, m_p)`` or
 *lowers* it to a grid config at most its current one in both resources, with ``W`` at least its floor. So at
 the end each job is at ``d_j`` (throughput ``W_j(d_j)``), at ``(c_p, m_p)`` (its floor), or, if it was ever
@@ -64,8 +64,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from synergy_opt.ideal.lagrangian import Knapsack, dual_value, solve_dual
 from synergy_opt.instance import RoundInstance
-from synergy_opt.lagrangian import Knapsack, dual_value, solve_dual
 from synergy_opt.mechanisms.configs import ConfigTable, job_throughputs
 from synergy_opt.mechanisms.demand import best_case_demands
 

@@ -18,7 +18,7 @@ from functools import cached_property
 
 import numpy as np
 
-from synergy_opt.builders.ideal import IdealModel
+from synergy_opt.ideal.model import IdealModel
 
 
 @dataclass(frozen=True, eq=False)

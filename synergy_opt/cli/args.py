@@ -1,7 +1,7 @@
 """Argument types shared by the command lines (``python -m synergy_opt.bench``, ``python -m synergy_opt.sim``).
 
 Each function turns one flag's text into its value or raises ``argparse.ArgumentTypeError``, which
-:class:`~synergy_opt.cli_errors.OneLineParser` reports as one line with exit code 2. Generator arguments are
+:class:`~synergy_opt.cli.errors.OneLineParser` reports as one line with exit code 2. Generator arguments are
 checked by :func:`synergy_opt.generate_round`'s own rules, so a flag accepts exactly what the function does.
 """
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from synergy_opt.benchmarking.grid import Cell
+from synergy_opt.bench.grid import Cell
 from synergy_opt.evaluation import InvalidAllocationWarning, evaluate
 from synergy_opt.generate import generate_round
 from synergy_opt.ideal import IdealResult, solve_ideal
@@ -31,7 +31,7 @@ from synergy_opt.mechanisms.near_opt import solve_near_opt
 from synergy_opt.mechanisms.proportional import pack_proportional
 from synergy_opt.mechanisms.tetris import pack_tetris
 from synergy_opt.mechanisms.tune import pack_tune
-from synergy_opt.opt import OptResult, PlacementKind, solve_opt
+from synergy_opt.placement.solve import OptResult, PlacementKind, solve_opt
 
 # The columns a cell produces, in CSV order; the per-instance references are appended by table.add_references.
 CELL_COLUMNS = (

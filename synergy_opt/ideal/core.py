@@ -1,6 +1,6 @@
 """The ideal ILP solved through its structure: Lagrangian prices, then an exact search of the core.
 
-1. :func:`~synergy_opt.lagrangian.solve_dual` prices CPU and memory; its bound ``L`` equals the LP relaxation.
+1. :func:`~synergy_opt.ideal.lagrangian.solve_dual` prices CPU and memory; its bound ``L`` equals the LP relaxation.
 2. For a threshold ``t`` doubling from four times the allowed gap: a beam search over the columns of
    reduced cost <= ``t`` tries for an incumbent, of penalty ``p``; failing that, an exact search while it
    keeps few states (its solution is then the optimum, and none means ``t`` must grow), else a wider beam.
@@ -11,7 +11,7 @@
 
 The relaxations matter: integrality in memory alone makes nearly all of the gap between the LP and the ILP
 on noisy instances, and a one-row search proves it with a few hundred states where the two-row one needs
-tens of thousands. HiGHS solves the dual's master LPs; the searches are :mod:`synergy_opt.core_search`.
+tens of thousands. HiGHS solves the dual's master LPs; the searches are :mod:`synergy_opt.ideal.core_search`.
 The tests compare the result with brute force and with every backend's direct solve of the same model.
 """
 
@@ -21,9 +21,9 @@ import time
 
 import numpy as np
 
-from synergy_opt.builders.ideal import IdealModel
-from synergy_opt.core_search import Core, CoreSolution, SearchOutcome, prepare, search
-from synergy_opt.lagrangian import Dual, Knapsack, solve_dual
+from synergy_opt.ideal.core_search import Core, CoreSolution, SearchOutcome, prepare, search
+from synergy_opt.ideal.lagrangian import Dual, Knapsack, solve_dual
+from synergy_opt.ideal.model import IdealModel
 from synergy_opt.solvers.base import SolveResult, SolverParams, Status
 
 SOLVER_NAME = "highs-core"

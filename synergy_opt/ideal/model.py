@@ -26,8 +26,8 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import RoundInstance, grid_index, on_grid
-from synergy_opt.model import LinearModel, ModelBuilder
 from synergy_opt.profile_groups import ProfileGroup, profile_groups
+from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.validation import InstanceOf, OneOf, Optional, boolean, checked, round_instance
 
 Objective = Literal["job", "gpu"]

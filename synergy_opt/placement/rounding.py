@@ -7,10 +7,10 @@ Rules, in order:
    proportion to its GPUs there.
 2. Every other job (split with fractional GPUs, or a kept job that does not fit after all, which only solver
    tolerances can cause) is re-placed, largest first (GPU, then CPU, then memory demand, as TUNE sorts), by
-   Synergy-TUNE's placement of one job, :func:`~synergy_opt.mechanisms.packing.place_with_fallback`, with the
+   Synergy-TUNE's placement of one job, :func:`~synergy_opt.packing.place.place_with_fallback`, with the
    servers the placement had it on tried first: at its ideal demand best-fit (multi-GPU: fewest servers),
    else at the GPU-proportional share, else on servers with enough free GPUs after demoting the
-   above-proportional jobs there just enough (:mod:`~synergy_opt.mechanisms.demotion`).
+   above-proportional jobs there just enough (:mod:`~synergy_opt.packing.demotion`).
 
 Every job is placed while its GPUs exist (they do: the round's GPU demand fits the cluster), no capacity is
 exceeded and no job falls below its floor: the fallback's guarantees. The report says which jobs were
@@ -26,9 +26,9 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.mechanisms.packing import place_with_fallback
-from synergy_opt.mechanisms.state import ServerState
 from synergy_opt.mechanisms.tune import tune_order
+from synergy_opt.packing.place import place_with_fallback
+from synergy_opt.packing.state import ServerState
 
 # A share this close to 1 is a whole job; GPUs this close to an integer are integral.
 _WHOLE = 1e-6

@@ -1,6 +1,6 @@
 """Synergy-OPT end to end (paper section 4.1, SPEC 2.1-2.3): ideal ILP, then placement, then rounding.
 
-``solve_placement`` solves one placement model (:mod:`synergy_opt.builders.placement`) and checks what it
+``solve_placement`` solves one placement model (:mod:`synergy_opt.placement.model`) and checks what it
 promises: the LP's split jobs against ``3s`` (a bound that holds only for a vertex, so whether the backend
 returned one is reported), a MILP's split count against the LP's. ``solve_opt`` chains the three steps and
 scores the result with the one evaluator.
@@ -15,7 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from synergy_opt.builders.placement import (
+from synergy_opt.errors import InvalidInputError, SolverUnavailableError
+from synergy_opt.evaluation import Evaluation
+from synergy_opt.ideal import IdealResult, solve_ideal
+from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.placement.model import (
     PLACEMENT_BUILDERS,
     PLACEMENT_KINDS,
     PlacementDemands,
@@ -24,11 +28,7 @@ from synergy_opt.builders.placement import (
     build_placement,
     build_placement_lp,
 )
-from synergy_opt.errors import InvalidInputError, SolverUnavailableError
-from synergy_opt.evaluation import Evaluation
-from synergy_opt.ideal import IdealResult, solve_ideal
-from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.rounding import RoundingReport, round_placement
+from synergy_opt.placement.rounding import RoundingReport, round_placement
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, backend, solve_model
 from synergy_opt.validation import (
     SOLVER,

@@ -1,6 +1,6 @@
 """Placement primitives shared by the mechanisms and by Synergy-OPT's rounding (paper section 4.2).
 
-Every function takes a :class:`~synergy_opt.mechanisms.state.ServerState` and a job's demand as ``gpus`` plus
+Every function takes a :class:`~synergy_opt.packing.state.ServerState` and a job's demand as ``gpus`` plus
 per-GPU ``cpu_per_gpu`` / ``mem_per_gpu`` (CPU and memory follow the GPUs onto each server). Server choices
 are vectorised over servers; ``candidates`` (a boolean mask or an index array) restricts them.
 
@@ -25,7 +25,7 @@ Placing (books the resources)
 ``place_with_fallback(state, job, gpus, cpu_per_gpu, mem_per_gpu, servers_hint=None) -> FallbackResult | None``
     Synergy-TUNE's placement of one job: its demand best-fit; else GPU-proportional if the demand was above
     it; else servers with enough free GPUs are chosen and above-proportional jobs there are demoted just
-    enough (:mod:`synergy_opt.mechanisms.demotion`). Never fails while the cluster has ``gpus`` free GPUs;
+    enough (:mod:`synergy_opt.packing.demotion`). Never fails while the cluster has ``gpus`` free GPUs;
     the job's throughput is never below its floor and neither is any demoted job's. ``servers_hint`` (e.g.
     the servers an LP put a split job on) is tried first at every stage.
 ``place_run_with_fallback(state, jobs, gpus, cpu_per_gpu, mem_per_gpu) -> list[FallbackResult | None]``
@@ -39,8 +39,8 @@ from typing import Literal
 
 import numpy as np
 
-from synergy_opt.mechanisms.demotion import is_above_proportional, make_room
-from synergy_opt.mechanisms.state import JobPlacement, ServerState
+from synergy_opt.packing.demotion import is_above_proportional, make_room
+from synergy_opt.packing.state import JobPlacement, ServerState
 
 Candidates = np.ndarray | list[int] | tuple[int, ...] | None
 Stage = Literal["ideal", "proportional", "demoted"]

@@ -1,6 +1,6 @@
 """Run a function over a list of items: in this process, in local worker processes, or on a Dask cluster.
 
-The bench's grid (:func:`synergy_opt.benchmarking.run_grid`) and the simulator's sweep run through
+The bench's grid (:func:`synergy_opt.bench.run_grid`) and the simulator's sweep run through
 :func:`run_in_order`. Results come back in the order of the items whichever way they ran.
 """
 

@@ -10,14 +10,14 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from synergy_opt.benchmarking.cells import RunOptions, run_cell
-from synergy_opt.benchmarking.grid import Cell
-from synergy_opt.parallel import run_in_order
+from synergy_opt.bench.cells import RunOptions, run_cell
+from synergy_opt.bench.grid import Cell
+from synergy_opt.cli.parallel import run_in_order
 
 Row = dict[str, Any]
 Progress = Callable[[Row], None]
 # Imported once by the fork server, so that every worker process starts with the solvers loaded.
-_PRELOAD = ["synergy_opt.benchmarking.cells"]
+_PRELOAD = ["synergy_opt.bench.cells"]
 
 
 def run_grid(

@@ -1,6 +1,6 @@
 """Exact search over the *core* of the two-row knapsack: the jobs whose choice the prices leave open.
 
-With multipliers ``lam`` (:mod:`synergy_opt.lagrangian`), a solution's penalty is its reduced costs plus its
+With multipliers ``lam`` (:mod:`synergy_opt.ideal.lagrangian`), a solution's penalty is its reduced costs plus its
 priced slack, and both are >= 0. So a solution of penalty <= ``threshold`` uses only columns of reduced cost
 <= ``threshold``: every job with one such column is fixed at it, and the rest (the core, a few dozen jobs
 per thousand) are searched. The search is a dynamic programme over the core jobs whose states are the
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synergy_opt.lagrangian import Dual, Knapsack
+from synergy_opt.ideal.lagrangian import Dual, Knapsack
 
 # Half-width of the exact CPU cost-to-go table; outside it the bound is 0 (still a valid bound).
 CPU_WINDOW = 128

@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from synergy_opt.benchmarking.cells import CELL_COLUMNS, TIMING_COLUMNS
+from synergy_opt.bench.cells import CELL_COLUMNS, TIMING_COLUMNS
 from synergy_opt.files import atomic_open
 
 Row = dict[str, Any]

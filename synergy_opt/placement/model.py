@@ -64,7 +64,7 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Cluster
-from synergy_opt.model import LinearModel, ModelBuilder
+from synergy_opt.solvers.model import LinearModel, ModelBuilder
 
 PlacementKind = Literal["lp", "milp", "milp-integral"]
 PLACEMENT_KINDS: tuple[PlacementKind, ...] = ("lp", "milp", "milp-integral")

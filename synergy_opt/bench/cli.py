@@ -21,9 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from synergy_opt import cli_args
-from synergy_opt.benchmarking.cells import RunOptions
-from synergy_opt.benchmarking.grid import (
+from synergy_opt.bench.cells import RunOptions
+from synergy_opt.bench.grid import (
     ALL_MECHANISMS,
     DEFAULT_SPLIT,
     InstanceSpec,
@@ -31,9 +30,10 @@ from synergy_opt.benchmarking.grid import (
     generated_specs,
     saved_specs,
 )
-from synergy_opt.benchmarking.runner import run_grid
-from synergy_opt.benchmarking.table import SUMMARY_COLUMNS, add_references, medians, print_table, write_csv
-from synergy_opt.cli_errors import OneLineParser, run_cli
+from synergy_opt.bench.runner import run_grid
+from synergy_opt.bench.table import SUMMARY_COLUMNS, add_references, medians, print_table, write_csv
+from synergy_opt.cli import args as cli_args
+from synergy_opt.cli.errors import OneLineParser, run_cli
 from synergy_opt.errors import SynergyError
 from synergy_opt.solvers import available_solvers, solver_names
 
@@ -183,7 +183,7 @@ def _main(argv: Sequence[str] | None) -> int:
     summary_path = write_csv(summary, csv_path.with_name(f"{csv_path.stem}_medians.csv"), SUMMARY_COLUMNS)
     print(f"wrote {csv_path} ({len(rows)} rows) and {summary_path}")
     if args.plot:
-        from synergy_opt.benchmarking.plots import save_plots  # matplotlib only when asked for
+        from synergy_opt.bench.plots import save_plots  # matplotlib only when asked for
 
         for path in save_plots(summary, csv_path.with_suffix("")):
             print(f"wrote {path}")

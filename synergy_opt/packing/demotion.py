@@ -29,7 +29,7 @@ import numpy as np
 
 from synergy_opt.errors import SynergyError
 from synergy_opt.instance import GRID_TOLERANCE
-from synergy_opt.mechanisms.state import ServerState
+from synergy_opt.packing.state import ServerState
 
 # Relative slack when comparing per-GPU configs and throughputs.
 _TOLERANCE = 1e-9

@@ -9,9 +9,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from synergy_opt.builders.ideal import OBJECTIVE, IdealModel, Objective, Reductions, build_ideal
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.ideal_core import solve_core
+from synergy_opt.ideal.core import solve_core
+from synergy_opt.ideal.model import OBJECTIVE, IdealModel, Objective, Reductions, build_ideal
 from synergy_opt.instance import RoundInstance
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import SolvedModel
@@ -160,7 +160,7 @@ def solve_ideal(
         Which exact reductions to apply (all by default); ``Reductions.none()`` gives the plain model.
     method
         ``"direct"``: hand the whole model to ``solver``. ``"core"``: HiGHS prices the two coupling rows and
-        an exact search settles the few jobs the prices leave open (:mod:`synergy_opt.ideal_core`); for the
+        an exact search settles the few jobs the prices leave open (:mod:`synergy_opt.ideal.core`); for the
         ILP with floors fixed. ``"auto"``: ``"core"`` for the ``highs`` ILP when every class is one job (no
         two jobs alike) and no backend ``options`` are given, else ``"direct"``.
     """

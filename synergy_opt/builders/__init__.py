@@ -1,1 +1,0 @@
-"""Model builders, one module per formulation; each makes a solver-neutral LinearModel once."""
