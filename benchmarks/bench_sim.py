@@ -73,7 +73,7 @@ def _write(rows: list[dict[str, Any]], name: str) -> Path:
 
 
 def _plot(rows: list[dict[str, Any]], name: str) -> None:
-    from synergy_opt.bench.plots import save_figure
+    from synergy_opt.cli.plots import save_figure
     from synergy_opt.sim.plots import jct_vs_load_figure
 
     print(f"wrote {save_figure(jct_vs_load_figure(rows), RESULTS / name)}")

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from synergy_opt import moved
 from synergy_opt.errors import (
     InvalidInputError,
     NoSolutionError,
@@ -23,7 +24,10 @@ from synergy_opt.solvers import SolveResult, SolverParams, Status, available_sol
 
 __version__ = "0.1.0"
 
-# The simulator (and pandas with it) loads on first use: `import synergy_opt` stays light for solving rounds.
+moved.install()  # an old module path (synergy_opt.opt, ...) fails naming its new one
+
+# The simulator (and pandas with it) loads on first use, for speed only: `import synergy_opt` stays light for
+# solving rounds. Its names are listed by dir() all the same.
 _SIMULATOR_NAMES = ("SimResult", "Trace", "TraceJob", "generate_trace", "load_trace", "save_trace", "simulate")
 
 
@@ -33,6 +37,10 @@ def __getattr__(name: str) -> Any:
 
         return getattr(sim, name)
     raise AttributeError(f"module 'synergy_opt' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [

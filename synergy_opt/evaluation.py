@@ -15,8 +15,9 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError, SynergyError
 from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.validation import allocation as allocation_rule
-from synergy_opt.validation import boolean, checked, round_instance
+from synergy_opt.instance import allocation as allocation_rule
+from synergy_opt.io import round_instance
+from synergy_opt.validation import boolean, checked
 
 # Relative slack on capacities: 24 CPUs split as 3 x 8.000000001 is not an overload.
 CAPACITY_TOLERANCE = 1e-7

@@ -8,6 +8,7 @@ import numpy as np
 
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
 from synergy_opt.profiles import TASKS, cpu_gpu_ratios, model_info, models_by_task
+from synergy_opt.profiling.sampler import modelled_profile
 from synergy_opt.validation import SEED, Integer, Number, OneOf, Rule, Weights, boolean, checked
 
 GPUS_PER_SERVER = 8
@@ -136,7 +137,6 @@ def job_profiles(
     """
     if jobs == "modelled":
         # Imported here: the profiling package reaches the simulator's traces, which import this module.
-        from synergy_opt.profiling.sampler import modelled_profile
 
         profiles = []
         for name in names:

@@ -1,4 +1,4 @@
-"""The data model: Cluster, Profile, Job, RoundInstance, Allocation (frozen dataclasses).
+"""The data model: Cluster, Job, RoundInstance, Allocation (frozen dataclasses); Profile is :mod:`synergy_opt.profile`.
 
 Every constructor validates its own fields and raises :class:`InvalidInputError` naming the field and the
 value; the JSON layer (:mod:`synergy_opt.io`) prefixes the path of the field inside the file.
@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
+from synergy_opt.profile import GRID_TOLERANCE, Profile, grid_index, on_grid  # noqa: F401 (re-exported)
+from synergy_opt.profile_groups import ProfileGroup, group_profiles
 from synergy_opt.validation import (
     MAX_GPUS_PER_SERVER,
     MAX_SERVERS,
@@ -22,30 +24,8 @@ from synergy_opt.validation import (
     InstanceOf,
     Integer,
     Optional,
-    real_array,
     text,
 )
-
-if TYPE_CHECKING:  # profile_groups imports this module
-    from synergy_opt.profile_groups import ProfileGroup
-
-# Relative slack when reading a grid: 20.83 GB * 3 GPUs / 3 GPUs must still read the 20.83 column.
-GRID_TOLERANCE = 1e-9
-
-
-def grid_index(axis: np.ndarray, value: Any) -> Any:
-    """Index of the largest grid value ``<= value`` (within a relative 1e-9), -1 below the grid.
-
-    The one rule for reading a grid: the evaluator, the floors and the model builders all use it.
-    """
-    return np.searchsorted(axis, np.asarray(value) * (1 + GRID_TOLERANCE), "right") - 1
-
-
-def on_grid(axis: np.ndarray, value: float) -> bool:
-    """Whether ``value`` is one of the grid's values (within the same tolerance)."""
-    below = int(grid_index(axis, value))
-    return below >= 0 and axis[below] >= value * (1 - GRID_TOLERANCE)
-
 
 # The fields' rules (synergy_opt.validation), named once.
 _SERVERS = Integer(1, MAX_SERVERS)
@@ -53,88 +33,6 @@ _GPUS = Integer(1, MAX_GPUS_PER_SERVER * MAX_SERVERS)
 _PLACED_GPUS = Integer(1, MAX_GPUS_PER_SERVER)
 _SERVER_ID = Integer(0, MAX_SERVERS - 1)
 _NAME = Optional(text)
-
-
-def _axis(name: str, values: Any) -> np.ndarray:
-    axis = real_array(name, values, ndim=1)
-    if axis.size == 0:
-        raise InvalidInputError(name, values, "must be a non-empty list of numbers")
-    if not np.all(np.isfinite(axis)) or np.any(axis <= 0):
-        raise InvalidInputError(name, values, "every value must be finite and > 0")
-    if np.any(np.diff(axis) <= 0):
-        raise InvalidInputError(name, values, "must be strictly increasing")
-    axis.flags.writeable = False
-    return axis
-
-
-@dataclass(frozen=True, eq=False)
-class Profile:
-    """Resource-sensitivity matrix ``W`` of one job (paper section 3.1).
-
-    ``tput[a, b]`` is the normalised throughput with ``cpu_per_gpu[a]`` CPUs and ``mem_gb_per_gpu[b]`` GB
-    per GPU. Axes are per GPU and strictly increasing.
-    """
-
-    cpu_per_gpu: np.ndarray
-    mem_gb_per_gpu: np.ndarray
-    tput: np.ndarray
-    name: str | None = None
-
-    def __post_init__(self) -> None:
-        cpu = _axis("cpu_per_gpu", self.cpu_per_gpu)
-        mem = _axis("mem_gb_per_gpu", self.mem_gb_per_gpu)
-        tput = real_array("tput", self.tput, ndim=2)
-        if tput.shape != (cpu.size, mem.size):
-            raise InvalidInputError(
-                "tput", self.tput,
-                f"shape {tput.shape} does not match the axes ({cpu.size} CPU x {mem.size} memory values)",
-            )
-        bad = np.argwhere(~np.isfinite(tput) | (tput < 0))
-        if bad.size:
-            a, b = (int(i) for i in bad[0])
-            raise InvalidInputError(f"tput[{a}][{b}]", float(tput[a, b]), "throughput must be finite and >= 0")
-        tput.flags.writeable = False
-        object.__setattr__(self, "name", _NAME("name", self.name))
-        object.__setattr__(self, "cpu_per_gpu", cpu)
-        object.__setattr__(self, "mem_gb_per_gpu", mem)
-        object.__setattr__(self, "tput", tput)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Profile):
-            return NotImplemented
-        return self._key == other._key
-
-    def __hash__(self) -> int:
-        return hash(self._key)
-
-    @cached_property
-    def _key(self) -> tuple[bytes, bytes, bytes]:
-        return (self.cpu_per_gpu.tobytes(), self.mem_gb_per_gpu.tobytes(), self.tput.tobytes())
-
-    def throughput(self, cpu_per_gpu: Any, mem_gb_per_gpu: Any) -> Any:
-        """Throughput at any per-GPU point: the largest grid point ``<=`` in each axis, 0 below the grid."""
-        a = grid_index(self.cpu_per_gpu, cpu_per_gpu)
-        b = grid_index(self.mem_gb_per_gpu, mem_gb_per_gpu)
-        inside = (a >= 0) & (b >= 0)
-        value = np.where(inside, self.tput[np.maximum(a, 0), np.maximum(b, 0)], 0.0)
-        return float(value) if np.ndim(value) == 0 else value
-
-    def with_point(self, cpu_per_gpu: float, mem_gb_per_gpu: float) -> Profile:
-        """The same profile with ``(cpu, mem)`` on the grid (rows/columns inserted by grid lookup)."""
-        cpu, mem = self.cpu_per_gpu, self.mem_gb_per_gpu
-        if on_grid(cpu, cpu_per_gpu) and on_grid(mem, mem_gb_per_gpu):
-            return self
-        cpu = cpu if on_grid(cpu, cpu_per_gpu) else np.union1d(cpu, [cpu_per_gpu])
-        mem = mem if on_grid(mem, mem_gb_per_gpu) else np.union1d(mem, [mem_gb_per_gpu])
-        tput = self.throughput(cpu[:, None], mem[None, :])
-        return Profile(cpu, mem, tput, self.name)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "cpu_per_gpu": self.cpu_per_gpu.tolist(),
-            "mem_gb_per_gpu": self.mem_gb_per_gpu.tolist(),
-            "tput": self.tput.tolist(),
-        }
 
 
 @dataclass(frozen=True)
@@ -256,8 +154,6 @@ class RoundInstance:
     def profile_groups(self) -> tuple[ProfileGroup, ...]:
         """The jobs grouped by profile axes, each distinct profile's matrix stacked once (built once per round:
         the builders, the best-case demands and the mechanisms all read it; read-only)."""
-        from synergy_opt.profile_groups import group_profiles  # it imports this module
-
         return tuple(group_profiles([job.profile for job in self.jobs]))
 
     def floor(self, job_id: str) -> float:
@@ -356,3 +252,15 @@ def prefixed(error: InvalidInputError, prefix: str) -> InvalidInputError:
 def _plain(value: float) -> float | int:
     """Integral floats as ints, so saved JSON reads as written (24, not 24.0)."""
     return int(value) if float(value).is_integer() else float(value)
+
+
+def allocation(name: str, value: Any) -> Allocation:
+    """The rule for an allocation argument: an :class:`Allocation`, or its JSON form ``{"jobs": {id: [...]}}``."""
+    if isinstance(value, Allocation):
+        return value
+    if isinstance(value, Mapping):
+        try:
+            return Allocation.from_dict(value)
+        except InvalidInputError as error:
+            raise prefixed(error, name) from None
+    raise InvalidInputError(name, value, "must be an Allocation (or its JSON form, a dict)")

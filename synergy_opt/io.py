@@ -18,12 +18,26 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.files import atomic_open, read_text
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance, prefixed
 from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, cpu_gpu_ratios, model_info
-from synergy_opt.validation import MAX_JSON_DEPTH, OutOfRange, checked, json_value, path, round_instance
+from synergy_opt.validation import MAX_JSON_DEPTH, OutOfRange, checked, json_value, path
 
 FORMAT = "synergy-round/1"
 _CLUSTER_FIELDS = ("servers", "gpus_per_server", "cpus_per_server", "mem_gb_per_server")
 # Integers longer than this are kept as their text and reported with their path (Python refuses > 4300 digits).
 _MAX_INT_DIGITS = 100
+
+
+def round_instance(name: str, value: Any) -> RoundInstance:
+    """The rule for a round argument: a :class:`RoundInstance`, or its JSON form (read as ``load_instance``
+    reads it)."""
+    if isinstance(value, RoundInstance):
+        return value
+    if isinstance(value, Mapping):
+        try:
+            return instance_from_dict(value)
+        except InvalidInputError as error:
+            raise prefixed(error, name) from None
+    raise InvalidInputError(name, value, "must be a RoundInstance (or its JSON form, a dict)")
+
 
 
 def load_instance(source: str | os.PathLike[str] | Mapping[str, Any]) -> RoundInstance:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from synergy_opt.instance import Profile, RoundInstance, grid_index
+from synergy_opt.profile import Profile, grid_index
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,6 @@ class ProfileGroup:
         b = grid_index(self.mem_axis, mem_gb_per_gpu)
         inside = (a >= 0) & (b >= 0)
         return np.where(inside, self.tput[rows, np.maximum(a, 0), np.maximum(b, 0)], 0.0)
-
-
-def profile_groups(instance: RoundInstance) -> tuple[ProfileGroup, ...]:
-    """The jobs grouped by profile axes; a profile object shared by many jobs is stacked once (built once per
-    instance: :attr:`RoundInstance.profile_groups`)."""
-    return instance.profile_groups
 
 
 def group_profiles(job_profiles: Sequence[Profile]) -> list[ProfileGroup]:

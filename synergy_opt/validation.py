@@ -229,35 +229,6 @@ def path(name: str, value: Any) -> Path:
     return Path(value)
 
 
-def round_instance(name: str, value: Any) -> Any:
-    """A :class:`~synergy_opt.instance.RoundInstance`, or its JSON form (read as ``load_instance`` reads it)."""
-    from synergy_opt.instance import RoundInstance, prefixed
-    from synergy_opt.io import instance_from_dict
-
-    if isinstance(value, RoundInstance):
-        return value
-    if isinstance(value, Mapping):
-        try:
-            return instance_from_dict(value)
-        except InvalidInputError as error:
-            raise prefixed(error, name) from None
-    raise InvalidInputError(name, value, "must be a RoundInstance (or its JSON form, a dict)")
-
-
-def allocation(name: str, value: Any) -> Any:
-    """An :class:`~synergy_opt.instance.Allocation`, or its JSON form ``{"jobs": {id: [placements]}}``."""
-    from synergy_opt.instance import Allocation, prefixed
-
-    if isinstance(value, Allocation):
-        return value
-    if isinstance(value, Mapping):
-        try:
-            return Allocation.from_dict(value)
-        except InvalidInputError as error:
-            raise prefixed(error, name) from None
-    raise InvalidInputError(name, value, "must be an Allocation (or its JSON form, a dict)")
-
-
 def real_array(name: str, values: Any, ndim: int | None) -> np.ndarray:
     """A ``ndim``-dimensional array of numbers (any shape, a number too, when ``ndim`` is None) as floats; a
     string or boolean entry is named by its index."""
@@ -298,17 +269,11 @@ MIP_GAP = Number(0, 1)
 THREADS = Optional(Integer(1, 1024))
 
 
-def _solver_names() -> tuple[str, ...]:
-    from synergy_opt.solvers.registry import solver_names
-
-    return solver_names()
-
-
-SOLVER = OneOf(_solver_names)
-# The backend settings shared by every solve_* function (SolverParams applies the same rules to its fields).
-SOLVER_ARGUMENTS: dict[str, Rule] = {
-    "solver": SOLVER, "time_limit": TIME_LIMIT, "mip_gap": MIP_GAP, "threads": THREADS, "seed": SEED,
-    "verbose": BOOL, "options": Optional(named_options),
+# The backend settings shared by every solve_* function and by SolverParams (the solver's name is checked by
+# synergy_opt.solvers.registry.SOLVER, which knows the names).
+SOLVER_SETTINGS: dict[str, Rule] = {
+    "time_limit": TIME_LIMIT, "mip_gap": MIP_GAP, "threads": THREADS, "seed": SEED, "verbose": BOOL,
+    "options": Optional(named_options),
 }
 
 

@@ -17,7 +17,7 @@ import pytest
 
 import synergy_opt
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError, UnknownNameError
-from synergy_opt.solvers import SolverParams, Status, backend, solve_model, solver_names
+from synergy_opt.solvers import SolverParams, Status, backend, solve_model, solver_names, write_model
 from synergy_opt.solvers.base import check_solution
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 
@@ -335,7 +335,7 @@ def test_registry_imports_no_solver_library() -> None:
 def test_export_reads_back_into_highs(tmp_path: Path, case_name: str, suffix: str) -> None:
     highspy = pytest.importorskip("highspy")
     case = CASES[case_name]
-    path = case.build().write(tmp_path / f"{case_name}{suffix}")
+    path = write_model(case.build(), tmp_path / f"{case_name}{suffix}")
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     assert h.readModel(str(path)) == highspy.HighsStatus.kOk

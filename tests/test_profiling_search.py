@@ -21,10 +21,9 @@ from synergy_opt.profiling import (
     profile_exhaustive,
     profile_job,
     profile_matrix,
-    with_profiling_delay,
 )
 from synergy_opt.profiling.measurement import Meter
-from synergy_opt.sim import Trace, TraceJob, simulate
+from synergy_opt.sim import Trace, TraceJob, simulate, with_profiling_delay
 from synergy_opt.sim.trace import generate_trace
 
 CI = settings(derandomize=True, deadline=None, max_examples=40, suppress_health_check=[HealthCheck.too_slow])

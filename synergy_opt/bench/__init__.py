@@ -19,7 +19,8 @@ from synergy_opt.bench.grid import (
     saved_specs,
 )
 from synergy_opt.bench.runner import run_grid
-from synergy_opt.bench.table import add_references, medians, read_csv, write_csv
+from synergy_opt.bench.table import add_references, medians, write_csv
+from synergy_opt.cli.table import read_csv
 
 __all__ = [
     "ALL_MECHANISMS",

@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from matplotlib import colormaps
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from synergy_opt.files import atomic_path
+from synergy_opt.cli.plots import new_figure, save_figure, shared_legend
 
 Row = dict[str, Any]
 _MARKERS = "osD^vP*Xh<>"
@@ -44,31 +43,6 @@ def save_plots(summary: Sequence[Row], prefix: str | Path) -> list[Path]:
     for name, make in (("gap", gap_figure), ("time", time_figure)):
         paths.append(save_figure(make(summary), prefix.with_name(f"{prefix.name}_{name}.png")))
     return paths
-
-
-def new_figure(width: float, height: float) -> Figure:
-    """An empty figure drawn by Agg (no pyplot, so a notebook's backend is left alone)."""
-    figure = Figure(figsize=(width, height))
-    FigureCanvasAgg(figure)
-    return figure
-
-
-def save_figure(figure: Figure, path: Path) -> Path:
-    """Write ``figure`` as a PNG at ``path``, atomically; returns the path."""
-    with atomic_path(path) as temporary:
-        figure.savefig(temporary, dpi=110, bbox_inches="tight", format="png")
-    return path
-
-
-def shared_legend(figure: Figure, axes: Sequence[Any]) -> None:
-    """One legend right of the panels, with every label of any panel once."""
-    handles, labels = [], []
-    for axis in axes:
-        for handle, label in zip(*axis.get_legend_handles_labels(), strict=True):
-            if label not in labels:
-                handles.append(handle)
-                labels.append(label)
-    figure.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False)
 
 
 def _figure(summary: Sequence[Row], column: str, transform: Any, ylabel: str, *, log: bool,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -13,9 +12,9 @@ from rich.console import Console
 from rich.table import Table
 
 from synergy_opt.bench.cells import CELL_COLUMNS, TIMING_COLUMNS
-from synergy_opt.files import atomic_open
+from synergy_opt.cli import table
+from synergy_opt.cli.table import Row
 
-Row = dict[str, Any]
 REFERENCE_COLUMNS = ("ideal_opt", "lp_bound", "joint_best", "joint_proven", "joint_bound", "joint_ref", "pct_ideal",
                      "pct_lp", "pct_joint")
 COLUMNS = (*CELL_COLUMNS, *REFERENCE_COLUMNS)
@@ -103,109 +102,25 @@ def _status(group: Sequence[Row]) -> str:
     return ", ".join(f"{status} {count}" for status, count in counts.most_common())
 
 
-# --- printing -------------------------------------------------------------------------------------------------
+# --- printing and CSV: the shared table of synergy_opt.cli.table with the bench's columns -----------------------
 
-_HEADERS = (
+HEADERS = (
     ("gpus", "GPUs"), ("trace", "trace"), ("mechanism", "mechanism"), ("solver", "solver"), ("status", "status"),
     ("objective", "objective"), ("pct_ideal", "% ideal"), ("pct_joint", "% joint"), ("floors_violated", "<floor"),
     ("jobs_unplaced", "unplaced"), ("jobs_split", "split"), ("gpu_util", "GPU %"), ("cpu_util", "CPU %"),
     ("mem_util", "mem %"), ("build_ms", "build ms"), ("solve_ms", "solve ms"), ("round_ms", "round ms"),
 )
-Headers = Sequence[tuple[str, str]]
-_TEXT_KEYS = frozenset({"trace", "mechanism", "solver", "status", "policy", "split", "job_kind"})
 
 
-def render_table(
-    summary: Sequence[Row], title: str = "", headers: Headers = _HEADERS, block: Sequence[str] = ("gpus", "trace")
-) -> Table:
-    """A rich table of ``summary``: one column per ``(key, header)``, a rule where the ``block`` keys change."""
-    table = Table(title=title or None, header_style="bold")
-    keys = [key for key, _ in headers]
-    for key, header in headers:
-        table.add_column(header, justify="left" if key in _TEXT_KEYS else "right", no_wrap=True)
-    previous: tuple[Any, ...] | None = None
-    against_bound = False
-    for row in summary:
-        # A rule between blocks (by default (size, trace)) keeps a sweep's table readable.
-        this_block = tuple(row.get(key) for key in block)
-        end_section = previous is not None and this_block != previous
-        if end_section:
-            table.add_section()
-        previous = this_block
-        cells = [_cell(key, row.get(key)) for key in keys]
-        if row.get("joint_ref") == "bound" and row.get("pct_joint") is not None and "pct_joint" in keys:
-            cells[keys.index("pct_joint")] = ">=" + cells[keys.index("pct_joint")]
-            against_bound = True
-        table.add_row(*cells)
-    if against_bound:
-        table.caption = ">= % joint: against the joint model's proven bound (its optimum was not proven in time)"
-    return table
+def render_table(summary: Sequence[Row], title: str = "") -> Table:
+    """The bench's summary table (a rule between cluster sizes and traces)."""
+    return table.render_table(summary, HEADERS, title, block=("gpus", "trace"))
 
 
-def print_table(
-    summary: Sequence[Row], title: str = "", console: Console | None = None, headers: Headers = _HEADERS,
-    block: Sequence[str] = ("gpus", "trace"),
-) -> None:
-    table = render_table(summary, title, headers, block)
-    if console is None:
-        console = Console()
-        if not console.is_terminal:
-            # A pipe or a file gets every column at full width (rich would assume 80 columns and squash them).
-            console = Console(width=Console(width=10_000).measure(table).maximum)
-    console.print(table)
-
-
-def _cell(key: str, value: Any) -> str:
-    if value is None or value == "":
-        return "-"
-    if key == "objective":
-        return f"{value:.2f}"
-    if key.startswith("pct_"):
-        return f"{value:.1f}"
-    if key.endswith("_util"):
-        return f"{100 * value:.1f}"
-    if key.endswith("_ms"):
-        return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
-    if key.endswith(("_h", "_ratio")) and isinstance(value, float):  # hours and ratios: two decimals
-        return f"{value:.2f}"
-    if key.endswith("_s") and isinstance(value, float):
-        return f"{value:.1f}"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
-# --- CSV ------------------------------------------------------------------------------------------------------
+def print_table(summary: Sequence[Row], title: str = "", console: Console | None = None) -> None:
+    table.print_table(summary, HEADERS, title, console, block=("gpus", "trace"))
 
 
 def write_csv(rows: Sequence[Row], path: str | Path, columns: Sequence[str] = COLUMNS) -> Path:
-    """Write ``rows`` with ``columns`` in that order; None is written as an empty field, floats in full."""
-    target = Path(path)
-    with atomic_open(target, newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(columns), extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({key: "" if row.get(key) is None else row[key] for key in columns})
-    return target
-
-
-def read_csv(path: str | Path) -> list[Row]:
-    """Rows of a bench CSV with numbers, booleans and empty fields (None) read back."""
-    with Path(path).open(newline="") as handle:
-        return [{key: _parse(key, value) for key, value in row.items()} for row in csv.DictReader(handle)]
-
-
-_TEXT = frozenset({"trace", "split", "instance", "mechanism", "solver", "status", "message", "settings", "joint_ref"})
-
-
-def _parse(key: str, text: str) -> Any:
-    if key in _TEXT:
-        return text
-    if text == "":
-        return None
-    if text in ("True", "False"):
-        return text == "True"
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
+    """Write the bench's rows (all of ``COLUMNS`` unless told)."""
+    return table.write_csv(rows, path, columns)

@@ -116,7 +116,7 @@ def solve_dual(
     """
     import highspy  # imported on use, as the backends are: importing the package loads no solver
 
-    from synergy_opt.solvers.highs import quiet_highs
+    from synergy_opt.solvers.highs import quiet_highs  # highspy on first use (no solver library at import)
 
     master = quiet_highs()
     # Dual simplex from the last basis, without presolve: a cut is one row more, and presolving a three-column

@@ -26,9 +26,10 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import RoundInstance, grid_index, on_grid
-from synergy_opt.profile_groups import ProfileGroup, profile_groups
+from synergy_opt.io import round_instance
+from synergy_opt.profile_groups import ProfileGroup
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
-from synergy_opt.validation import InstanceOf, OneOf, Optional, boolean, checked, round_instance
+from synergy_opt.validation import InstanceOf, OneOf, Optional, boolean, checked
 
 Objective = Literal["job", "gpu"]
 OBJECTIVES: tuple[Objective, ...] = ("job", "gpu")
@@ -117,7 +118,7 @@ def build_ideal(
     start = time.perf_counter()
     reductions = reductions or Reductions()
     cluster = instance.cluster
-    pieces = [group_columns(instance, group, reductions) for group in profile_groups(instance)]
+    pieces = [group_columns(instance, group, reductions) for group in instance.profile_groups]
     # Classes are numbered across groups in the order the groups come.
     class_base = np.cumsum([0] + [p.class_count.size for p in pieces])
     pieces = [replace(p, col_class=p.col_class + base) for p, base in zip(pieces, class_base, strict=False)]

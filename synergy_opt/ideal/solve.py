@@ -13,17 +13,11 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.ideal.core import solve_core
 from synergy_opt.ideal.model import OBJECTIVE, IdealModel, Objective, Reductions, build_ideal
 from synergy_opt.instance import RoundInstance
+from synergy_opt.io import round_instance
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import SolvedModel
-from synergy_opt.validation import (
-    SOLVER_ARGUMENTS,
-    InstanceOf,
-    OneOf,
-    Optional,
-    boolean,
-    checked,
-    round_instance,
-)
+from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
+from synergy_opt.validation import InstanceOf, OneOf, Optional, boolean, checked
 
 Method = Literal["auto", "core", "direct"]
 METHODS: tuple[Method, ...] = ("auto", "core", "direct")

@@ -26,6 +26,7 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.ideal.model import Objective
+from synergy_opt.ideal.solve import solve_ideal
 from synergy_opt.instance import RoundInstance
 from synergy_opt.joint.branching import RULES, BranchOutcome, Tree, branch_and_price
 from synergy_opt.joint.incumbent import Placement, improve, place
@@ -106,7 +107,6 @@ def solve_decomposition(
     (:data:`~synergy_opt.joint.branching.RULES`; a test of each kind). The model returned decodes ``x`` (a
     patterns model restricted to the incumbent's loads).
     """
-    from synergy_opt.ideal import solve_ideal  # the ideal solve imports the solvers: on use
 
     start = time.perf_counter()
     deadline = None if params.time_limit is None else start + params.time_limit
@@ -380,7 +380,7 @@ def _run_highs(model: object, params: SolverParams, seconds: float, start: np.nd
     None when it found none."""
     import highspy
 
-    from synergy_opt.solvers.highs import run, to_highs
+    from synergy_opt.solvers.highs import run, to_highs  # highspy on first use (no solver library at import)
 
     if seconds <= 0:
         return None
@@ -438,7 +438,7 @@ def _priced_loads(types: ItemTypes, demand: np.ndarray, caps: np.ndarray, patter
     optimum or, on the way, Farley's bound ``pi . demand / (the best load's value)``) or at ``stop``."""
     import highspy
 
-    from synergy_opt.solvers.highs import quiet_highs, run
+    from synergy_opt.solvers.highs import quiet_highs, run  # highspy on first use (no solver library at import)
 
     rows = np.flatnonzero(demand > 0)
     h = quiet_highs()
@@ -493,7 +493,7 @@ def _cover(loads: np.ndarray, demand: np.ndarray, servers: int, stop: float) -> 
     small MILP on HiGHS, until ``stop``), or None."""
     import highspy
 
-    from synergy_opt.solvers.highs import quiet_highs, run
+    from synergy_opt.solvers.highs import quiet_highs, run  # highspy on first use (no solver library at import)
 
     count = len(loads)
     matrix = np.vstack([loads.T, np.ones((1, count))])  # cover rows, then the servers row

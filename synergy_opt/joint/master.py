@@ -154,7 +154,7 @@ class ColumnGeneration:
     def __post_init__(self) -> None:
         import highspy  # imported on use, as the backends are
 
-        from synergy_opt.solvers.highs import quiet_highs
+        from synergy_opt.solvers.highs import quiet_highs  # highspy on first use (no solver library at import)
 
         items = self.items
         cols = items.columns
@@ -313,7 +313,7 @@ class ColumnGeneration:
         self._branch_bounds = bounds
 
     def _solve_lp(self) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-        from synergy_opt.solvers.highs import run
+        from synergy_opt.solvers.highs import run  # highspy on first use (no solver library at import)
 
         run(self._h, 1)
         solution = self._h.getSolution()

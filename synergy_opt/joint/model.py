@@ -53,7 +53,6 @@ from synergy_opt.ideal.model import (
 )
 from synergy_opt.instance import Allocation, Cluster, Placement, RoundInstance
 from synergy_opt.joint.pricing import ItemTypes, near_patterns
-from synergy_opt.profile_groups import profile_groups
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 
 Formulation = Literal["patterns", "servers"]
@@ -374,7 +373,7 @@ def _columns(
     instance: RoundInstance, consolidate: bool, split_penalty: float, reductions: JointReductions
 ) -> _JointColumns:
     """The ideal ILP's class columns, each given its placement modes, minus those that fit on no server."""
-    groups = [group_columns(instance, group, reductions.ideal()) for group in profile_groups(instance)]
+    groups = [group_columns(instance, group, reductions.ideal()) for group in instance.profile_groups]
     base = np.cumsum([0] + [p.class_count.size for p in groups])
 
     def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:

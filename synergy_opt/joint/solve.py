@@ -12,6 +12,7 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.ideal.model import OBJECTIVE, Objective
 from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.io import round_instance
 from synergy_opt.joint.decomposition import DecompositionReport, solve_decomposition
 from synergy_opt.joint.literal import LiteralJointModel, build_joint_literal
 from synergy_opt.joint.model import (
@@ -25,16 +26,8 @@ from synergy_opt.joint.model import (
 )
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import SolvedModel
-from synergy_opt.validation import (
-    SOLVER_ARGUMENTS,
-    InstanceOf,
-    Number,
-    OneOf,
-    Optional,
-    boolean,
-    checked,
-    round_instance,
-)
+from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
+from synergy_opt.validation import InstanceOf, Number, OneOf, Optional, boolean, checked
 
 JointFormulation = Literal["patterns", "servers", "literal"]
 JointMethod = Literal["auto", "decomposition", "direct"]

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.io import round_instance
 from synergy_opt.mechanisms.demand import TOLERANCE
 from synergy_opt.mechanisms.drf import pack_drf
 from synergy_opt.mechanisms.greedy import pack_greedy
@@ -40,7 +41,8 @@ from synergy_opt.mechanisms.tetris import pack_tetris
 from synergy_opt.mechanisms.tune import pack_tune
 from synergy_opt.packing.order import policy_order
 from synergy_opt.packing.state import ServerState
-from synergy_opt.validation import OneOf, Optional, check_keyword_options, checked, ids, round_instance
+from synergy_opt.placement.solve import solve_opt
+from synergy_opt.validation import OneOf, Optional, check_keyword_options, checked, ids
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,6 @@ def _packed(pack: Callable[..., ServerState]) -> Callable[..., Allocation]:
 
 def _opt(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocation:
     # Imported here: Synergy-OPT pulls in the model builders and solvers, which the heuristics do not need.
-    from synergy_opt.placement.solve import solve_opt
 
     own, spare = _spare_option(options)
     allocation = solve_opt(instance, **check_keyword_options(solve_opt, own, skip=("instance",))).allocation

@@ -25,7 +25,6 @@ import numpy as np
 from synergy_opt.ideal.lagrangian import Knapsack, solve_dual
 from synergy_opt.ideal.model import IdealModel, build_ideal
 from synergy_opt.instance import RoundInstance
-from synergy_opt.profile_groups import profile_groups
 
 # Relative slack when comparing per-GPU values with the proportional share and throughputs with each other.
 _TOLERANCE = 1e-9
@@ -165,6 +164,6 @@ def job_throughputs(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_per_gp
     """Each job's ``W`` at its per-GPU point (job order), read as the evaluator reads it, vectorised per
     group of jobs sharing profile axes (largest grid point ``<=`` in each axis, 0 below the grid)."""
     value = np.zeros(len(instance.jobs))
-    for group in profile_groups(instance):
+    for group in instance.profile_groups:
         value[group.jobs] = group.read(group.row, cpu_per_gpu[group.jobs], mem_per_gpu[group.jobs])
     return value

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from synergy_opt.instance import RoundInstance
-from synergy_opt.profile_groups import ProfileGroup, profile_groups
+from synergy_opt.profile_groups import ProfileGroup
 from synergy_opt.validation import Number
 
 #: Configs within this fraction of a job's maximum throughput count as reaching it (SPEC 3, see above).
@@ -65,7 +65,7 @@ def best_case_demands(
     n = len(instance.jobs)
     cpu = np.full(n, c_p)
     mem = np.full(n, m_p)
-    groups = profile_groups(instance)
+    groups = instance.profile_groups
     floors = instance.floors
     for group in groups:
         # One pass per distinct (profile, GPUs on a full server) pair: shared profiles cost one row.

@@ -27,16 +27,9 @@ import numpy as np
 
 from synergy_opt.instance import RoundInstance
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
-from synergy_opt.packing.order import runs
+from synergy_opt.packing.order import runs, tune_order
 from synergy_opt.packing.place import fill_servers, place_run_with_fallback
 from synergy_opt.packing.state import ServerState
-
-
-def tune_order(instance: RoundInstance, order: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
-    """Job indices sorted by GPU, CPU and memory demand, largest first; ``order`` breaks ties (stable)."""
-    gpus = instance.gpus[order]
-    # lexsort is stable and takes its last key as the primary one.
-    return order[np.lexsort((-(gpus * mem[order]), -(gpus * cpu[order]), -gpus))]
 
 
 def pack_tune(

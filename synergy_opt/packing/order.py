@@ -1,4 +1,4 @@
-"""The policy's priority order of a round's jobs, as validated job indices."""
+"""The order jobs are packed in: the policy's priority order (validated job indices) and TUNE's demand order."""
 
 from __future__ import annotations
 
@@ -50,3 +50,10 @@ def runs(values: np.ndarray) -> list[tuple[int, int]]:
     change = np.flatnonzero((rows[1:] != rows[:-1]).any(axis=1)) + 1
     bounds = np.concatenate(([0], change, [len(rows)]))
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+
+
+def tune_order(instance: RoundInstance, order: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
+    """Job indices sorted by GPU, CPU and memory demand, largest first; ``order`` breaks ties (stable)."""
+    gpus = instance.gpus[order]
+    # lexsort is stable and takes its last key as the primary one.
+    return order[np.lexsort((-(gpus * mem[order]), -(gpus * cpu[order]), -gpus))]

@@ -26,7 +26,7 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.mechanisms.tune import tune_order
+from synergy_opt.packing.order import tune_order
 from synergy_opt.packing.place import place_with_fallback
 from synergy_opt.packing.state import ServerState
 

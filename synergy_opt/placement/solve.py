@@ -19,6 +19,7 @@ from synergy_opt.errors import InvalidInputError, SolverUnavailableError
 from synergy_opt.evaluation import Evaluation
 from synergy_opt.ideal import IdealResult, solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.io import round_instance
 from synergy_opt.placement.model import (
     PLACEMENT_BUILDERS,
     PLACEMENT_KINDS,
@@ -30,16 +31,8 @@ from synergy_opt.placement.model import (
 )
 from synergy_opt.placement.rounding import RoundingReport, round_placement
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, backend, solve_model
-from synergy_opt.validation import (
-    SOLVER,
-    SOLVER_ARGUMENTS,
-    OneOf,
-    Optional,
-    check_keyword_options,
-    checked,
-    named_options,
-    round_instance,
-)
+from synergy_opt.solvers.registry import SOLVER, SOLVER_ARGUMENTS
+from synergy_opt.validation import OneOf, Optional, check_keyword_options, checked, named_options
 
 # Seconds allowed to a placement MILP when no time limit is given: an exact packing MILP can be slow to prove
 # infeasible, and the LP placement is always there to round instead.

@@ -8,10 +8,14 @@
   the memory axis from the memory model; :mod:`~synergy_opt.profiling.exhaustive`: :func:`profile_exhaustive`.
 - :mod:`~synergy_opt.profiling.sampler`: :func:`draw_job_model`, jobs varied around a built-in model
   (``generate_round(jobs="modelled")``, ``generate_trace(job_kind="modelled")``).
-- :mod:`~synergy_opt.profiling.delay`: :func:`with_profiling_delay`, each trace job's profiling time.
+- :mod:`~synergy_opt.profiling.delay`: :func:`profile_matrix`, what profiling a matrix costs (a trace's
+  profiling delays: :func:`synergy_opt.sim.with_profiling_delay`).
 """
 
-from synergy_opt.profiling.delay import profile_matrix, with_profiling_delay
+from typing import Any
+
+from synergy_opt.moved import moved_name
+from synergy_opt.profiling.delay import profile_matrix
 from synergy_opt.profiling.exhaustive import profile_exhaustive
 from synergy_opt.profiling.fit import FitResult, builtin_fit, builtin_job_model, fit_builtin, fit_job_model
 from synergy_opt.profiling.measurement import Measurement, ProfilingResult, normalised
@@ -36,5 +40,8 @@ __all__ = [
     "profile_exhaustive",
     "profile_job",
     "profile_matrix",
-    "with_profiling_delay",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    raise moved_name(__name__, name)

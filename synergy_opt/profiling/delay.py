@@ -1,4 +1,5 @@
-"""What profiling costs a trace: each arriving job waits while it is profiled (``TraceJob.profiling_s``).
+"""What profiling a job's matrix costs: the points a profiler measures (a trace's ``TraceJob.profiling_s``,
+:func:`synergy_opt.sim.with_profiling_delay`).
 
 A job of a trace is known by its matrix, so profiling it is simulated by profiling that matrix: ``measure``
 reads the matrix, and the optimistic profiler's memory model is the matrix's own memory shape (the paper's
@@ -8,8 +9,7 @@ for the delay: ``profiling_s = 60 * minutes_per_point * points``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from functools import cache
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -19,7 +19,6 @@ from synergy_opt.instance import Profile
 from synergy_opt.profiling.exhaustive import profile_exhaustive
 from synergy_opt.profiling.measurement import MINUTES_PER_POINT, ProfilingResult
 from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD, profile_job
-from synergy_opt.sim.trace import Trace
 from synergy_opt.validation import InstanceOf, OneOf, checked
 
 Method = Literal["optimistic", "exhaustive"]
@@ -66,37 +65,3 @@ def profile_matrix(
         profile.throughput, profile.cpu_per_gpu, profile.mem_gb_per_gpu, MatrixMemory(profile), threshold,
         minutes_per_point=minutes_per_point,
     )
-
-
-@checked(trace=InstanceOf(Trace), method=METHOD)
-def with_profiling_delay(
-    trace: Trace,
-    method: Method = "optimistic",
-    *,
-    minutes_per_point: float = MINUTES_PER_POINT,
-    threshold: float = DEFAULT_THRESHOLD,
-) -> Trace:
-    """``trace`` with each job's ``profiling_s`` set to what profiling its matrix by ``method`` costs.
-
-    Parameters
-    ----------
-    method
-        ``"optimistic"`` (:func:`profile_job`) or ``"exhaustive"`` (:func:`profile_exhaustive`).
-    minutes_per_point
-        Simulated cost of one measured point (the paper: about a minute).
-    threshold
-        The optimistic profiler's flatness threshold.
-
-    The metadata records ``profiling``, so that :meth:`Trace.extend` profiles the new jobs alike; with costs
-    other than the defaults it records them too, and extending such a trace raises (the generator only
-    knows the defaults).
-    """
-    @cache
-    def seconds(profile: Profile) -> float:
-        result = profile_matrix(profile, method, minutes_per_point=minutes_per_point, threshold=threshold)
-        return 60.0 * result.minutes
-
-    jobs = tuple(replace(job, profiling_s=seconds(job.profile)) for job in trace.jobs)
-    default = minutes_per_point == MINUTES_PER_POINT and threshold == DEFAULT_THRESHOLD
-    label = method if default else f"{method}(minutes_per_point={minutes_per_point:g}, threshold={threshold:g})"
-    return Trace(jobs, {**trace.metadata, "profiling": label})

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.instance import Profile, _axis
+from synergy_opt.profile import Profile, profile_axis
 from synergy_opt.validation import NON_NEGATIVE
 
 Measure = Callable[[float, float], float]
@@ -87,7 +87,7 @@ def check_axes(cpu_axis: Sequence[float] | np.ndarray, mem_axis: Sequence[float]
     np.ndarray, np.ndarray
 ]:
     """The two axes as arrays: non-empty, finite, positive and strictly increasing (else InvalidInputError)."""
-    return _axis("cpu_axis", cpu_axis), _axis("mem_axis", mem_axis)
+    return profile_axis("cpu_axis", cpu_axis), profile_axis("mem_axis", mem_axis)
 
 
 def normalised(profile: Profile, cpus_per_gpu: float = 3.0, mem_gb_per_gpu: float = 62.5) -> Profile:

@@ -5,7 +5,7 @@ from synergy_opt.sim.engine import simulate
 from synergy_opt.sim.philly import philly_trace
 from synergy_opt.sim.policies import POLICIES, JobStates
 from synergy_opt.sim.result import SimResult
-from synergy_opt.sim.trace import Trace, TraceJob, generate_trace
+from synergy_opt.sim.trace import Trace, TraceJob, generate_trace, with_profiling_delay
 from synergy_opt.sim.trace_io import load_trace, save_trace
 
 __all__ = [
@@ -20,4 +20,5 @@ __all__ = [
     "philly_trace",
     "save_trace",
     "simulate",
+    "with_profiling_delay",
 ]

@@ -15,7 +15,9 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.evaluation import InvalidAllocationError, evaluate
+from synergy_opt.ideal.solve import solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.joint.solve import solve_joint
 from synergy_opt.mechanisms import MECHANISMS, run_mechanism
 from synergy_opt.validation import check_keyword_options
 
@@ -74,7 +76,6 @@ def make_allocator(mechanism: str | UserMechanism, options: Mapping[str, Any], s
 
 
 def _ideal_allocator(options: dict[str, Any], seed: int) -> Allocator:
-    from synergy_opt.ideal import solve_ideal
 
     options = check_keyword_options(solve_ideal, options, "options", skip=("instance", "relax"))
     options.setdefault("seed", seed)
@@ -91,7 +92,6 @@ def _ideal_allocator(options: dict[str, Any], seed: int) -> Allocator:
 
 
 def _joint_allocator(options: dict[str, Any], seed: int) -> Allocator:
-    from synergy_opt.joint import solve_joint
 
     options = check_keyword_options(solve_joint, options, "options", skip=("instance",))
     options.setdefault("seed", seed)

@@ -27,9 +27,9 @@ from typing import Any, NoReturn
 
 import pandas as pd
 
-from synergy_opt.bench.table import print_table, write_csv
 from synergy_opt.cli import args as cli_args
 from synergy_opt.cli.errors import OneLineParser, run_cli
+from synergy_opt.cli.table import print_table, write_csv
 from synergy_opt.errors import SynergyError
 from synergy_opt.files import atomic_open
 from synergy_opt.generate import JOB_KIND

@@ -17,7 +17,7 @@ import pandas as pd
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
-from synergy_opt.bench.plots import new_figure, save_figure, shared_legend
+from synergy_opt.cli.plots import new_figure, save_figure, shared_legend
 from synergy_opt.sim.sweep import SETTING_COLUMNS, varying
 
 Row = Mapping[str, Any]

@@ -8,7 +8,8 @@ spent profiling it on arrival before it can first run; 0 unless the trace says s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -25,6 +26,9 @@ from synergy_opt.generate import (
     job_profiles,
 )
 from synergy_opt.instance import Profile, prefixed
+from synergy_opt.profiling.delay import METHOD, Method, profile_matrix
+from synergy_opt.profiling.measurement import MINUTES_PER_POINT
+from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD
 from synergy_opt.validation import NON_NEGATIVE, POSITIVE, InstanceOf, Integer, OneOf, Optional, checked, text
 
 GENERATOR = "synergy_opt.generate_trace"
@@ -184,7 +188,7 @@ def generate_trace(
     profiling
         ``"none"``, or how each job is profiled on arrival: ``"optimistic"`` or ``"exhaustive"``; its
         ``profiling_s`` is then one minute per point that profiler measures on the job's matrix
-        (:func:`synergy_opt.profiling.with_profiling_delay`).
+        (:func:`with_profiling_delay`).
 
     Durations at the proportional share are ``10^x`` minutes, ``x ~ U[1.5, 3]`` with probability 0.8 and
     ``U[3, 4]`` otherwise. The first ``k`` jobs do not depend on ``jobs``: a longer trace extends a shorter one.
@@ -210,10 +214,42 @@ def generate_trace(
     trace = Trace(tuple(trace_jobs), metadata)
     if profiling == "none":
         return trace
-    # Imported here: the profiling package imports this module.
-    from synergy_opt.profiling.delay import with_profiling_delay
-
     return with_profiling_delay(trace, profiling)
+
+
+@checked(trace=InstanceOf(Trace), method=METHOD)
+def with_profiling_delay(
+    trace: Trace,
+    method: Method = "optimistic",
+    *,
+    minutes_per_point: float = MINUTES_PER_POINT,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> Trace:
+    """``trace`` with each job's ``profiling_s`` set to what profiling its matrix by ``method`` costs.
+
+    Parameters
+    ----------
+    method
+        ``"optimistic"`` (:func:`~synergy_opt.profiling.profile_job`) or ``"exhaustive"``
+        (:func:`~synergy_opt.profiling.profile_exhaustive`).
+    minutes_per_point
+        Simulated cost of one measured point (the paper: about a minute).
+    threshold
+        The optimistic profiler's flatness threshold.
+
+    The metadata records ``profiling``, so that :meth:`Trace.extend` profiles the new jobs alike; with costs
+    other than the defaults it records them too, and extending such a trace raises (the generator only
+    knows the defaults).
+    """
+    @cache
+    def seconds(profile: Profile) -> float:
+        result = profile_matrix(profile, method, minutes_per_point=minutes_per_point, threshold=threshold)
+        return 60.0 * result.minutes
+
+    jobs = tuple(replace(job, profiling_s=seconds(job.profile)) for job in trace.jobs)
+    default = minutes_per_point == MINUTES_PER_POINT and threshold == DEFAULT_THRESHOLD
+    label = method if default else f"{method}(minutes_per_point={minutes_per_point:g}, threshold={threshold:g})"
+    return Trace(jobs, {**trace.metadata, "profiling": label})
 
 
 def _block(

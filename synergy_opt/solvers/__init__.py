@@ -1,8 +1,11 @@
 """Interchangeable solver backends behind one registry and one result type."""
 
 from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, Status
+from synergy_opt.solvers.export import write_model
 from synergy_opt.solvers.registry import (
     DEFAULT_SOLVER,
+    SOLVER,
+    SOLVER_ARGUMENTS,
     BackendSpec,
     available_solvers,
     backend,
@@ -13,6 +16,8 @@ from synergy_opt.solvers.registry import (
 
 __all__ = [
     "DEFAULT_SOLVER",
+    "SOLVER",
+    "SOLVER_ARGUMENTS",
     "BackendSpec",
     "Capabilities",
     "SolveResult",
@@ -23,4 +28,5 @@ __all__ = [
     "register",
     "solve_model",
     "solver_names",
+    "write_model",
 ]

@@ -14,7 +14,7 @@ import numpy as np
 
 from synergy_opt.errors import NoSolutionError
 from synergy_opt.solvers.model import LinearModel
-from synergy_opt.validation import SOLVER_ARGUMENTS
+from synergy_opt.validation import SOLVER_SETTINGS
 
 
 class Status(enum.Enum):
@@ -45,8 +45,8 @@ class SolverParams:
 
     def __post_init__(self) -> None:
         # The same rules as the solve_* functions' arguments; values come out as plain Python scalars.
-        for name in ("time_limit", "mip_gap", "threads", "seed", "verbose", "options"):
-            object.__setattr__(self, name, SOLVER_ARGUMENTS[name](name, getattr(self, name)))
+        for name, rule in SOLVER_SETTINGS.items():
+            object.__setattr__(self, name, rule(name, getattr(self, name)))
 
 
 @dataclass(frozen=True, eq=False)

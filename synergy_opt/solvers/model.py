@@ -1,20 +1,16 @@
 """A solver-neutral linear model: sparse rows, bounds, integrality, and named variable/constraint blocks.
 
-Builders (:mod:`synergy_opt.builders`) make one of these once, vectorised; every backend of
-:mod:`synergy_opt.solvers` consumes the same object.
+The formulations' builders make one of these once, vectorised; every backend of :mod:`synergy_opt.solvers`
+consumes the same object, and :func:`synergy_opt.solvers.write_model` exports it.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
-
-from synergy_opt.errors import InvalidInputError
 
 Sense = Literal["max", "min"]
 
@@ -55,18 +51,6 @@ class LinearModel:
     def block(self, x: np.ndarray, name: str) -> np.ndarray:
         """The values of variable block ``name`` in the solution vector ``x``."""
         return x[self.var_blocks[name]]
-
-    def write(self, path: str | os.PathLike[str]) -> Path:
-        """Export as MPS (``.mps``) or CPLEX LP (``.lp``), by the file's suffix (written by HiGHS)."""
-        from synergy_opt.files import atomic_path
-        from synergy_opt.solvers.highs import to_highs
-
-        target = Path(path)
-        if target.suffix not in (".mps", ".lp"):
-            raise InvalidInputError("path", str(target), "the suffix must be .mps or .lp")
-        with atomic_path(target) as temporary:  # same suffix: HiGHS picks the format by it
-            to_highs(self).writeModel(str(temporary))
-        return target
 
 
 class ModelBuilder:

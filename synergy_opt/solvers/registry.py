@@ -15,6 +15,7 @@ from typing import Any
 from synergy_opt.errors import SolverUnavailableError, UnknownNameError
 from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams
 from synergy_opt.solvers.model import LinearModel
+from synergy_opt.validation import SOLVER_SETTINGS, OneOf, Rule
 
 DEFAULT_SOLVER = "highs"
 
@@ -102,6 +103,12 @@ def register(spec: BackendSpec) -> None:
 def solver_names() -> tuple[str, ...]:
     """Every registered backend, installed or not."""
     return tuple(_REGISTRY)
+
+
+# A solver argument names a registered backend (installed or not: solving says what is missing), and the
+# arguments every solve_* function takes.
+SOLVER = OneOf(solver_names)
+SOLVER_ARGUMENTS: dict[str, Rule] = {"solver": SOLVER, **SOLVER_SETTINGS}
 
 
 def available_solvers() -> tuple[str, ...]:
