@@ -12,6 +12,7 @@ from synergy_opt.errors import (
 )
 from synergy_opt.evaluation import Evaluation, InvalidAllocationError, evaluate
 from synergy_opt.generate import generate_round
+from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, ServerType
 from synergy_opt.ideal import IdealResult, JobConfig, solve_ideal
 from synergy_opt.ideal.model import Reductions, build_ideal
 from synergy_opt.instance import Allocation, Cluster, Job, Placement, Profile, RoundInstance
@@ -48,6 +49,9 @@ __all__ = [
     "Allocation",
     "Cluster",
     "Evaluation",
+    "HeteroCluster",
+    "HeteroJob",
+    "HeteroRound",
     "IdealResult",
     "InvalidAllocationError",
     "InvalidInputError",
@@ -60,6 +64,7 @@ __all__ = [
     "Profile",
     "Reductions",
     "RoundInstance",
+    "ServerType",
     "SimResult",
     "SolveResult",
     "SolverParams",

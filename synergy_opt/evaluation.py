@@ -3,20 +3,28 @@
 Throughput follows SPEC section 1: a job's per-GPU CPU and memory on each server are read off its grid
 (largest grid point ``<=``, never over-claiming); a split job runs at the pace of its poorest server; a job
 without exactly its GPUs does not run (throughput 0) and makes the allocation invalid.
+
+On a heterogeneous round (:class:`~synergy_opt.hetero.HeteroRound`, SPEC 7) each server has its type's
+capacity, a job is read off its matrix for the type of its servers, and a job on servers of two types, or of
+a type it cannot use, does not run and makes the allocation invalid; floors are at the baseline type's share.
+:meth:`Evaluation.by_type` gives the totals per type (SPEC 4's invariants hold per type).
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError, SynergyError
-from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound
+from synergy_opt.instance import Allocation, Job, Placement, RoundInstance
 from synergy_opt.instance import allocation as allocation_rule
-from synergy_opt.io import round_instance
+from synergy_opt.io import any_round
+from synergy_opt.profile import Profile
 from synergy_opt.validation import boolean, checked
 
 # Relative slack on capacities: 24 CPUs split as 3 x 8.000000001 is not an overload.
@@ -44,6 +52,8 @@ class JobScore:
     floor: float
     # Split with unequal CPU or memory per GPU across its servers (it runs at its poorest server's pace).
     disproportionate: bool = False
+    # On a heterogeneous round: the GPU type of its servers (None when unplaced or on servers of two types).
+    gpu_type: str | None = None
 
     @property
     def placed(self) -> bool:
@@ -62,7 +72,7 @@ class JobScore:
 class Evaluation:
     """Totals and per-job scores of one allocation. ``problems`` is empty exactly when it is valid."""
 
-    instance: RoundInstance
+    instance: RoundInstance | HeteroRound
     jobs: dict[str, JobScore]
     server_use: np.ndarray  # (servers, 3): GPUs, CPUs, GB in use
     problems: tuple[str, ...]
@@ -96,19 +106,50 @@ class Evaluation:
 
     @property
     def floors_violated(self) -> tuple[str, ...]:
-        """Placed jobs running below their GPU-proportional throughput."""
+        """Placed jobs running below their GPU-proportional throughput (on a heterogeneous round: that of
+        their baseline type)."""
         return tuple(job_id for job_id, s in self.jobs.items() if s.placed and not s.meets_floor)
 
     @property
     def capacity(self) -> np.ndarray:
+        """A server's GPUs, CPUs and GB: ``(3,)`` on a homogeneous round, ``(servers, 3)`` on a heterogeneous one."""
         cluster = self.instance.cluster
+        if isinstance(cluster, HeteroCluster):
+            return cluster.capacity
         return np.array([cluster.gpus_per_server, cluster.cpus_per_server, cluster.mem_gb_per_server], dtype=float)
 
     @property
     def utilisation(self) -> dict[str, float]:
         """Fraction of the cluster's GPUs, CPUs and memory in use."""
-        used = self.server_use.sum(axis=0) / (self.capacity * self.instance.cluster.servers)
+        if isinstance(self.instance, HeteroRound):
+            used = self.server_use.sum(axis=0) / self.capacity.sum(axis=0)
+        else:
+            used = self.server_use.sum(axis=0) / (self.capacity * self.instance.cluster.servers)
         return dict(zip(RESOURCES, (float(u) for u in used), strict=True))
+
+    def by_type(self) -> dict[str, dict[str, float | int]]:
+        """A heterogeneous round's totals per GPU type, over the jobs running there and its servers: the
+        objectives, jobs placed, floors violated, split jobs, and the type's GPU, CPU and memory use."""
+        instance = self.instance
+        if not isinstance(instance, HeteroRound):
+            raise InvalidInputError("evaluation", "homogeneous", "per-type totals are for a heterogeneous round")
+        cluster = instance.cluster
+        rows: dict[str, dict[str, float | int]] = {}
+        for k, name in enumerate(cluster.names):
+            scores = [s for s in self.jobs.values() if s.gpu_type == name]
+            servers = cluster.server_types == k
+            used = self.server_use[servers].sum(axis=0) / self.capacity[servers].sum(axis=0)
+            rows[name] = {
+                "objective": float(sum(s.throughput for s in scores)),
+                "objective_gpu": float(sum(s.gpus * s.throughput for s in scores)),
+                "jobs_placed": len(scores),
+                "floors_violated": sum(not s.meets_floor for s in scores),
+                "jobs_split": sum(s.split for s in scores),
+                "gpu_util": float(used[0]),
+                "cpu_util": float(used[1]),
+                "mem_util": float(used[2]),
+            }
+        return rows
 
     def check(self) -> Evaluation:
         """Raise :class:`InvalidAllocationError` listing the problems, else return self."""
@@ -134,14 +175,15 @@ class Evaluation:
         }
 
 
-@checked(instance=round_instance, allocation=allocation_rule, strict=boolean)
-def evaluate(instance: RoundInstance, allocation: Allocation, *, strict: bool = False) -> Evaluation:
+@checked(instance=any_round, allocation=allocation_rule, strict=boolean)
+def evaluate(instance: RoundInstance | HeteroRound, allocation: Allocation, *, strict: bool = False) -> Evaluation:
     """Score ``allocation`` on ``instance``.
 
     Parameters
     ----------
     instance, allocation
-        The round and where its jobs run (either may be given in its JSON form, a dict).
+        The round, homogeneous or heterogeneous, and where its jobs run (either may be given in its JSON
+        form, a dict).
     strict
         Raise :class:`InvalidAllocationError` on an invalid allocation instead of warning.
 
@@ -149,8 +191,9 @@ def evaluate(instance: RoundInstance, allocation: Allocation, *, strict: bool = 
     ------
     InvalidInputError
         For an allocation of another round: a job id the instance does not have, or a server the cluster
-        does not have (an allocation that overloads a server or gives a job the wrong GPU count is invalid,
-        and reported in ``problems``).
+        does not have (an allocation that overloads a server or gives a job the wrong GPU count, or on a
+        heterogeneous round GPUs of two types or of a type the job cannot use, is invalid, and reported in
+        ``problems``).
     """
     check_same_round(instance, allocation)
     cluster = instance.cluster
@@ -159,28 +202,31 @@ def evaluate(instance: RoundInstance, allocation: Allocation, *, strict: bool = 
 
     floors = instance.floors
     scores: dict[str, JobScore] = {}
-    for index, job in enumerate(instance.jobs):
+    jobs: Sequence[Job | HeteroJob] = instance.jobs
+    for index, job in enumerate(jobs):
         parts = allocation.jobs.get(job.id, ())
         placed = sum(p.gpus for p in parts)
-        servers = tuple(p.server for p in parts)
         for p in parts:
             use[p.server] += (p.gpus, p.cpus, p.mem_gb)
         if parts and placed != job.gpus:
             problems.append(f"job {job.id!r} placed with {placed} GPUs but needs {job.gpus}")
-        uneven = False
-        if parts and placed == job.gpus:
-            per_gpu = np.array([(p.cpus / p.gpus, p.mem_gb / p.gpus) for p in parts])
-            throughput = float(np.min(job.profile.throughput(per_gpu[:, 0], per_gpu[:, 1])))
-            uneven = bool(np.any(np.abs(per_gpu - per_gpu[0]) > CAPACITY_TOLERANCE * (1 + np.abs(per_gpu[0]))))
+        if isinstance(instance, HeteroRound):
+            profile, gpu_type = _matrix_on_type(instance, index, parts, problems)
         else:
-            throughput = 0.0
-        scores[job.id] = JobScore(job.id, job.gpus, placed, servers, throughput, float(floors[index]), uneven)
+            profile, gpu_type = instance.jobs[index].profile, None
+        scores[job.id] = _score(job.id, job.gpus, parts, placed, profile, float(floors[index]), gpu_type)
 
-    capacity = np.array([cluster.gpus_per_server, cluster.cpus_per_server, cluster.mem_gb_per_server])
+    if isinstance(cluster, HeteroCluster):
+        capacity = cluster.capacity
+    else:
+        capacity = np.broadcast_to(
+            np.array([cluster.gpus_per_server, cluster.cpus_per_server, cluster.mem_gb_per_server]), use.shape)
     over = use > capacity * (1 + CAPACITY_TOLERANCE)
     for server, resource in zip(*np.nonzero(over), strict=True):
+        kind = f" ({cluster.type_of_server(int(server))})" if isinstance(cluster, HeteroCluster) else ""
         problems.append(
-            f"server {server} uses {use[server, resource]:g} {RESOURCES[resource]} of {capacity[resource]:g}"
+            f"server {server}{kind} uses {use[server, resource]:g} {RESOURCES[resource]} of "
+            f"{capacity[server, resource]:g}"
         )
     evaluation = Evaluation(instance, scores, use, tuple(problems))
     if problems:
@@ -190,7 +236,38 @@ def evaluate(instance: RoundInstance, allocation: Allocation, *, strict: bool = 
     return evaluation
 
 
-def check_same_round(instance: RoundInstance, allocation: Allocation) -> None:
+def _score(job_id: str, gpus: int, parts: tuple[Placement, ...], placed: int, profile: Profile | None,
+           floor: float, gpu_type: str | None) -> JobScore:
+    """One job's score: its poorest server's throughput when it has exactly its GPUs (and a matrix there)."""
+    servers = tuple(p.server for p in parts)
+    uneven = False
+    if parts and placed == gpus and profile is not None:
+        per_gpu = np.array([(p.cpus / p.gpus, p.mem_gb / p.gpus) for p in parts])
+        throughput = float(np.min(profile.throughput(per_gpu[:, 0], per_gpu[:, 1])))
+        uneven = bool(np.any(np.abs(per_gpu - per_gpu[0]) > CAPACITY_TOLERANCE * (1 + np.abs(per_gpu[0]))))
+    else:
+        throughput = 0.0
+    return JobScore(job_id, gpus, placed, servers, throughput, floor, uneven, gpu_type)
+
+
+def _matrix_on_type(instance: HeteroRound, index: int, parts: tuple[Placement, ...],
+                    problems: list[str]) -> tuple[Profile | None, str | None]:
+    """The matrix a job of a heterogeneous round runs by, and the type of its servers; no matrix (and a
+    problem) when its servers are of two types or of a type it cannot use."""
+    if not parts:
+        return None, None
+    cluster, job = instance.cluster, instance.jobs[index]
+    kinds = sorted({cluster.type_of_server(p.server) for p in parts})
+    if len(kinds) > 1:
+        problems.append(f"job {job.id!r} runs on GPUs of types {', '.join(kinds)}: all GPUs of a job are of one type")
+        return None, None
+    if kinds[0] not in job.profiles:
+        problems.append(f"job {job.id!r} runs on type {kinds[0]}, which it cannot use ({', '.join(job.types)})")
+        return None, kinds[0]
+    return job.profiles[kinds[0]], kinds[0]
+
+
+def check_same_round(instance: RoundInstance | HeteroRound, allocation: Allocation) -> None:
     """Raise :class:`InvalidInputError` naming a job id or server of ``allocation`` that ``instance`` lacks."""
     known = instance.job_index
     servers = instance.cluster.servers

@@ -1,4 +1,20 @@
-"""Round instances as versioned JSON files (format ``synergy-round/1``), loaded and saved in one call.
+"""Round instances as versioned JSON files, loaded and saved in one call.
+
+``synergy-round/1``: a homogeneous round (:class:`~synergy_opt.instance.RoundInstance`)::
+
+    {"format": "synergy-round/1", "cluster": {"servers": 2, "gpus_per_server": 8, "cpus_per_server": 24,
+     "mem_gb_per_server": 500}, "jobs": [{"id": "j1", "gpus": 4, "model": "res18"}, ...], "metadata": {...}}
+
+``synergy-round/2``: a heterogeneous round (:class:`~synergy_opt.hetero.HeteroRound`), the cluster a list of
+server types and each job's matrices per GPU type (``types`` lists the ones it can use; a type missing from
+``profiles`` takes its model's built-in matrix there)::
+
+    {"format": "synergy-round/2", "cluster": {"types": [{"name": "k80", "servers": 2, "gpus_per_server": 8,
+     "cpus_per_server": 24, "mem_gb_per_server": 500}, ...], "reference": "v100"},
+     "jobs": [{"id": "j1", "gpus": 4, "model": "res18", "baseline": "k80", "types": ["k80", "v100"],
+               "profiles": {"k80": {"cpu_per_gpu": [...], "mem_gb_per_gpu": [...], "tput": [[...]]}}}, ...]}
+
+Both load with :func:`load_instance`; a version-1 file is read as it always was.
 
 Files are read as UTF-8 (at most ``synergy_opt.files.MAX_TEXT_BYTES``); metadata may nest at most
 ``synergy_opt.validation.MAX_JSON_DEPTH`` levels; a number no float holds (``1e400``, 5000 digits) is an error
@@ -14,34 +30,48 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from synergy_opt.errors import InvalidInputError
+from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.files import atomic_open, read_text
+from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, ServerType
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance, prefixed
-from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, cpu_gpu_ratios, model_info
+from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, builtin_type_profile, cpu_gpu_ratios, model_info
 from synergy_opt.validation import MAX_JSON_DEPTH, OutOfRange, checked, json_value, path
 
 FORMAT = "synergy-round/1"
+HETERO_FORMAT = "synergy-round/2"
+FORMATS = (FORMAT, HETERO_FORMAT)
 _CLUSTER_FIELDS = ("servers", "gpus_per_server", "cpus_per_server", "mem_gb_per_server")
 # Integers longer than this are kept as their text and reported with their path (Python refuses > 4300 digits).
 _MAX_INT_DIGITS = 100
 
 
-def round_instance(name: str, value: Any) -> RoundInstance:
-    """The rule for a round argument: a :class:`RoundInstance`, or its JSON form (read as ``load_instance``
-    reads it)."""
-    if isinstance(value, RoundInstance):
+def any_round(name: str, value: Any) -> RoundInstance | HeteroRound:
+    """The rule for a round argument of a function that takes both kinds: a :class:`RoundInstance` or a
+    :class:`~synergy_opt.hetero.HeteroRound`, or the JSON form of either (read as ``load_instance`` reads it)."""
+    if isinstance(value, (RoundInstance, HeteroRound)):
         return value
     if isinstance(value, Mapping):
         try:
             return instance_from_dict(value)
         except InvalidInputError as error:
             raise prefixed(error, name) from None
-    raise InvalidInputError(name, value, "must be a RoundInstance (or its JSON form, a dict)")
+    raise InvalidInputError(name, value, "must be a RoundInstance or HeteroRound (or its JSON form, a dict)")
+
+
+def round_instance(name: str, value: Any) -> RoundInstance:
+    """The rule for a homogeneous round argument: a :class:`RoundInstance`, or its JSON form (read as
+    ``load_instance`` reads it). A heterogeneous round is refused, naming the argument."""
+    value = any_round(name, value)
+    if isinstance(value, HeteroRound):
+        raise InvalidInputError(name, "HeteroRound", f"takes a homogeneous round ({FORMAT}); a heterogeneous round "
+                                "goes to the public solve_*, run_mechanism and evaluate functions")
+    return value
 
 
 
-def load_instance(source: str | os.PathLike[str] | Mapping[str, Any]) -> RoundInstance:
-    """Read a round instance from a JSON file path or from the already-parsed dictionary.
+def load_instance(source: str | os.PathLike[str] | Mapping[str, Any]) -> RoundInstance | HeteroRound:
+    """Read a round instance from a JSON file path or from the already-parsed dictionary: a
+    :class:`RoundInstance` (``synergy-round/1``) or a :class:`~synergy_opt.hetero.HeteroRound` (``/2``).
 
     Raises
     ------
@@ -80,9 +110,10 @@ def read_json(source: Path) -> Any:
     return data
 
 
-@checked(instance=round_instance, path=path)
-def save_instance(instance: RoundInstance, path: str | os.PathLike[str]) -> Path:
-    """Write ``instance`` as JSON; jobs whose profile is their model's built-in one are saved by name.
+@checked(instance=any_round, path=path)
+def save_instance(instance: RoundInstance | HeteroRound, path: str | os.PathLike[str]) -> Path:
+    """Write ``instance`` as JSON (``synergy-round/1``, or ``/2`` for a heterogeneous round); jobs whose profile
+    is their model's built-in one (on a GPU type: its built-in matrix there) are saved by name.
 
     The instance is checked (metadata must be JSON: no sets, NaN or other objects) before any file is opened;
     the file is written to a temporary name and renamed, so it is never left half-written. File-system
@@ -95,7 +126,9 @@ def save_instance(instance: RoundInstance, path: str | os.PathLike[str]) -> Path
     return target
 
 
-def instance_to_dict(instance: RoundInstance) -> dict[str, Any]:
+def instance_to_dict(instance: RoundInstance | HeteroRound) -> dict[str, Any]:
+    if isinstance(instance, HeteroRound):
+        return _hetero_to_dict(instance)
     ratio = _profile_ratio(instance.cluster)
     jobs = []
     for job in instance.jobs:
@@ -111,21 +144,146 @@ def instance_to_dict(instance: RoundInstance) -> dict[str, Any]:
     return data
 
 
-def instance_from_dict(data: Any) -> RoundInstance:
+def instance_from_dict(data: Any) -> RoundInstance | HeteroRound:
     if not isinstance(data, Mapping):
         raise InvalidInputError("instance", data, "must be a JSON object")
-    if data.get("format") != FORMAT:
-        raise InvalidInputError("format", data.get("format"), f"expected {FORMAT!r}")
+    if data.get("format") not in FORMATS:
+        raise InvalidInputError("format", data.get("format"), f"expected {FORMAT!r} or {HETERO_FORMAT!r}")
+    if data["format"] == HETERO_FORMAT:
+        return _hetero_from_dict(data)
     cluster = _cluster(data.get("cluster"))
     raw_jobs = data.get("jobs")
     if not isinstance(raw_jobs, list):
         raise InvalidInputError("jobs", raw_jobs, "must be a list of jobs")
     ratio = _profile_ratio(cluster)
     jobs = tuple(_job(f"jobs[{index}]", raw, ratio) for index, raw in enumerate(raw_jobs))
+    return RoundInstance(cluster, jobs, _metadata(data))
+
+
+def _metadata(data: Mapping[str, Any]) -> Any:
     metadata = data.get("metadata", {})
     if not isinstance(metadata, Mapping):
         raise InvalidInputError("metadata", metadata, "must be an object")
-    return RoundInstance(cluster, jobs, json_value("metadata", metadata))
+    return json_value("metadata", metadata)
+
+
+def _hetero_to_dict(instance: HeteroRound) -> dict[str, Any]:
+    cluster = instance.cluster
+    ratios = {kind: _profile_ratio(cluster[kind].cluster) for kind in cluster.names}
+    jobs = []
+    for job in instance.jobs:
+        entry: dict[str, Any] = {"id": job.id, "gpus": job.gpus}
+        if job.model is not None:
+            entry["model"] = job.model
+        entry["baseline"] = job.baseline
+        entry.update(type_profiles_entry(job.model, job.profiles, ratios))
+        if job.arrival:
+            entry["arrival"] = job.arrival
+        if job.work is not None:
+            entry["work"] = job.work
+        jobs.append(entry)
+    data: dict[str, Any] = {"format": HETERO_FORMAT, "cluster": cluster.to_dict(), "jobs": jobs}
+    if instance.metadata:
+        data["metadata"] = json_value("metadata", dict(instance.metadata))
+    return data
+
+
+def type_profiles_entry(model: str | None, profiles: Mapping[str, Profile], ratios: Mapping[str, int]
+                        ) -> dict[str, Any]:
+    """How a file names a job's matrices per GPU type: ``types``, and ``profiles`` holding each matrix that is
+    not its model's built-in one on that type (for servers of ``ratios[type]`` CPUs per GPU);
+    :func:`job_type_profiles` reads it back."""
+    entry: dict[str, Any] = {"types": list(profiles)}
+    inline = {kind: profile.to_dict() for kind, profile in profiles.items()
+              if model is None or not is_builtin_on(model, kind, ratios[kind], profile)}
+    if inline:
+        entry["profiles"] = inline
+    return entry
+
+
+def job_type_profiles(where: str, raw: Mapping[str, Any], ratios: Mapping[str, int]
+                      ) -> tuple[str | None, dict[str, Profile]]:
+    """A job entry's ``model`` and its matrix per GPU type (``types``: the inline one, else its model's built-in
+    one there, for servers of ``ratios[type]`` CPUs per GPU; the keys of ``ratios`` are the known types)."""
+    if "types" not in raw:
+        raise InvalidInputError(f"{where}.types", None, "missing field")
+    model = raw.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InvalidInputError(f"{where}.model", model, "must be a model name (a string)")
+    kinds = raw["types"]
+    if not isinstance(kinds, list) or not kinds or not all(isinstance(kind, str) for kind in kinds):
+        raise InvalidInputError(f"{where}.types", kinds, "must be a non-empty list of GPU type names")
+    if len(set(kinds)) != len(kinds):
+        raise InvalidInputError(f"{where}.types", kinds, "a GPU type may be listed once")
+    inline = raw.get("profiles", {})
+    if not isinstance(inline, Mapping):
+        raise InvalidInputError(f"{where}.profiles", inline, "must be an object of GPU type -> matrix")
+    for kind in inline:
+        if kind not in kinds:
+            raise InvalidInputError(f"{where}.profiles", kind, f"a matrix for a type not in types ({kinds})")
+    profiles: dict[str, Profile] = {}
+    for kind in kinds:
+        if kind not in ratios:
+            raise UnknownNameError(f"{where}.types", kind, tuple(ratios))
+        try:
+            if kind in inline:
+                profiles[kind] = _profile(inline[kind], model, f"profiles.{kind}")
+            elif model is not None:
+                profiles[kind] = builtin_type_profile(model, kind, ratios[kind])
+            else:
+                raise InvalidInputError("model", None, f"a job needs a built-in 'model' name or an inline matrix "
+                                        f"for type {kind!r}")
+        except InvalidInputError as error:
+            raise prefixed(error, where) from None
+    return model, profiles
+
+
+def _hetero_from_dict(data: Mapping[str, Any]) -> HeteroRound:
+    cluster = _hetero_cluster(data.get("cluster"))
+    raw_jobs = data.get("jobs")
+    if not isinstance(raw_jobs, list):
+        raise InvalidInputError("jobs", raw_jobs, "must be a list of jobs")
+    jobs = tuple(_hetero_job(f"jobs[{index}]", raw, cluster) for index, raw in enumerate(raw_jobs))
+    return HeteroRound(cluster, jobs, _metadata(data))
+
+
+def _hetero_cluster(raw: Any) -> HeteroCluster:
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError("cluster", raw, "must be an object")
+    raw_types = raw.get("types")
+    if not isinstance(raw_types, list):
+        raise InvalidInputError("cluster.types", raw_types, "must be a list of server types")
+    types = []
+    for index, entry in enumerate(raw_types):
+        where = f"cluster.types[{index}]"
+        if not isinstance(entry, Mapping):
+            raise InvalidInputError(where, entry, "must be an object")
+        for name in ("name", *_CLUSTER_FIELDS):
+            if name not in entry:
+                raise InvalidInputError(f"{where}.{name}", None, "missing field")
+        try:
+            types.append(ServerType(entry["name"], *(entry[name] for name in _CLUSTER_FIELDS)))
+        except InvalidInputError as error:
+            raise prefixed(error, where) from None
+    try:
+        return HeteroCluster(tuple(types), raw.get("reference"))
+    except InvalidInputError as error:
+        raise prefixed(error, "cluster") from None
+
+
+def _hetero_job(where: str, raw: Any, cluster: HeteroCluster) -> HeteroJob:
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError(where, raw, "must be an object")
+    for name in ("id", "gpus"):
+        if name not in raw:
+            raise InvalidInputError(f"{where}.{name}", None, "missing field")
+    ratios = {kind: _profile_ratio(cluster[kind].cluster) for kind in cluster.names}
+    model, profiles = job_type_profiles(where, raw, ratios)
+    try:
+        return HeteroJob(raw["id"], raw["gpus"], profiles, raw.get("baseline"), model, raw.get("arrival", 0.0),
+                         raw.get("work"))
+    except InvalidInputError as error:
+        raise prefixed(error, where) from None
 
 
 def _cluster(raw: Any) -> Cluster:
@@ -185,16 +343,16 @@ def profile_entry(model: str | None, profile: Profile, ratio: int) -> dict[str, 
     return entry
 
 
-def _profile(raw: Any, name: str | None) -> Profile:
+def _profile(raw: Any, name: str | None, where: str = "profile") -> Profile:
     if not isinstance(raw, Mapping):
-        raise InvalidInputError("profile", raw, "must be an object")
+        raise InvalidInputError(where, raw, "must be an object")
     for key in ("cpu_per_gpu", "mem_gb_per_gpu", "tput"):
         if key not in raw:
-            raise InvalidInputError(f"profile.{key}", None, "missing field")
+            raise InvalidInputError(f"{where}.{key}", None, "missing field")
     try:
         return Profile(raw["cpu_per_gpu"], raw["mem_gb_per_gpu"], raw["tput"], name=name)
     except InvalidInputError as error:
-        raise prefixed(error, "profile") from None
+        raise prefixed(error, where) from None
 
 
 def _profile_ratio(cluster: Cluster) -> int:
@@ -207,6 +365,14 @@ def is_builtin(model: str, ratio: int, profile: Profile) -> bool:
     """Whether ``profile`` is the built-in matrix of ``model`` (so a file may name it instead of holding it)."""
     try:
         return model_info(model, ratio).profile == profile
+    except InvalidInputError:
+        return False
+
+
+def is_builtin_on(model: str, gpu_type: str, ratio: int, profile: Profile) -> bool:
+    """Whether ``profile`` is the built-in matrix of ``model`` on GPU type ``gpu_type``."""
+    try:
+        return builtin_type_profile(model, gpu_type, ratio) == profile
     except InvalidInputError:
         return False
 

@@ -5,6 +5,11 @@ Source: ``synergy_opt/data/synergy_profiles.json``, the sensitivity matrices of 
 is normalised to the GPU-proportional share (3 CPUs, 62.5 GB per GPU) = 1.0 and both axes are per GPU.
 The file also holds the artifact's figures for servers with 4, 5 or 6 CPUs per GPU (section 5.5): the
 matrices are the same, only the speed-up at the best point and the iteration time change.
+
+On other GPU types (SPEC 7): the matrices were measured on V100 GPUs (the paper's testbed), so ``v100`` is the
+reference type; on ``k80`` and ``p100`` each model's GPU stage is slowed by the speed ratio Gavel measured for
+the nearest Gavel job type (``data/gavel/``, MIT License, github.com/stanford-futuredata/gavel):
+:func:`builtin_type_profile`.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
+
+import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.instance import Profile
@@ -87,6 +94,89 @@ def model_info(name: str, cpu_gpu_ratio: int = DEFAULT_CPU_GPU_RATIO) -> ModelIn
         iter_time_s=float(variant["iter_time_s"]),
         cpu_gpu_ratio=cpu_gpu_ratio,
     )
+
+
+# The GPU type the built-in matrices were profiled on: the paper's testbed servers (8 V100 GPUs, 24 CPUs, 500 GB).
+REFERENCE_GPU_TYPE = "v100"
+# The Gavel job type (github.com/stanford-futuredata/gavel, MIT License; data/gavel/) whose measured speed on each
+# GPU type stands for each built-in model's GPU stage. The GPU stage's speed across GPU generations is set by
+# the network's kind of computation, so each model takes the Gavel network of its kind, at Gavel's batch
+# size nearest its own (formulations/heterogeneous.md, section 2, says why for each).
+GAVEL_JOB_TYPES = {
+    "alexnet": "ResNet-18 (batch size 256)",  # an image CNN light per sample; Synergy's batch 512
+    "res18": "ResNet-18 (batch size 256)",  # the same network, Gavel's largest batch
+    "res50": "ResNet-50 (batch size 128)",  # the same network, Gavel's largest batch
+    "mobilenet": "ResNet-18 (batch size 256)",  # a light image CNN
+    "shufflenet": "ResNet-18 (batch size 256)",  # a light image CNN
+    "gnmt": "LM (batch size 80)",  # LSTM layers (recurrent), Gavel's largest LM batch (GNMT's: 128)
+    "transformer": "Transformer (batch size 128)",  # the same architecture and batch
+    "lstm": "LM (batch size 20)",  # an LSTM language model, the same batch
+    "m5": "ResNet-18 (batch size 256)",  # a convolutional (1-D) audio classifier
+    "deepspeech": "LM (batch size 20)",  # recurrent layers dominate its GPU time; the same batch
+}
+
+
+@cache
+def _gavel() -> dict[str, Any]:
+    text = resources.files("synergy_opt").joinpath("data/gavel/isolated_throughputs.json").read_text()
+    data: dict[str, Any] = json.loads(text)["throughputs"]
+    return data
+
+
+def gavel_gpu_types() -> tuple[str, ...]:
+    """The GPU types Gavel measured (``k80``, ``p100``, ``v100``): the built-in models have matrices on each."""
+    return tuple(kind for kind in _gavel() if not kind.endswith("_unconsolidated"))
+
+
+def gavel_speed_ratio(job_type: str, gpu_type: str, gpus: int = 1) -> float:
+    """Gavel's measured steps per second of ``job_type`` on ``gpu_type`` over those on a ``v100`` (``gpus``
+    GPUs, consolidated)."""
+    data = _gavel()
+    if gpu_type not in gavel_gpu_types():
+        raise UnknownNameError("gpu_type", gpu_type, gavel_gpu_types())
+    if job_type not in data[REFERENCE_GPU_TYPE]:
+        raise UnknownNameError("job_type", job_type, tuple(data[REFERENCE_GPU_TYPE]))
+    steps = data[gpu_type][job_type].get(str(gpus)), data[REFERENCE_GPU_TYPE][job_type].get(str(gpus))
+    if steps[0] is None or steps[1] is None:
+        raise InvalidInputError("gpus", gpus, f"Gavel has no measurement of {job_type!r} on {gpus} GPUs")
+    return float(steps[0]) / float(steps[1])
+
+
+def speed_ratio(name: str, gpu_type: str) -> float:
+    """How fast built-in model ``name``'s GPU stage runs on ``gpu_type`` relative to a ``v100`` (its Gavel job
+    type's measured ratio, one GPU)."""
+    if name not in GAVEL_JOB_TYPES:
+        raise UnknownNameError("model", name, model_names())
+    return gavel_speed_ratio(GAVEL_JOB_TYPES[name], gpu_type)
+
+
+def capped_at_gpu(tput: np.ndarray, ratio: float) -> np.ndarray:
+    """A matrix on a GPU ``ratio <= 1`` times as fast as the one it was profiled on.
+
+    The iteration takes its slowest stage, the GPU's at the matrix's peak (the peak is GPU-bound: more CPU and
+    memory no longer help). A slower GPU makes that stage ``1 / ratio`` times longer and leaves the others, so
+    the iteration time becomes the larger of the two: ``W_t = min(W, ratio * max W)``. Exact for any matrix of
+    that form, whatever its CPU and storage stages are (a faster GPU needs them:
+    :func:`synergy_opt.profiling.builtin_type_matrix`).
+    """
+    if not 0 < ratio <= 1:
+        raise InvalidInputError("ratio", ratio, "a matrix is capped for a GPU no faster than its own (0 < ratio <= 1)")
+    return np.minimum(tput, ratio * tput.max(initial=0.0))
+
+
+@cache
+def builtin_type_profile(name: str, gpu_type: str, cpu_gpu_ratio: int = DEFAULT_CPU_GPU_RATIO) -> Profile:
+    """The built-in model ``name``'s matrix on Gavel's GPU type ``gpu_type`` (:func:`gavel_gpu_types`), in units
+    of its throughput at the reference point (3 CPUs, 62.5 GB per GPU on a ``v100``). On ``v100`` it is the
+    built-in matrix itself; on the slower ``k80`` and ``p100``, :func:`capped_at_gpu` at the model's
+    :func:`speed_ratio`."""
+    profile = model_info(name, cpu_gpu_ratio).profile  # checks the name and the ratio
+    if gpu_type == REFERENCE_GPU_TYPE:
+        return profile
+    if gpu_type not in gavel_gpu_types():
+        raise UnknownNameError("gpu_type", gpu_type, gavel_gpu_types())
+    tput = capped_at_gpu(profile.tput, speed_ratio(name, gpu_type))
+    return Profile(profile.cpu_per_gpu, profile.mem_gb_per_gpu, tput, name=name)
 
 
 @checked(name=OneOf(model_names), cpu_gpu_ratio=Integer(among=cpu_gpu_ratios()))

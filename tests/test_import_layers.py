@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("profile",),
     ("profile_groups",),
     ("instance",),
+    ("hetero",),
     ("profiles", "io", "evaluation"),
     ("profiling",),
     ("generate",),

@@ -15,7 +15,7 @@ from pathlib import Path
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import generate_round
 from synergy_opt.instance import RoundInstance
-from synergy_opt.io import instance_to_dict, load_instance
+from synergy_opt.io import instance_to_dict, load_instance, round_instance
 from synergy_opt.solvers import backend
 
 HEURISTICS = ("proportional", "greedy", "tune", "drf", "tetris", "near-opt")
@@ -40,7 +40,7 @@ class InstanceSpec:
 
     def make(self) -> RoundInstance:
         if self.payload is not None:
-            return load_instance(json.loads(self.payload))
+            return round_instance("instance", load_instance(json.loads(self.payload)))
         assert self.seed is not None and self.split is not None  # generated specs always have both
         return generate_round(
             self.gpus, self.split, multi_gpu=self.trace == "multi", seed=self.seed, profile_noise=self.profile_noise
