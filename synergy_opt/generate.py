@@ -1,15 +1,39 @@
-"""Production-derived round instances (SPEC section 5, paper section 5.1), deterministic per seed."""
+"""Production-derived round instances (SPEC section 5, paper section 5.1), deterministic per seed.
+
+With ``types`` (servers per GPU type), a heterogeneous round (SPEC 7): each type is filled at full load by its
+own draws of GPU demands, which makes that type the jobs' *baseline* (where a heterogeneity-agnostic
+scheduler happened to put them), and the jobs come in a shuffled order. Models are drawn as on one type,
+independently of the type. Each job can use every type that holds its GPUs, with its model's matrix there
+(:func:`synergy_opt.profiles.builtin_type_profile`; a type Gavel did not measure takes a ``speed_ratios``
+entry, :func:`synergy_opt.profiling.gpu_types.builtin_type_profiles`), or a modelled job's
+(:func:`synergy_opt.profiling.gpu_types.type_profiles`). Noise draws one log-normal factor per grid point and
+job, shared by its types' matrices (one job measured on several GPUs: its CPU and storage stages do not change
+with the GPU), each matrix then made monotone. Throughputs are in units of the reference type's share
+(``v100``'s when the cluster has it: the built-in matrices unchanged there).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from collections.abc import Mapping
+from typing import Any, Literal, get_args, overload
 
 import numpy as np
 
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, normalise, parse_type_counts
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
-from synergy_opt.profiles import TASKS, cpu_gpu_ratios, model_info, models_by_task
-from synergy_opt.profiling.sampler import modelled_profile
-from synergy_opt.validation import SEED, Integer, Number, OneOf, Rule, Weights, boolean, checked
+from synergy_opt.profiles import (
+    REFERENCE_GPU_TYPE,
+    TASKS,
+    cpu_gpu_ratios,
+    gavel_gpu_types,
+    model_info,
+    models_by_task,
+    speed_ratio,
+)
+from synergy_opt.profiling.gpu_types import builtin_type_profiles, speed_ratio_map, type_profiles
+from synergy_opt.profiling.sampler import draw_job_model, modelled_profile
+from synergy_opt.validation import SEED, Integer, Number, OneOf, Optional, Rule, Weights, boolean, checked
 
 GPUS_PER_SERVER = 8
 MEM_GB_PER_SERVER = 500.0
@@ -32,22 +56,49 @@ GENERATOR_ARGUMENTS: dict[str, Rule] = {
 }
 
 
-@checked(gpus=Integer(GPUS_PER_SERVER, MAX_GPUS, step=GPUS_PER_SERVER), jobs=JOB_KIND, **GENERATOR_ARGUMENTS)
+def type_counts(name: str, value: Any) -> dict[str, int]:
+    """The rule for servers per GPU type: a dict of type -> servers, or ``"k80:4,p100:4,v100:4"``."""
+    counts = parse_type_counts(name, value) if isinstance(value, str) else value
+    if not isinstance(counts, Mapping) or not counts:
+        raise InvalidInputError(name, value, "must be a dict of GPU type -> servers (or 'k80:4,p100:4,v100:4')")
+    return {str(kind): Integer(1, MAX_GPUS // GPUS_PER_SERVER)(f"{name}[{kind!r}]", servers)
+            for kind, servers in counts.items()}
+
+
+@overload
+def generate_round(gpus: int | None = None, split: tuple[float, float, float] = ..., multi_gpu: bool = ...,
+                   seed: int = ..., profile_noise: float = ..., cpu_per_gpu: int = ..., jobs: JobKind = ...,
+                   *, types: None = None, speed_ratios: Mapping[str, float] | None = ...) -> RoundInstance: ...
+
+
+@overload
+def generate_round(gpus: int | None = None, split: tuple[float, float, float] = ..., multi_gpu: bool = ...,
+                   seed: int = ..., profile_noise: float = ..., cpu_per_gpu: int = ..., jobs: JobKind = ...,
+                   *, types: Mapping[str, int] | str, speed_ratios: Mapping[str, float] | None = ...
+                   ) -> HeteroRound: ...
+
+
+@checked(gpus=Optional(Integer(GPUS_PER_SERVER, MAX_GPUS, step=GPUS_PER_SERVER)), jobs=JOB_KIND,
+         types=Optional(type_counts), speed_ratios=Optional(speed_ratio_map), **GENERATOR_ARGUMENTS)
 def generate_round(
-    gpus: int = 128,
+    gpus: int | None = None,
     split: tuple[float, float, float] = (20, 70, 10),
     multi_gpu: bool = False,
     seed: int = 0,
     profile_noise: float = 0.0,
     cpu_per_gpu: int = 3,
     jobs: JobKind = "builtin",
-) -> RoundInstance:
+    *,
+    types: Mapping[str, int] | str | None = None,
+    speed_ratios: Mapping[str, float] | None = None,
+) -> RoundInstance | HeteroRound:
     """A full-load round: jobs drawn until their GPU demand fills a cluster of ``gpus`` GPUs.
 
     Parameters
     ----------
     gpus
-        Cluster size; a multiple of 8 (8-GPU servers with 500 GB and ``8 * cpu_per_gpu`` CPUs each).
+        Cluster size; a multiple of 8 (8-GPU servers with 500 GB and ``8 * cpu_per_gpu`` CPUs each). Default
+        128, or with ``types`` their servers' GPUs (a ``gpus`` given must then be that total).
     split
         Percentages of (image, language, speech) models; the model is uniform within its task.
     multi_gpu
@@ -61,7 +112,22 @@ def generate_round(
         ``"builtin"``: each job carries its model's built-in matrix. ``"modelled"``: each job's matrix comes
         from a job performance model drawn around its model's fitted one
         (:func:`synergy_opt.profiling.draw_job_model`), so jobs differ but keep their flat regions.
+    types
+        Servers per GPU type, e.g. ``{"k80": 8, "p100": 8, "v100": 8}`` or ``"k80:8,p100:8,v100:8"``: a
+        heterogeneous, type-free round (:class:`~synergy_opt.hetero.HeteroRound`, module docstring).
+    speed_ratios
+        With ``types``: the GPU speed of a type Gavel did not measure relative to a ``v100`` (``{"a100":
+        2.0}``), for every model.
     """
+    if types is not None:
+        counts = type_counts("types", types)
+        total = GPUS_PER_SERVER * sum(counts.values())
+        if gpus is not None and gpus != total:
+            raise InvalidInputError("gpus", gpus, f"the types' servers have {total} GPUs")
+        return _hetero_round(counts, split, multi_gpu, seed, profile_noise, cpu_per_gpu, jobs, speed_ratios or {})
+    if speed_ratios:
+        raise InvalidInputError("speed_ratios", speed_ratios, "speed ratios are for a round of several types")
+    gpus = 128 if gpus is None else gpus
     rng = np.random.default_rng(seed)
     cluster = Cluster(gpus // GPUS_PER_SERVER, GPUS_PER_SERVER, GPUS_PER_SERVER * cpu_per_gpu, MEM_GB_PER_SERVER)
     demands = _gpu_demands(rng, gpus, multi_gpu)
@@ -163,3 +229,61 @@ def _noisy(profile: Profile, normal: np.ndarray, sigma: float) -> Profile:
     tput = profile.tput * np.exp(sigma * normal)
     tput = np.maximum.accumulate(np.maximum.accumulate(tput, axis=0), axis=1)
     return Profile(profile.cpu_per_gpu, profile.mem_gb_per_gpu, tput, name=profile.name)
+
+
+def _hetero_round(counts: dict[str, int], split: tuple[float, float, float], multi_gpu: bool, seed: int,
+                  profile_noise: float, cpu_per_gpu: int, jobs: JobKind, ratios: Mapping[str, float]) -> HeteroRound:
+    """The heterogeneous round of :func:`generate_round` with ``types`` (module docstring)."""
+    rng = np.random.default_rng(seed)
+    cluster = HeteroCluster.of(counts, GPUS_PER_SERVER, GPUS_PER_SERVER * cpu_per_gpu, MEM_GB_PER_SERVER)
+    missing = [kind for kind in cluster.names if kind not in gavel_gpu_types() and kind not in ratios]
+    if missing:
+        raise InvalidInputError("types", missing[0], "a GPU type Gavel did not measure needs its speed_ratios entry")
+    demands, baselines = [], []
+    for server_type in cluster.types:
+        drawn = _gpu_demands(rng, server_type.total_gpus, multi_gpu)
+        demands.append(drawn)
+        baselines += [server_type.name] * drawn.size
+    order = rng.permutation(len(baselines))
+    gpus = np.concatenate(demands)[order]
+    baseline = [baselines[j] for j in order]
+    names = draw_models(rng, len(gpus), split)
+    durations = draw_durations_min(rng, len(gpus))
+    used = {kind: ratios[kind] for kind in cluster.names if kind in ratios}
+    round_jobs = []
+    for index, name in enumerate(names):
+        if jobs == "modelled":
+            grid = model_info(name, cpu_per_gpu).profile
+            model = draw_job_model(rng, name)
+            every = type_profiles(model, {kind: _ratio(name, kind, used) for kind in cluster.names},
+                                  grid.cpu_per_gpu, grid.mem_gb_per_gpu)
+        else:
+            every = builtin_type_profiles(name, used, cpu_per_gpu)
+        profiles = {kind: every[kind] for kind in cluster.names if cluster[kind].total_gpus >= gpus[index]}
+        if profile_noise > 0:
+            normal = rng.standard_normal(next(iter(profiles.values())).tput.shape)
+            profiles = {kind: _noisy(profile, normal, profile_noise) for kind, profile in profiles.items()}
+        if cluster.reference != REFERENCE_GPU_TYPE and cluster.reference in profiles:
+            profiles = normalise(profiles, cluster.reference_type)
+        share = cluster[baseline[index]]
+        floor = profiles[baseline[index]].throughput(share.cpu_per_gpu, share.mem_gb_per_gpu)
+        round_jobs.append(HeteroJob(f"j{index}", int(gpus[index]), profiles, baseline[index], name,
+                                    work=float(durations[index] * max(floor, 1e-9))))
+    metadata: dict[str, Any] = {
+        "generator": "synergy_opt.generate_round",
+        "types": dict(counts),
+        "split": list(split),
+        "multi_gpu": multi_gpu,
+        "seed": seed,
+        "profile_noise": profile_noise,
+        "cpu_per_gpu": cpu_per_gpu,
+        "jobs": jobs,
+    }
+    if used:
+        metadata["speed_ratios"] = dict(used)
+    return HeteroRound(cluster, tuple(round_jobs), metadata)
+
+
+def _ratio(name: str, kind: str, given: Mapping[str, float]) -> float:
+    """A type's GPU speed relative to a v100 for built-in model ``name``: given, else Gavel's measurement."""
+    return given[kind] if kind in given else speed_ratio(name, kind)

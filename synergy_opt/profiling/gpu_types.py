@@ -1,0 +1,127 @@
+"""Job matrices per GPU type (SPEC 7, issue 20): the job performance model with its GPU stage scaled by a speed
+ratio.
+
+A GPU type changes only the GPU stage of an iteration (:class:`~synergy_opt.profiling.model.JobModel`): on a
+GPU ``ratio`` times as fast, ``gpu_s`` becomes ``gpu_s / ratio``; the CPU and storage stages keep their time,
+so a faster GPU needs more CPUs (and memory) to stay fed and a slower one needs fewer. Every matrix of a job is
+in one unit, its throughput at the reference point (3 CPUs, 62.5 GB per GPU) on the reference type (ratio 1),
+so throughputs on different types add up.
+
+- :func:`type_profiles`: a job model's matrix on each type, from each type's speed ratio.
+- The built-in models (:func:`builtin_type_matrix`, :func:`builtin_type_profiles`): on the reference type
+  ``v100`` the built-in matrix itself. Its peak is GPU-bound, so the GPU stage is ``1 / max W`` (in units of
+  the reference iteration) and everywhere the matrix is below its peak it *measures* the slowest of the other
+  stages. A slower GPU therefore gives ``min(W, ratio * max W)`` exactly
+  (:func:`synergy_opt.profiles.capped_at_gpu`; the ratios of ``k80`` and ``p100`` are Gavel's measurements,
+  :func:`synergy_opt.profiles.speed_ratio`). A faster GPU needs the other stages where the matrix shows only
+  the GPU (on its plateau): there they are the fitted model's (:func:`~synergy_opt.profiling.builtin_job_model`),
+  never above the GPU stage they were hidden by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.instance import Profile
+from synergy_opt.profiles import (
+    REFERENCE_GPU_TYPE,
+    builtin_type_profile,
+    capped_at_gpu,
+    gavel_gpu_types,
+    model_info,
+)
+from synergy_opt.profiling.fit import builtin_job_model
+from synergy_opt.profiling.model import REFERENCE_CPU_PER_GPU, REFERENCE_MEM_GB_PER_GPU, JobModel
+from synergy_opt.validation import POSITIVE, checked
+
+# A matrix value this close to its peak is on the plateau, where the GPU stage binds.
+_PLATEAU = 1e-9
+
+
+def speed_ratio_map(name: str, value: Any) -> dict[str, float]:
+    """The rule for speed ratios: GPU type name -> a number > 0."""
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(name, value, "must be a dict of GPU type -> speed ratio (a number > 0)")
+    return {str(kind): POSITIVE(f"{name}[{kind!r}]", ratio) for kind, ratio in value.items()}
+
+
+def with_gpu_speed(model: JobModel, ratio: float) -> JobModel:
+    """The same job on a GPU ``ratio`` times as fast: its GPU stage takes ``gpu_s / ratio``, the rest is kept."""
+    return replace(model, gpu_s=model.gpu_s / POSITIVE("ratio", ratio))
+
+
+@checked(ratios=speed_ratio_map)
+def type_profiles(model: JobModel, ratios: Mapping[str, float], cpu_axis: Any, mem_axis: Any) -> dict[str, Profile]:
+    """``model``'s matrix on each GPU type of ``ratios`` (its GPU's speed relative to the reference type's, on
+    which ``model`` is the job), on the grid ``cpu_axis x mem_axis``, in units of ``model``'s throughput at the
+    reference point (3 CPUs, 62.5 GB per GPU) on the reference type."""
+    reference = float(model.iteration_time_s(REFERENCE_CPU_PER_GPU, REFERENCE_MEM_GB_PER_GPU))
+    probe = model.profile(cpu_axis, mem_axis)  # checks the axes
+    cpu, mem = probe.cpu_per_gpu[:, None], probe.mem_gb_per_gpu[None, :]
+    profiles = {}
+    for kind, ratio in ratios.items():
+        tput = reference / with_gpu_speed(model, ratio).iteration_time_s(cpu, mem)
+        profiles[kind] = Profile(probe.cpu_per_gpu, probe.mem_gb_per_gpu, tput, name=model.name)
+    return profiles
+
+
+def faster_gpu_matrix(tput: np.ndarray, ratio: float, other_stages: np.ndarray) -> np.ndarray:
+    """A matrix ``tput`` of the slowest-stage form on a GPU ``ratio`` times as fast (any ``ratio > 0``).
+
+    In units of the iteration at the reference point: the GPU stage is ``g = 1 / max W`` (the peak is
+    GPU-bound), the other stages together ``S = 1 / W`` wherever the matrix is below its peak (it measures
+    them there) and ``min(other_stages, g)`` on the plateau (the GPU hides them: ``other_stages`` is their
+    model, in the same unit). On the new GPU the iteration takes ``max(g / ratio, S)``. At ``ratio <= 1`` this
+    is :func:`~synergy_opt.profiles.capped_at_gpu` (``other_stages`` plays no part).
+    """
+    ratio = POSITIVE("ratio", ratio)
+    if ratio <= 1:
+        return capped_at_gpu(tput, ratio)
+    peak = float(tput.max(initial=0.0))
+    if peak <= 0:
+        return np.zeros_like(tput)
+    gpu = 1.0 / peak
+    with np.errstate(divide="ignore"):
+        measured = np.where(tput > 0, 1.0 / np.where(tput > 0, tput, 1.0), np.inf)
+    plateau = tput >= peak * (1 - _PLATEAU)
+    other = np.where(plateau, np.minimum(other_stages, gpu), measured)
+    return np.where(tput > 0, 1.0 / np.maximum(gpu / ratio, other), 0.0)
+
+
+def builtin_other_stages(name: str) -> np.ndarray:
+    """The fitted model's CPU and storage stages of built-in model ``name`` (the slower of the two) on its grid,
+    in units of the fitted model's iteration at the reference point."""
+    model = builtin_job_model(name)
+    grid = model_info(name).profile
+    _, cpu, read = model.stage_times_s(grid.cpu_per_gpu[:, None], grid.mem_gb_per_gpu[None, :])
+    reference = float(model.iteration_time_s(REFERENCE_CPU_PER_GPU, REFERENCE_MEM_GB_PER_GPU))
+    return np.asarray(np.maximum(cpu, read) / reference)
+
+
+def builtin_type_matrix(name: str, ratio: float) -> np.ndarray:
+    """Built-in model ``name``'s matrix on a GPU ``ratio`` times as fast as a ``v100`` (module docstring)."""
+    tput = model_info(name).profile.tput
+    if ratio == 1:
+        return np.array(tput)
+    return faster_gpu_matrix(tput, ratio, builtin_other_stages(name) if ratio > 1 else np.zeros_like(tput))
+
+
+@checked(ratios=speed_ratio_map)
+def builtin_type_profiles(name: str, ratios: Mapping[str, float] | None = None, cpu_gpu_ratio: int = 3
+                          ) -> dict[str, Profile]:
+    """Built-in model ``name``'s matrix on every GPU type Gavel measured (``k80``, ``p100``, ``v100``) and on
+    each type of ``ratios`` (its GPU's speed relative to a ``v100``, e.g. ``{"a100": 2.0}``; a type Gavel
+    measured takes the ratio given here instead)."""
+    grid = model_info(name, cpu_gpu_ratio).profile
+    profiles = {kind: builtin_type_profile(name, kind, cpu_gpu_ratio) for kind in gavel_gpu_types()
+                if kind not in (ratios or {})}
+    for kind, ratio in (ratios or {}).items():
+        if kind == REFERENCE_GPU_TYPE and ratio != 1:
+            raise InvalidInputError(f"ratios[{kind!r}]", ratio, "the reference type's speed ratio is 1")
+        profiles[kind] = Profile(grid.cpu_per_gpu, grid.mem_gb_per_gpu, builtin_type_matrix(name, ratio), name=name)
+    return profiles
