@@ -30,6 +30,19 @@ class UnknownNameError(InvalidInputError):
         super().__init__(field, value, f"unknown; choose one of {', '.join(self.known)}")
 
 
+class CallableError(InvalidInputError):
+    """A user's callable (a policy, a mechanism, a profiler's ``measure`` or memory model) raised.
+
+    Names the argument and the callable, and reports the callable's own exception, which is also kept as
+    ``error`` and as ``__cause__``.
+    """
+
+    def __init__(self, field: str, function: Any, error: Exception) -> None:
+        self.error = error
+        name = getattr(function, "__qualname__", None) or type(function).__name__
+        super().__init__(field, name, f"raised {type(error).__name__}: {error}")
+
+
 class SolverUnavailableError(SynergyError):
     """A registered backend whose library or binary is not installed here."""
 

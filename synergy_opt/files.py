@@ -1,4 +1,5 @@
-"""Files in and out: text read as UTF-8 within a size limit, and writes that never leave a half-written file.
+"""Files in and out: regular files read as UTF-8 within a hard size limit, and writes that never leave a
+half-written file.
 
 Every writer in the package goes through :func:`atomic_path` (or :func:`atomic_open`): the content is written
 to a temporary file in the target's folder and renamed over the target only once complete, so a failure (a
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +19,9 @@ from typing import IO, Any
 from synergy_opt.errors import InvalidInputError
 
 MAX_TEXT_BYTES = 256 * 2**20  # 256 MiB: a 16384-GPU round with an inline profile per job is 27 MB
+# Opening never blocks (O_NONBLOCK: a FIFO without a writer) and never takes a terminal as the controlling one.
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+_CHUNK = 2**20
 # The process's umask, read once: a temporary file is created private (0600) and gets the usual mode back.
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -29,16 +34,10 @@ def read_text(path: Path, limit: int | None = None) -> str:
     Raises
     ------
     InvalidInputError
-        Naming ``path``: unreadable, larger than ``limit`` bytes, or not UTF-8 text (binary, UTF-16).
+        Naming ``path``: unreadable, not a regular file, larger than ``limit`` bytes, or not UTF-8 text
+        (binary, UTF-16).
     """
-    limit = MAX_TEXT_BYTES if limit is None else limit
-    try:
-        size = path.stat().st_size
-        if size > limit:
-            raise InvalidInputError("path", str(path), f"is {size} bytes; the limit is {limit} bytes")
-        data = path.read_bytes()
-    except OSError as error:
-        raise InvalidInputError("path", str(path), f"cannot read: {error.strerror or error}") from None
+    data = read_bytes(path, limit)
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         raise InvalidInputError("path", str(path), "is UTF-16 text; save it as UTF-8")
     try:
@@ -47,6 +46,51 @@ def read_text(path: Path, limit: int | None = None) -> str:
         raise InvalidInputError(
             "path", str(path), f"is not UTF-8 text (byte {error.start} is 0x{data[error.start]:02x}; a binary file?)"
         ) from None
+
+
+def read_bytes(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` (default ``MAX_TEXT_BYTES``) of them.
+
+    The file is opened without blocking (a FIFO with no writer would block ``open`` for ever) and refused
+    unless it is a regular file (a directory, FIFO, socket or device such as ``/dev/zero``, also behind a
+    symlink); the limit holds whatever the file says its size is (``/proc`` files say 0).
+
+    Raises
+    ------
+    InvalidInputError
+        Naming ``path``: missing, unreadable (a symlink loop, no permission), not a regular file, or larger
+        than ``limit`` bytes.
+    """
+    limit = MAX_TEXT_BYTES if limit is None else limit
+    try:
+        handle = os.open(path, _READ_FLAGS)
+    except OSError as error:
+        raise InvalidInputError("path", str(path), f"cannot read: {error.strerror or error}") from None
+    try:
+        mode = os.fstat(handle).st_mode
+        if not stat.S_ISREG(mode):
+            raise InvalidInputError("path", str(path), f"is {_file_kind(mode)}, not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(handle, min(limit + 1 - size, _CHUNK))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as error:
+        raise InvalidInputError("path", str(path), f"cannot read: {error.strerror or error}") from None
+    finally:
+        os.close(handle)
+    if size > limit:
+        raise InvalidInputError("path", str(path), f"is larger than the limit of {limit} bytes")
+    return b"".join(chunks)
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+             (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((text for test, text in kinds if test(mode)), "not a regular file")
 
 
 @contextlib.contextmanager

@@ -18,8 +18,9 @@ Both load with :func:`load_instance`; a version-1 file is read as it always was.
 
 Files are read as UTF-8 (at most ``synergy_opt.files.MAX_TEXT_BYTES``); metadata may nest at most
 ``synergy_opt.validation.MAX_JSON_DEPTH`` levels; a number no float holds (``1e400``, 5000 digits) is an error
-naming its JSON path. Saving checks the whole instance, metadata included, before a file is opened, and
-writes atomically (a temporary file renamed into place).
+naming its JSON path (:func:`synergy_opt.validation.parse_json`, the one JSON reader). Saving checks the
+whole instance, metadata included, before a file is opened, and writes atomically (a temporary file renamed
+into place).
 """
 
 from __future__ import annotations
@@ -35,14 +36,12 @@ from synergy_opt.files import atomic_open, read_text
 from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, ServerType
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance, prefixed
 from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, builtin_type_profile, cpu_gpu_ratios, model_info
-from synergy_opt.validation import MAX_JSON_DEPTH, OutOfRange, checked, json_value, path
+from synergy_opt.validation import checked, json_value, parse_json, path
 
 FORMAT = "synergy-round/1"
 HETERO_FORMAT = "synergy-round/2"
 FORMATS = (FORMAT, HETERO_FORMAT)
 _CLUSTER_FIELDS = ("servers", "gpus_per_server", "cpus_per_server", "mem_gb_per_server")
-# Integers longer than this are kept as their text and reported with their path (Python refuses > 4300 digits).
-_MAX_INT_DIGITS = 100
 
 
 def any_round(name: str, value: Any) -> RoundInstance | HeteroRound:
@@ -87,27 +86,9 @@ def load_instance(source: str | os.PathLike[str] | Mapping[str, Any]) -> RoundIn
 
 
 def read_json(source: Path) -> Any:
-    """The JSON document in the file ``source``; an integer too long for any field, or a NaN or Infinity
-    literal, is an error naming its JSON path."""
-    text = read_text(source)
-    odd: list[OutOfRange] = []
-
-    def mark(literal: str) -> OutOfRange:
-        odd.append(OutOfRange(literal))
-        return odd[-1]
-
-    try:
-        data = json.loads(text, parse_int=lambda s: int(s) if len(s) <= _MAX_INT_DIGITS else mark(s),
-                          parse_constant=mark)
-    except json.JSONDecodeError as error:
-        raise InvalidInputError(
-            "path", str(source), f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}"
-        ) from None
-    except RecursionError:
-        raise InvalidInputError("path", str(source), f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
-    if odd:
-        _raise_at(data, "")
-    return data
+    """The JSON document in the file ``source`` (:func:`synergy_opt.validation.parse_json`'s rules); an
+    integer too long for any field, or a NaN or Infinity literal, is an error naming its JSON path."""
+    return parse_json(("path", str(source)), read_text(source))
 
 
 @checked(instance=any_round, path=path)
@@ -375,12 +356,3 @@ def is_builtin_on(model: str, gpu_type: str, ratio: int, profile: Profile) -> bo
         return builtin_type_profile(model, gpu_type, ratio) == profile
     except InvalidInputError:
         return False
-
-
-def _raise_at(value: Any, where: str, depth: int = 0) -> None:
-    """Raise, naming its path, for the first number the parser marked as out of range (or NaN/Infinity)."""
-    if isinstance(value, OutOfRange) or depth > MAX_JSON_DEPTH:
-        json_value(where, value, depth)  # raises
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        _raise_at(item, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key, depth + 1)

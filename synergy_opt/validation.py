@@ -9,8 +9,12 @@ classes apply the same rules to their fields. The rules (``docs/inputs.md``):
   finite unless said otherwise;
 - integers: integral types only (``2.0`` is not an integer), within the stated range;
 - booleans: ``bool`` and ``numpy.bool_`` only (``"no"`` is not False);
-- names and ids: strings; a name must be one of the known ones (the error lists them);
-- a round or an allocation: the object, or its JSON form (a dict, as ``load_instance`` reads it).
+- names and ids: strings (Unicode text: no lone surrogates); a name must be one of the known ones (the error
+  lists them);
+- a round or an allocation: the object, or its JSON form (a dict, as ``load_instance`` reads it);
+- a user's callable: checked for its signature up front (:class:`Function`), and called through
+  :func:`call_user`, so that its own exception is reported as its own, naming the argument;
+- JSON text: one reader (:func:`parse_json`), whatever holds it (a file, a CSV cell).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import json
 import math
 import numbers
 import os
@@ -29,7 +34,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
-from synergy_opt.errors import InvalidInputError, UnknownNameError
+from synergy_opt.errors import CallableError, InvalidInputError, UnknownNameError
 
 Rule = Callable[[str, Any], Any]
 P = ParamSpec("P")
@@ -41,6 +46,9 @@ MAX_GPUS_PER_SERVER = 1024
 MAX_SEED = 2**31 - 1  # every backend's seed is a 32-bit integer
 MAX_TIME_LIMIT = 1e9  # seconds (about 30 years); GLPK takes whole seconds as a 32-bit integer
 MAX_JSON_DEPTH = 64  # a round instance needs 6 levels; metadata may nest deeper, up to this
+# Integers longer than this in JSON text are kept as their text and reported with their path (Python itself
+# refuses more than 4300 digits).
+MAX_INT_DIGITS = 100
 
 
 def is_number(value: Any) -> bool:
@@ -128,9 +136,15 @@ def boolean(name: str, value: Any) -> bool:
 
 
 def text(name: str, value: Any) -> str:
-    """A non-empty string (ids, names)."""
+    """A non-empty string (ids, names) of Unicode text: a lone surrogate (``"\\ud800"``, which JSON's
+    ``\\u`` escapes can hold) could not be written to a UTF-8 file."""
     if not isinstance(value, str) or not value:
         raise InvalidInputError(name, value, "must be a non-empty string")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(name, value, "must be Unicode text (it holds a lone surrogate)") from None
     return value
 
 
@@ -233,6 +247,9 @@ def real_array(name: str, values: Any, ndim: int | None) -> np.ndarray:
     """A ``ndim``-dimensional array of numbers (any shape, a number too, when ``ndim`` is None) as floats; a
     string or boolean entry is named by its index."""
     shape_word = {None: "number or an array", 1: "list"}.get(ndim, "matrix")
+    if isinstance(values, np.ma.MaskedArray):
+        raise InvalidInputError(name, values, f"must be a {shape_word} of numbers, not a masked array (its mask "
+                                "would be ignored)")
     try:
         raw = np.asarray(values)
     except (ValueError, TypeError):
@@ -258,6 +275,46 @@ def _holds_bool(values: list[Any] | tuple[Any, ...], read: np.ndarray) -> bool:
         if isinstance(item, (bool, np.bool_)):
             return True
     return False
+
+
+@dataclass(frozen=True)
+class Function:
+    """A callable taking ``arguments`` positional arguments, ``shape`` saying which (for the message).
+
+    The signature is checked when it can be read (a builtin's may not be; that one is checked when called).
+    """
+
+    arguments: int
+    shape: str
+
+    def __call__(self, name: str, value: Any) -> Any:
+        if not callable(value):
+            raise InvalidInputError(name, value, f"must be a function {self.shape}")
+        try:
+            signature = inspect.signature(value)
+        except (TypeError, ValueError):
+            return value
+        try:
+            signature.bind(*range(self.arguments))
+        except TypeError:
+            raise InvalidInputError(
+                name, callable_name(value), f"must be a function {self.shape}; its signature is {signature}"
+            ) from None
+        return value
+
+
+def callable_name(function: Any) -> str:
+    """How messages name a user's callable."""
+    return getattr(function, "__qualname__", None) or type(function).__name__
+
+
+def call_user(name: str, function: Callable[..., R], *args: Any) -> R:
+    """``function(*args)``, a user's callable given as the argument ``name``: whatever it raises is reported
+    as its own (:class:`~synergy_opt.errors.CallableError`, the exception kept as the cause)."""
+    try:
+        return function(*args)
+    except Exception as error:
+        raise CallableError(name, function, error) from error
 
 
 # ------------------------------------------------------------------------------------- common argument kinds
@@ -391,6 +448,55 @@ def json_value(name: str, value: Any, depth: int = 0) -> Any:
     if isinstance(value, (list, tuple)):
         return [json_value(f"{name}[{index}]", item, depth + 1) for index, item in enumerate(value)]
     raise InvalidInputError(name, value, f"not a JSON value ({type(value).__name__})")
+
+
+def parse_json(source: tuple[str, Any], text: str, root: str = "") -> Any:
+    """The data in the JSON text ``text``: the toolkit's one reading of JSON, for files and CSV cells alike.
+
+    A malformed text, or one nested so deep that Python's parser gives up, is an error naming
+    ``source`` (a field and its value: ``("path", "t.json")``, ``("rows[3].profile", cell)``). An integer of
+    more than ``MAX_INT_DIGITS`` digits, or a ``NaN``/``Infinity`` literal, is an error naming its JSON path
+    under ``root``.
+    """
+    odd: list[OutOfRange] = []
+
+    def mark(literal: str) -> OutOfRange:
+        odd.append(OutOfRange(literal))
+        return odd[-1]
+
+    field, value = source
+    try:
+        data = json.loads(text, parse_int=lambda s: int(s) if len(s) <= MAX_INT_DIGITS else mark(s),
+                          parse_constant=mark)
+    except json.JSONDecodeError as error:
+        raise InvalidInputError(
+            field, value, f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}"
+        ) from None
+    except RecursionError:
+        raise InvalidInputError(field, value, f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    if odd:
+        _raise_at(data, root)
+    return data
+
+
+def json_number(name: str, text: str) -> int | float:
+    """A number written as JSON writes one (``600``, ``-1.5e3``: ASCII digits, no spaces, no ``NaN``), read
+    by :func:`parse_json`'s rules; for number cells of a CSV file."""
+    if text != text.strip():
+        raise InvalidInputError(name, text, "must be a number (no spaces around it)")
+    value = parse_json((name, text), text, name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(name, text, "must be a number")
+    return value
+
+
+def _raise_at(value: Any, where: str, depth: int = 0) -> None:
+    """Raise, naming its path, for the first number the parser marked as out of range (or NaN/Infinity)."""
+    if isinstance(value, OutOfRange) or depth > MAX_JSON_DEPTH:
+        json_value(where, value, depth)  # raises
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        _raise_at(item, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key, depth + 1)
 
 
 # ------------------------------------------------------------------------------------------ solver options

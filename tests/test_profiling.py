@@ -161,7 +161,7 @@ def test_language_models_stay_insensitive() -> None:
 def test_unknown_builtin_model() -> None:
     with pytest.raises(InvalidInputError) as error:
         builtin_job_model("vgg")
-    assert error.value.field == "model"
+    assert error.value.field == "name"  # the argument
 
 
 # -- modelled jobs ------------------------------------------------------------------------------------------

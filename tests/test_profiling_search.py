@@ -285,12 +285,17 @@ def test_a_lone_job_finishes_its_profiling_delay_later(method: str, job_kind: st
             assert late - plain == pytest.approx(math.ceil(delay / round_s) * round_s, rel=1e-12)
 
 
-def test_custom_costs_are_recorded_and_not_regenerated() -> None:
-    delayed = with_profiling_delay(generate_trace(jobs=5), minutes_per_point=2.0)
-    assert "minutes_per_point=2" in delayed.metadata["profiling"]
-    with pytest.raises(InvalidInputError) as error:
-        delayed.extend(10)
-    assert error.value.field == "profiling"
+def test_custom_costs_are_recorded_and_extended_alike() -> None:
+    delayed = with_profiling_delay(generate_trace(jobs=5), minutes_per_point=2.0, threshold=0.2)
+    assert delayed.metadata["profiling"] == "optimistic"
+    assert delayed.metadata["profiling_minutes_per_point"] == 2.0 and delayed.metadata["profiling_threshold"] == 0.2
+    # The new jobs are profiled at the recorded costs, as if the longer trace had been delayed at once.
+    longer = with_profiling_delay(generate_trace(jobs=10), minutes_per_point=2.0, threshold=0.2)
+    assert delayed.extend(10) == Trace(longer.jobs, {**longer.metadata, "jobs": 10})
+    assert [job.profiling_s for job in delayed.extend(10).jobs[5:]] != [
+        job.profiling_s for job in with_profiling_delay(generate_trace(jobs=10)).jobs[5:]]
+    # Default costs again: the recorded ones go.
+    assert "profiling_threshold" not in with_profiling_delay(delayed).metadata
 
 
 @pytest.mark.parametrize(("arguments", "field"), [({"method": "guess"}, "method"), ({"trace": [1]}, "trace")])

@@ -17,8 +17,8 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile
 from synergy_opt.profiling.exhaustive import profile_exhaustive
-from synergy_opt.profiling.measurement import MINUTES_PER_POINT, ProfilingResult
-from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD, profile_job
+from synergy_opt.profiling.measurement import MINUTES, MINUTES_PER_POINT, ProfilingResult
+from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD, THRESHOLD, profile_job
 from synergy_opt.validation import InstanceOf, OneOf, checked
 
 Method = Literal["optimistic", "exhaustive"]
@@ -48,7 +48,7 @@ def _columns(profile: Profile, mem_gb_per_gpu: Any) -> np.ndarray:
     return columns
 
 
-@checked(profile=InstanceOf(Profile), method=METHOD)
+@checked(profile=InstanceOf(Profile), method=METHOD, minutes_per_point=MINUTES, threshold=THRESHOLD)
 def profile_matrix(
     profile: Profile,
     method: Method = "optimistic",

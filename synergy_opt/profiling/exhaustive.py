@@ -7,9 +7,19 @@ from collections.abc import Sequence
 import numpy as np
 
 from synergy_opt.instance import Profile
-from synergy_opt.profiling.measurement import MINUTES_PER_POINT, Measure, Meter, ProfilingResult, check_axes
+from synergy_opt.profiling.measurement import (
+    MEASURE,
+    MINUTES,
+    MINUTES_PER_POINT,
+    Measure,
+    Meter,
+    ProfilingResult,
+    check_axes,
+)
+from synergy_opt.validation import checked
 
 
+@checked(measure=MEASURE, minutes_per_point=MINUTES)
 def profile_exhaustive(
     measure: Measure,
     cpu_axis: Sequence[float] | np.ndarray,

@@ -31,21 +31,27 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
+from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile
+from synergy_opt.profile import on_grid
 from synergy_opt.profiles import model_info, model_names
 from synergy_opt.profiling.model import (
+    BATCH,
+    POSITIVE_QUANTITY,
     PROCESS_MEM_GB,
     REFERENCE_CPU_PER_GPU,
     REFERENCE_MEM_GB_PER_GPU,
     STORAGE_MB_S_PER_GPU,
     JobModel,
 )
+from synergy_opt.validation import InstanceOf, OneOf, Optional, checked, text
 
 _DATA = "data/job_models.json"
 _FIELDS = ("batch", "gpu_s", "cpu_s", "serial_fraction", "dataset_gb", "item_mb")
 # A stage that never binds on the grid is set to this fraction of the time it must stay below.
 _HIDDEN_STAGE = 0.5
 _SLOWER = 1 + 1e-9
+BUILTIN_MODEL = OneOf(model_names)
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,7 @@ class FitResult:
         return float(self.target.cpu_per_gpu[a]), float(self.target.mem_gb_per_gpu[b])
 
 
+@checked(profile=InstanceOf(Profile), iter_time_s=POSITIVE_QUANTITY, batch=BATCH, name=Optional(text))
 def fit_job_model(profile: Profile, iter_time_s: float, batch: int, name: str | None = None) -> FitResult:
     """The :class:`JobModel` closest to ``profile`` (normalised at 3 CPUs, 62.5 GB) in relative error.
 
@@ -90,7 +97,15 @@ def fit_job_model(profile: Profile, iter_time_s: float, batch: int, name: str | 
         Samples per iteration per GPU (sets the item size from the storage time).
     """
     cpu, mem, tput = profile.cpu_per_gpu, profile.mem_gb_per_gpu, profile.tput
-    scale = tput.max() if tput.max() > 0 else 1.0
+    if not (on_grid(cpu, REFERENCE_CPU_PER_GPU) and on_grid(mem, REFERENCE_MEM_GB_PER_GPU)):
+        raise InvalidInputError(
+            "profile", profile.name or "profile",
+            f"its axes must hold the reference point ({REFERENCE_CPU_PER_GPU:g} CPUs, {REFERENCE_MEM_GB_PER_GPU:g} "
+            "GB per GPU), where the matrix is normalised and iter_time_s is measured",
+        )
+    if not profile.throughput(REFERENCE_CPU_PER_GPU, REFERENCE_MEM_GB_PER_GPU) > 0:
+        raise InvalidInputError("profile", profile.name or "profile", "its throughput at the reference point is 0")
+    scale = tput.max()
 
     def residual(x: np.ndarray) -> np.ndarray:
         return ((_normalised(x, cpu, mem) - tput) / scale).ravel()
@@ -98,7 +113,12 @@ def fit_job_model(profile: Profile, iter_time_s: float, batch: int, name: str | 
     lower = [-np.inf, -np.inf, 0.0, -np.inf, -np.inf]
     upper = [np.inf, np.inf, 1.0, np.inf, np.inf]
     x = least_squares(residual, _start(cpu, mem, tput), bounds=(lower, upper)).x
-    model = _job_model(x, iter_time_s, batch, name)
+    try:
+        model = _job_model(x, iter_time_s, batch, name)
+    except InvalidInputError as error:  # the fit left the model's ranges: the matrix is not of its form
+        raise InvalidInputError(
+            "profile", profile.name or "profile", f"no job model fits it (the fit gives {error})"
+        ) from None
     return FitResult(model, profile, model.profile(cpu, mem))
 
 
@@ -166,12 +186,14 @@ def _job_model(x: np.ndarray, iter_time_s: float, batch: int, name: str | None) 
     )
 
 
+@checked(name=BUILTIN_MODEL)
 def fit_builtin(name: str) -> FitResult:
     """Fit the built-in model ``name`` afresh (see :func:`builtin_job_model` for the stored fit)."""
     info = model_info(name)
     return fit_job_model(info.profile, info.iter_time_s, _batch(name), name=name)
 
 
+@checked(name=BUILTIN_MODEL)
 def builtin_fit(name: str) -> FitResult:
     """The stored fit of built-in model ``name`` against its matrix."""
     model = builtin_job_model(name)
@@ -179,10 +201,10 @@ def builtin_fit(name: str) -> FitResult:
     return FitResult(model, target, model.profile(target.cpu_per_gpu, target.mem_gb_per_gpu))
 
 
+@checked(name=BUILTIN_MODEL)  # before the cache: an unhashable name is an error naming it, not a TypeError
 @cache
 def builtin_job_model(name: str) -> JobModel:
     """The stored fitted :class:`JobModel` of built-in model ``name`` (one of ``model_names()``)."""
-    model_info(name)  # an unknown name raises UnknownNameError listing the known ones
     fields = _stored()[name]
     return JobModel(
         batch=int(fields["batch"]), gpu_s=fields["gpu_s"], cpu_s=fields["cpu_s"],

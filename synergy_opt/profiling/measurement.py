@@ -15,10 +15,15 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.profile import Profile, profile_axis
-from synergy_opt.validation import NON_NEGATIVE
+from synergy_opt.validation import NON_NEGATIVE, POSITIVE, Function, InstanceOf, Number, call_user, checked
 
 Measure = Callable[[float, float], float]
 MINUTES_PER_POINT = 1.0
+# A point costing more than this (about two years) is not a measurement; the bound keeps a profile's total
+# cost finite.
+MAX_MINUTES_PER_POINT = 1e6
+MINUTES = Number(0, MAX_MINUTES_PER_POINT)
+MEASURE = Function(2, "measure(cpus_per_gpu, mem_gb_per_gpu) -> throughput")
 
 
 @dataclass(frozen=True)
@@ -62,10 +67,8 @@ class Meter:
     """Calls ``measure`` for a profiler, checks each value, logs it, and refuses to measure a point twice."""
 
     def __init__(self, measure: Measure, minutes_per_point: float = MINUTES_PER_POINT) -> None:
-        if not callable(measure):
-            raise InvalidInputError("measure", measure, "must be a function (cpus_per_gpu, mem_gb_per_gpu) -> float")
-        self._measure = measure
-        self._minutes = NON_NEGATIVE("minutes_per_point", minutes_per_point)
+        self._measure = MEASURE("measure", measure)
+        self._minutes = MINUTES("minutes_per_point", minutes_per_point)
         self._log: list[Measurement] = []
         self._seen: set[tuple[float, float]] = set()
 
@@ -73,7 +76,7 @@ class Meter:
         point = (float(cpus_per_gpu), float(mem_gb_per_gpu))
         if point in self._seen:
             raise AssertionError(f"profiler bug: {point} measured twice")
-        value = NON_NEGATIVE(f"measure({point[0]:g}, {point[1]:g})", self._measure(*point))
+        value = NON_NEGATIVE(f"measure({point[0]:g}, {point[1]:g})", call_user("measure", self._measure, *point))
         self._seen.add(point)
         self._log.append(Measurement(point[0], point[1], value, self._minutes))
         return value
@@ -90,6 +93,7 @@ def check_axes(cpu_axis: Sequence[float] | np.ndarray, mem_axis: Sequence[float]
     return profile_axis("cpu_axis", cpu_axis), profile_axis("mem_axis", mem_axis)
 
 
+@checked(profile=InstanceOf(Profile), cpus_per_gpu=POSITIVE, mem_gb_per_gpu=POSITIVE)
 def normalised(profile: Profile, cpus_per_gpu: float = 3.0, mem_gb_per_gpu: float = 62.5) -> Profile:
     """``profile`` divided by its throughput at ``(cpus_per_gpu, mem_gb_per_gpu)`` (the toolkit's 1.0 point)."""
     reference = profile.throughput(cpus_per_gpu, mem_gb_per_gpu)

@@ -31,7 +31,7 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile
 from synergy_opt.profiles import reference_server
-from synergy_opt.validation import NON_NEGATIVE, POSITIVE, Integer, Number, real_array
+from synergy_opt.validation import Integer, Number, Optional, real_array, text
 
 _SERVER = reference_server()
 REFERENCE_CPU_PER_GPU = _SERVER["cpus"] / _SERVER["gpus"]
@@ -40,7 +40,13 @@ STORAGE_MB_S_PER_GPU = _SERVER["storage_mb_s"] / _SERVER["gpus"]
 # The paper (section 2.1): 20 GB is the memory GNMT's training process needs before any cache.
 PROCESS_MEM_GB = 20.0
 _FRACTION = Number(0, 1)
-_BATCH = Integer(1)
+# The ranges of the model's quantities (docs/inputs.md): within them every stage time, iteration time,
+# throughput and samples per second the model derives is finite (at most about 1e100), whatever the point.
+MAX_BATCH = 2**31 - 1
+MAX_QUANTITY = 1e30
+BATCH = Integer(1, MAX_BATCH)
+QUANTITY = Number(0, MAX_QUANTITY)  # seconds, GB, MB or MB/s
+POSITIVE_QUANTITY = Number(1 / MAX_QUANTITY, MAX_QUANTITY)
 
 
 @dataclass(frozen=True)
@@ -59,8 +65,8 @@ class MinIOCache:
     process_mem_gb: float = PROCESS_MEM_GB
 
     def __post_init__(self) -> None:
-        for key, rule in (("batch", _BATCH), ("dataset_gb", POSITIVE), ("item_mb", NON_NEGATIVE),
-                          ("storage_mb_s", POSITIVE), ("process_mem_gb", NON_NEGATIVE)):
+        for key, rule in (("batch", BATCH), ("dataset_gb", POSITIVE_QUANTITY), ("item_mb", QUANTITY),
+                          ("storage_mb_s", POSITIVE_QUANTITY), ("process_mem_gb", QUANTITY)):
             object.__setattr__(self, key, rule(key, getattr(self, key)))
 
     def miss_fraction(self, mem_gb_per_gpu: Any) -> np.ndarray:
@@ -124,7 +130,7 @@ class JobModel:
     name: str | None = None
 
     def __post_init__(self) -> None:
-        for key, rule in (("gpu_s", POSITIVE), ("cpu_s", NON_NEGATIVE), ("serial_fraction", _FRACTION)):
+        for key, rule in (("gpu_s", POSITIVE_QUANTITY), ("cpu_s", QUANTITY), ("serial_fraction", _FRACTION)):
             object.__setattr__(self, key, rule(key, getattr(self, key)))
         cache = self.memory_model  # validates batch, dataset_gb, item_mb, storage_mb_s, process_mem_gb
         for key in ("batch", "dataset_gb", "item_mb", "storage_mb_s", "process_mem_gb"):
@@ -134,8 +140,7 @@ class JobModel:
                 "process_mem_gb", self.process_mem_gb,
                 f"must be below the reference {REFERENCE_MEM_GB_PER_GPU} GB per GPU, where throughput is 1.0",
             )
-        if self.name is not None and not isinstance(self.name, str):
-            raise InvalidInputError("name", self.name, "must be a string or None")
+        object.__setattr__(self, "name", Optional(text)("name", self.name))
 
     @property
     def memory_model(self) -> MinIOCache:
@@ -147,7 +152,9 @@ class JobModel:
         cpus, mem = _point("cpus_per_gpu", cpus_per_gpu, positive=True), _point("mem_gb_per_gpu", mem_gb_per_gpu)
         cpus, mem = np.broadcast_arrays(cpus, mem)
         gpu = np.full(cpus.shape, self.gpu_s)
-        cpu = self.cpu_s * (self.serial_fraction + (1.0 - self.serial_fraction) / cpus)
+        with np.errstate(over="ignore", divide="ignore"):  # a vanishing CPU share: an infinite CPU stage
+            per_cpu = (1.0 - self.serial_fraction) / cpus
+            cpu = self.cpu_s * (self.serial_fraction + per_cpu) if self.cpu_s else np.zeros(cpus.shape)
         return gpu, cpu, self.memory_model.read_time_s(mem)
 
     def iteration_time_s(self, cpus_per_gpu: Any, mem_gb_per_gpu: Any) -> np.ndarray:

@@ -31,10 +31,20 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile
-from synergy_opt.profiling.measurement import MINUTES_PER_POINT, Measure, Meter, ProfilingResult, check_axes
-from synergy_opt.validation import Number, checked
+from synergy_opt.profiling.measurement import (
+    MEASURE,
+    MINUTES,
+    MINUTES_PER_POINT,
+    Measure,
+    Meter,
+    ProfilingResult,
+    check_axes,
+)
+from synergy_opt.validation import Function, Number, call_user, callable_name, checked, real_array
 
 DEFAULT_THRESHOLD = 0.1
+THRESHOLD = Number(0, 1, low_open=True, high_open=True)
+_THROUGHPUT = Function(2, "throughput(at_full_memory, mem_gb_per_gpu)")
 # How close the two bounds of a skipped stretch must be, as a fraction of ``threshold``.
 _PINNED = 0.25
 
@@ -45,7 +55,16 @@ class MemoryModel(Protocol):
     def throughput(self, at_full_memory: Any, mem_gb_per_gpu: Any) -> Any: ...
 
 
-@checked(threshold=Number(0, 1, low_open=True, high_open=True))
+def memory_model_rule(name: str, value: Any) -> Any:
+    """An object with a method ``throughput(at_full_memory, mem_gb_per_gpu)`` (:class:`MemoryModel`)."""
+    method = getattr(value, "throughput", None)
+    if not callable(method):
+        raise InvalidInputError(name, value, f"must have a method {_THROUGHPUT.shape}")
+    _THROUGHPUT(f"{name}.throughput", method)
+    return value
+
+
+@checked(measure=MEASURE, memory_model=memory_model_rule, threshold=THRESHOLD, minutes_per_point=MINUTES)
 def profile_job(
     measure: Measure,
     cpu_axis: Sequence[float] | np.ndarray,
@@ -78,18 +97,20 @@ def profile_job(
         The profile (in ``measure``'s units) and the log of measured points.
     """
     cpu, mem = check_axes(cpu_axis, mem_axis)
-    if not callable(getattr(memory_model, "throughput", None)):
-        raise InvalidInputError("memory_model", memory_model, "must have throughput(at_full_memory, mem_gb_per_gpu)")
     meter = Meter(measure, minutes_per_point)
     full_memory = float(mem[-1])
     at_full = search_cpu_axis(lambda c: meter(c, full_memory), cpu, threshold)
+    # The model's output is numbers by the toolkit's one rule (no strings, booleans or masked arrays).
+    given = call_user("memory_model", memory_model.throughput, at_full[:, None], mem[None, :])
     try:
-        modelled = np.asarray(memory_model.throughput(at_full[:, None], mem[None, :]), dtype=float)
+        modelled = real_array("throughput(...)", given, ndim=None)
         tput = np.array(np.broadcast_to(modelled, (cpu.size, mem.size)))
-    except (TypeError, ValueError):
-        raise InvalidInputError("memory_model", memory_model, "must give a throughput at every grid point") from None
+    except (InvalidInputError, ValueError) as error:
+        raise InvalidInputError("memory_model", callable_name(memory_model),
+                                f"must give a throughput at every grid point ({cpu.size} x {mem.size}): {error}") from None
     if not np.all(np.isfinite(tput)) or np.any(tput < 0):
-        raise InvalidInputError("memory_model", memory_model, "must give a finite throughput >= 0 on the grid")
+        raise InvalidInputError("memory_model", callable_name(memory_model),
+                                "must give a finite throughput >= 0 on the grid")
     # The model fills other memory values only: what was measured at full memory stays as measured.
     tput[:, -1] = at_full
     return ProfilingResult(Profile(cpu, mem, tput), meter.log, "optimistic")

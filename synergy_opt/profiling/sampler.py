@@ -36,10 +36,10 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile
-from synergy_opt.profiles import model_info
-from synergy_opt.profiling.fit import builtin_job_model
+from synergy_opt.profiles import cpu_gpu_ratios, model_info
+from synergy_opt.profiling.fit import BUILTIN_MODEL, builtin_job_model
 from synergy_opt.profiling.model import JobModel
-from synergy_opt.validation import NON_NEGATIVE, InstanceOf, OneOf, checked
+from synergy_opt.validation import InstanceOf, Integer, Number, OneOf, checked
 
 # (parameter, sigma of its log-normal factor), in the order the factors are drawn.
 PARAMETER_SPREAD: tuple[tuple[str, float], ...] = (
@@ -50,10 +50,13 @@ PARAMETER_SPREAD: tuple[tuple[str, float], ...] = (
 )
 # The parameters a factor may scale (batch is an integer; a scaled serial fraction could pass 1).
 SCALABLE_PARAMETERS = ("gpu_s", "cpu_s", "dataset_gb", "item_mb", "storage_mb_s", "process_mem_gb")
+# As generate.MAX_PROFILE_NOISE: a log-normal factor of sigma 5 already spans e^(+-25).
+MAX_SIGMA = 5.0
+_SIGMA = Number(0, MAX_SIGMA)
 
 
 def _spread(name: str, value: Any) -> tuple[tuple[str, float], ...]:
-    """(parameter, sigma) pairs: a scalable parameter's name and a sigma >= 0."""
+    """(parameter, sigma) pairs: a scalable parameter's name and a sigma in [0, MAX_SIGMA]."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise InvalidInputError(name, value, "must be a sequence of (parameter, sigma) pairs")
     pairs = []
@@ -61,11 +64,11 @@ def _spread(name: str, value: Any) -> tuple[tuple[str, float], ...]:
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise InvalidInputError(f"{name}[{index}]", pair, "must be a (parameter, sigma) pair")
         pairs.append((OneOf(SCALABLE_PARAMETERS)(f"{name}[{index}][0]", pair[0]),
-                      NON_NEGATIVE(f"{name}[{index}][1]", pair[1])))
+                      _SIGMA(f"{name}[{index}][1]", pair[1])))
     return tuple(pairs)
 
 
-@checked(rng=InstanceOf(np.random.Generator), spread=_spread)
+@checked(rng=InstanceOf(np.random.Generator), name=BUILTIN_MODEL, spread=_spread)
 def draw_job_model(
     rng: np.random.Generator, name: str, spread: tuple[tuple[str, float], ...] = PARAMETER_SPREAD
 ) -> JobModel:
@@ -90,9 +93,13 @@ def draw_job_model(
     normals = rng.standard_normal(len(spread))
     varied = {key: getattr(base, key) * float(np.exp(sigma * z)) for (key, sigma), z in zip(
         spread, normals, strict=True)}
-    return replace(base, **varied)
+    try:
+        return replace(base, **varied)
+    except InvalidInputError as error:  # a factor drawn far out took a parameter out of the model's range
+        raise InvalidInputError("spread", spread, f"the drawn job leaves the model's range: {error}") from None
 
 
+@checked(rng=InstanceOf(np.random.Generator), name=BUILTIN_MODEL, cpu_per_gpu=Integer(among=cpu_gpu_ratios()))
 def modelled_profile(rng: np.random.Generator, name: str, cpu_per_gpu: int = 3) -> Profile:
     """The matrix of a job drawn by :func:`draw_job_model`, on the grid of the built-in ``name``."""
     grid = model_info(name, cpu_per_gpu).profile

@@ -293,9 +293,7 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
     The split, seed and ratio shape a Philly log's models; a trace file of this toolkit is read once.
     """
     path: Path = args.trace
-    if not path.is_file():
-        parser.error(f"--trace {path}: no such file")
-    first = load_trace(path)
+    first = load_trace(path)  # a missing or non-regular file is an error naming it, with the reason
     philly = first.metadata.get("source") == PHILLY_SOURCE
     if not philly and args.split != DEFAULTS["split"]:
         parser.error(f"--trace {path.name} is not a Philly log: its models are given "

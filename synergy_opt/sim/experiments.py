@@ -9,6 +9,7 @@ comment which figure of the paper (section 5.3-5.7) or of its artifact it follow
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,7 @@ def load_experiment(name: str) -> Experiment:
     """
     shipped = EXPERIMENTS_DIR / f"{name}{SUFFIX}"
     path = shipped if shipped.is_file() else Path(name)
-    if not path.is_file():
+    if not os.path.lexists(path):  # anything there (a folder, a FIFO, a symlink loop) is read_text's to refuse
         raise InvalidInputError(
             "experiment", name, f"neither a named experiment ({', '.join(experiment_names())}) nor a TOML file"
         )

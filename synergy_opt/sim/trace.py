@@ -10,15 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import (
-    GENERATOR_ARGUMENTS,
-    JOB_KIND,
     JobKind,
     draw_durations_min,
     draw_gpu_demands,
@@ -27,16 +25,27 @@ from synergy_opt.generate import (
 )
 from synergy_opt.instance import Profile, prefixed
 from synergy_opt.profiling.delay import METHOD, Method, profile_matrix
-from synergy_opt.profiling.measurement import MINUTES_PER_POINT
-from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD
-from synergy_opt.validation import NON_NEGATIVE, POSITIVE, InstanceOf, Integer, OneOf, Optional, checked, text
+from synergy_opt.profiling.measurement import MINUTES, MINUTES_PER_POINT
+from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD, THRESHOLD
+from synergy_opt.sim.trace_metadata import (
+    COSTS,
+    GENERATOR,
+    MAX_TRACE_JOBS,
+    PROFILING,
+    TRACE_GENERATOR_ARGUMENTS,
+    ProfilingMethod,
+    generator_arguments,
+    profiling_costs,
+    trace_metadata,
+)
+from synergy_opt.validation import NON_NEGATIVE, POSITIVE, InstanceOf, Integer, Optional, checked, text
 
-GENERATOR = "synergy_opt.generate_trace"
+__all__ = ["GENERATOR", "MAX_TRACE_JOBS", "PROFILING", "TRACE_COLUMNS", "ProfilingMethod", "Trace", "TraceJob",
+           "generate_trace", "trace_job_from_fields", "with_profiling_delay"]
+
 # Jobs are drawn in blocks, each from its own seed: the first k jobs of a longer trace are those of a k-job
 # trace, so a simulation can draw more arrivals when its monitored jobs are still running.
 _BLOCK = 1024
-# Far beyond any experiment (the paper's need about 7,000); a trace this long takes minutes and gigabytes.
-MAX_TRACE_JOBS = 1_000_000
 TRACE_COLUMNS = ("id", "arrival_s", "gpus", "duration_s", "model", "profiling_s")
 
 
@@ -90,8 +99,6 @@ class Trace:
     def __post_init__(self) -> None:
         if not isinstance(self.jobs, (tuple, list)):
             raise InvalidInputError("jobs", self.jobs, "must be a tuple or list of TraceJob")
-        if not isinstance(self.metadata, Mapping):
-            raise InvalidInputError("metadata", self.metadata, "must be a dict")
         jobs = tuple(self.jobs)
         seen: set[str] = set()
         for index, job in enumerate(jobs):
@@ -101,7 +108,7 @@ class Trace:
                 raise InvalidInputError(f"jobs[{index}].id", job.id, "duplicate job id")
             seen.add(job.id)
         object.__setattr__(self, "jobs", jobs)
-        object.__setattr__(self, "metadata", dict(self.metadata))
+        object.__setattr__(self, "metadata", trace_metadata("metadata", self.metadata))
 
     def __len__(self) -> int:
         return len(self.jobs)
@@ -131,12 +138,16 @@ class Trace:
         """
         if not self.extendable:
             raise InvalidInputError("trace", self.metadata.get("generator"), "only a generated dynamic trace extends")
-        # Keys added since a trace was saved take their defaults.
-        params = {key: self.metadata[key] for key in _GENERATOR_PARAMS if key in self.metadata}
-        params["split"] = tuple(params["split"])
-        longer = generate_trace(jobs=jobs, **params)
-        metadata = {**self.metadata, "jobs": max(jobs, len(self))}
-        return Trace(self.jobs + longer.jobs[len(self):], metadata)
+        # Checked when the trace was made; keys added since a trace was saved take their defaults.
+        arguments = generator_arguments(self.metadata)
+        costs = {argument: arguments.pop(argument) for argument, _rule, _default in COSTS.values()
+                 if argument in arguments}
+        method = arguments.pop("profiling", "none")
+        longer = generate_trace(jobs=jobs, **arguments)
+        more = Trace(longer.jobs[len(self):])
+        if method != "none":  # the new jobs are profiled as the trace's were, at the same costs
+            more = with_profiling_delay(more, method, **costs)
+        return Trace(self.jobs + more.jobs, {**self.metadata, "jobs": max(jobs, len(self))})
 
     def to_frame(self) -> pd.DataFrame:
         """One row per job: the columns of ``TRACE_COLUMNS``."""
@@ -146,13 +157,7 @@ class Trace:
         return pd.DataFrame(rows, columns=list(TRACE_COLUMNS))
 
 
-_GENERATOR_PARAMS = ("load", "split", "multi_gpu", "seed", "cpu_per_gpu", "profile_noise", "job_kind", "profiling")
-ProfilingMethod = Literal["none", "optimistic", "exhaustive"]
-PROFILING = OneOf(get_args(ProfilingMethod))
-
-
-@checked(jobs=Integer(0, MAX_TRACE_JOBS), load=Optional(POSITIVE), job_kind=JOB_KIND, profiling=PROFILING,
-         **GENERATOR_ARGUMENTS)
+@checked(**TRACE_GENERATOR_ARGUMENTS)
 def generate_trace(
     jobs: int = 1000,
     load: float | None = 9.0,
@@ -171,8 +176,8 @@ def generate_trace(
     jobs
         Number of jobs.
     load
-        Poisson arrivals at ``load`` jobs per hour (exponential gaps, the first job at 0); ``None`` for a
-        static trace with every job at 0.
+        Poisson arrivals at ``load`` jobs per hour (exponential gaps, the first job at 0), at least
+        ``MIN_LOAD`` (1e-6); ``None`` for a static trace with every job at 0.
     split
         Percentages of (image, language, speech) models; the model is uniform within its task.
     multi_gpu
@@ -217,7 +222,7 @@ def generate_trace(
     return with_profiling_delay(trace, profiling)
 
 
-@checked(trace=InstanceOf(Trace), method=METHOD)
+@checked(trace=InstanceOf(Trace), method=METHOD, minutes_per_point=MINUTES, threshold=THRESHOLD)
 def with_profiling_delay(
     trace: Trace,
     method: Method = "optimistic",
@@ -237,9 +242,9 @@ def with_profiling_delay(
     threshold
         The optimistic profiler's flatness threshold.
 
-    The metadata records ``profiling``, so that :meth:`Trace.extend` profiles the new jobs alike; with costs
-    other than the defaults it records them too, and extending such a trace raises (the generator only
-    knows the defaults).
+    The metadata records ``profiling`` (the method), and costs other than the defaults as
+    ``profiling_minutes_per_point`` and ``profiling_threshold``, so that :meth:`Trace.extend` profiles the
+    new jobs alike.
     """
     @cache
     def seconds(profile: Profile) -> float:
@@ -247,9 +252,8 @@ def with_profiling_delay(
         return 60.0 * result.minutes
 
     jobs = tuple(replace(job, profiling_s=seconds(job.profile)) for job in trace.jobs)
-    default = minutes_per_point == MINUTES_PER_POINT and threshold == DEFAULT_THRESHOLD
-    label = method if default else f"{method}(minutes_per_point={minutes_per_point:g}, threshold={threshold:g})"
-    return Trace(jobs, {**trace.metadata, "profiling": label})
+    metadata = {key: value for key, value in trace.metadata.items() if key not in COSTS}
+    return Trace(jobs, {**metadata, "profiling": method, **profiling_costs(minutes_per_point, threshold)})
 
 
 def _block(

@@ -1,0 +1,80 @@
+"""What a trace's metadata says that the trace's behaviour depends on, checked whenever a Trace is made.
+
+Metadata is free-form JSON, except for what the toolkit reads back from it:
+
+- ``cpu_per_gpu``: the CPU:GPU ratio whose built-in profiles the trace's model names stand for (a file names
+  a job's matrix by its model when it is that model's built-in one at this ratio);
+- the arguments of :func:`~synergy_opt.sim.trace.generate_trace`, in a trace whose ``generator`` is
+  ``GENERATOR``: :meth:`Trace.extend` draws more arrivals with them, so they pass the generator's own rules
+  (a missing ``split``, or ``split = 5``, is an error naming ``metadata.split`` when the trace is made, not a
+  ``KeyError`` mid-run). The keys a generated trace has recorded from the start are required; those added
+  since (``job_kind``, ``profiling``, the profiling costs) take their defaults when absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.generate import GENERATOR_ARGUMENTS, JOB_KIND
+from synergy_opt.profiling.measurement import MINUTES, MINUTES_PER_POINT
+from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD, THRESHOLD
+from synergy_opt.validation import Integer, Number, OneOf, Optional, Rule, json_value
+
+GENERATOR = "synergy_opt.generate_trace"
+# Far beyond any experiment (the paper's need about 7,000); a trace this long takes minutes and gigabytes.
+MAX_TRACE_JOBS = 1_000_000
+# Below one job in about 114 years, arrivals of a long trace leave any float's range (load=1e-306 gave
+# arrival_s=inf); the simulator's own horizon (sim/bounds.py) is much nearer still.
+MIN_LOAD = 1e-6
+LOAD = Optional(Number(MIN_LOAD))
+ProfilingMethod = Literal["none", "optimistic", "exhaustive"]
+PROFILING = OneOf(get_args(ProfilingMethod))
+# Costs of the profiling delays other than the defaults (recorded by with_profiling_delay).
+COSTS: dict[str, tuple[str, Rule, float]] = {
+    "profiling_minutes_per_point": ("minutes_per_point", MINUTES, MINUTES_PER_POINT),
+    "profiling_threshold": ("threshold", THRESHOLD, DEFAULT_THRESHOLD),
+}
+# generate_trace's rules, for its arguments and for the metadata that records them.
+TRACE_GENERATOR_ARGUMENTS: dict[str, Rule] = {
+    "jobs": Integer(0, MAX_TRACE_JOBS), "load": LOAD, "job_kind": JOB_KIND, "profiling": PROFILING,
+    **GENERATOR_ARGUMENTS,
+}
+# Recorded by every generated trace since the first format; job_kind and profiling came later.
+_REQUIRED = ("load", "split", "multi_gpu", "seed", "cpu_per_gpu", "profile_noise")
+_OPTIONAL = ("job_kind", "profiling")
+
+
+def trace_metadata(name: str, value: Any) -> dict[str, Any]:
+    """The rule for a trace's metadata: JSON data (``validation.json_value``) whose keys the toolkit reads
+    (module docstring) pass their rules; returns it as plain JSON data."""
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(name, value, "must be a dict")
+    metadata: dict[str, Any] = json_value(name, dict(value))
+    if "cpu_per_gpu" in metadata:
+        GENERATOR_ARGUMENTS["cpu_per_gpu"](f"{name}.cpu_per_gpu", metadata["cpu_per_gpu"])
+    if metadata.get("generator") == GENERATOR:
+        generator_arguments(metadata, name)
+    return metadata
+
+
+def generator_arguments(metadata: Mapping[str, Any], name: str = "metadata") -> dict[str, Any]:
+    """The :func:`generate_trace` arguments (but ``jobs``) a generated trace's metadata records, checked by
+    the generator's rules, and the profiling costs (``minutes_per_point``, ``threshold``) it records."""
+    missing = [key for key in _REQUIRED if key not in metadata]
+    if missing:
+        raise InvalidInputError(f"{name}.{missing[0]}", None,
+                                f"missing: a trace made by {GENERATOR} records it (it draws more arrivals with it)")
+    arguments = {key: TRACE_GENERATOR_ARGUMENTS[key](f"{name}.{key}", metadata[key])
+                 for key in (*_REQUIRED, *_OPTIONAL) if key in metadata}
+    for key, (argument, rule, _default) in COSTS.items():
+        if key in metadata:
+            arguments[argument] = rule(f"{name}.{key}", metadata[key])
+    return arguments
+
+
+def profiling_costs(minutes_per_point: float, threshold: float) -> dict[str, float]:
+    """The metadata keys that record profiling costs other than the defaults."""
+    given = {"minutes_per_point": minutes_per_point, "threshold": threshold}
+    return {key: given[argument] for key, (argument, _rule, default) in COSTS.items() if given[argument] != default}
