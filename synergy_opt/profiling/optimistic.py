@@ -106,8 +106,9 @@ def profile_job(
         modelled = real_array("throughput(...)", given, ndim=None)
         tput = np.array(np.broadcast_to(modelled, (cpu.size, mem.size)))
     except (InvalidInputError, ValueError) as error:
+        shape = f"({cpu.size} x {mem.size})"
         raise InvalidInputError("memory_model", callable_name(memory_model),
-                                f"must give a throughput at every grid point ({cpu.size} x {mem.size}): {error}") from None
+                                f"must give a throughput at every grid point {shape}: {error}") from None
     if not np.all(np.isfinite(tput)) or np.any(tput < 0):
         raise InvalidInputError("memory_model", callable_name(memory_model),
                                 "must give a finite throughput >= 0 on the grid")

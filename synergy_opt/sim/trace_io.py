@@ -7,33 +7,41 @@ JSON (``synergy-trace/1``)::
 
 CSV: a first line ``# synergy-trace/1 {metadata as JSON}``, then the columns ``id, arrival_s, gpus,
 duration_s, model, profiling_s, profile`` (``profile``: the matrix as JSON, empty when the job's built-in model
-has it). In both, a job whose profile is its model's built-in one is saved by name; floats are written with
-``repr`` so that a trace reads back exactly. Reading goes through :func:`synergy_opt.io.read_json` /
-:func:`synergy_opt.files.read_text` (UTF-8, size and depth limits); writing is atomic.
+has it; text cells are quoted). In both, a job whose profile is its model's built-in one is saved by name;
+floats are written with ``repr`` so that a trace reads back exactly. Reading goes through
+:func:`synergy_opt.files.read_text` (a regular file, UTF-8, the size limit), and every JSON text (the file,
+the CSV's metadata line and ``profile`` cells) and every CSV number cell through the one JSON reader
+(:func:`synergy_opt.validation.parse_json`: depth, integer digits, ASCII digits only), so a CSV is held to
+the JSON reader's limits; a cell may be as long as the file. Writing is atomic.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.files import atomic_open, read_text
+from synergy_opt.files import MAX_TEXT_BYTES, atomic_open, read_text
 from synergy_opt.generate import GENERATOR_ARGUMENTS
 from synergy_opt.io import job_profile, profile_entry, read_json
 from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO
 from synergy_opt.sim.philly import PHILLY_ARGUMENTS, philly_trace
 from synergy_opt.sim.trace import TRACE_COLUMNS, Trace, trace_job_from_fields
-from synergy_opt.validation import InstanceOf, Optional, checked, json_value, path
+from synergy_opt.sim.trace_metadata import trace_metadata
+from synergy_opt.validation import InstanceOf, Optional, checked, json_number, json_value, parse_json, path
 
 FORMAT = "synergy-trace/1"
 _CSV_COLUMNS = (*TRACE_COLUMNS, "profile")
 _SUFFIXES = (".json", ".csv")
+# csv's field limit is process-wide: raised to the file limit while a trace is read, one reader at a time.
+_FIELD_LIMIT = threading.Lock()
 
 
 @checked(trace=InstanceOf(Trace), path=path)
@@ -77,7 +85,10 @@ def load_trace(
     """
     source = Path(path)
     if source.suffix.lower() == ".csv":
-        return _trace_from_csv(read_text(source))
+        try:
+            return _trace_from_csv(read_text(source))
+        except csv.Error as error:
+            raise InvalidInputError("path", str(source), f"malformed CSV: {error}") from None
     data = read_json(source)
     if isinstance(data, list):
         return philly_trace(data, split=split or (20, 70, 10), seed=seed, cpu_per_gpu=cpu_per_gpu,
@@ -104,7 +115,7 @@ def trace_from_dict(data: Any) -> Trace:
         raise InvalidInputError("trace", data, "must be a JSON object (or a list: the Philly job log)")
     if data.get("format") != FORMAT:
         raise InvalidInputError("format", data.get("format"), f"expected {FORMAT!r}")
-    metadata = _metadata(data.get("metadata", {}))
+    metadata = trace_metadata("metadata", data.get("metadata", {}))
     raw_jobs = data.get("jobs")
     if not isinstance(raw_jobs, list):
         raise InvalidInputError("jobs", raw_jobs, "must be a list of jobs")
@@ -128,14 +139,8 @@ def _suffix(target: Path) -> str:
 
 
 def _ratio(metadata: Mapping[str, Any]) -> int:
-    ratio = metadata.get("cpu_per_gpu", DEFAULT_CPU_GPU_RATIO)
-    return ratio if isinstance(ratio, int) else DEFAULT_CPU_GPU_RATIO
-
-
-def _metadata(raw: Any) -> dict[str, Any]:
-    if not isinstance(raw, Mapping):
-        raise InvalidInputError("metadata", raw, "must be an object")
-    return dict(json_value("metadata", dict(raw)))
+    """The CPU:GPU ratio the trace's model names stand for (checked by ``trace_metadata``)."""
+    return int(metadata.get("cpu_per_gpu", DEFAULT_CPU_GPU_RATIO))
 
 
 def _require(where: str, raw: Mapping[str, Any], names: tuple[str, ...]) -> None:
@@ -148,14 +153,25 @@ def _csv_text(trace: Trace) -> str:
     ratio = _ratio(trace.metadata)
     buffer = io.StringIO()
     buffer.write(f"# {FORMAT} {json.dumps(json_value('metadata', dict(trace.metadata)), allow_nan=False)}\n")
-    writer = csv.writer(buffer, lineterminator="\n")
+    # Text cells quoted, numbers not: a lone carriage return in an id survives the round trip.
+    writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     writer.writerow(_CSV_COLUMNS)
     for job in trace.jobs:
         inline = profile_entry(job.model, job.profile, ratio).get("profile")
         profile = "" if inline is None else json.dumps(inline)
-        writer.writerow((job.id, repr(job.arrival_s), job.gpus, repr(job.duration_s), job.model or "",
-                         repr(job.profiling_s), profile))
+        writer.writerow((job.id, job.arrival_s, job.gpus, job.duration_s, job.model or "", job.profiling_s, profile))
     return buffer.getvalue()
+
+
+@contextlib.contextmanager
+def _long_fields() -> Iterator[None]:
+    """csv's field size limit raised to the file size limit (a 100 x 100 inline profile is 130 kB)."""
+    with _FIELD_LIMIT:
+        saved = csv.field_size_limit(MAX_TEXT_BYTES)
+        try:
+            yield
+        finally:
+            csv.field_size_limit(saved)
 
 
 def _trace_from_csv(text: str) -> Trace:
@@ -166,40 +182,29 @@ def _trace_from_csv(text: str) -> Trace:
         tag, _, rest = header.partition(" ")
         if tag != FORMAT:
             raise InvalidInputError("format", tag, f"expected {FORMAT!r} in the CSV's first line")
-        try:
-            metadata = _metadata(json.loads(rest) if rest.strip() else {})
-        except json.JSONDecodeError as error:
-            raise InvalidInputError("metadata", rest[:80], f"malformed JSON: {error.msg}") from None
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [name for name in ("id", "arrival_s", "gpus", "duration_s") if name not in (reader.fieldnames or [])]
+        given = parse_json(("metadata", rest[:80]), rest, "metadata") if rest.strip() else {}
+        metadata = trace_metadata("metadata", given)
+    with _long_fields():
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        rows = list(reader)
+        fieldnames = list(reader.fieldnames or ())
+    missing = [name for name in ("id", "arrival_s", "gpus", "duration_s") if name not in fieldnames]
     if missing:
-        raise InvalidInputError(f"columns.{missing[0]}", reader.fieldnames, "missing column")
+        raise InvalidInputError(f"columns.{missing[0]}", fieldnames, "missing column")
     ratio = _ratio(metadata)
     jobs = []
-    for index, row in enumerate(reader):
+    for index, row in enumerate(rows):
         where = f"rows[{index}]"
         _require(where, row, ("id", "arrival_s", "gpus", "duration_s"))
-        raw: dict[str, Any] = {"id": row["id"], "arrival_s": _number(where, "arrival_s", row["arrival_s"]),
-                               "gpus": _number(where, "gpus", row["gpus"], integer=True),
-                               "duration_s": _number(where, "duration_s", row["duration_s"])}
+        raw: dict[str, Any] = {"id": row["id"], **{name: json_number(f"{where}.{name}", row[name])
+                                    for name in ("arrival_s", "gpus", "duration_s")}}
         if row.get("model"):
             raw["model"] = row["model"]
         if row.get("profiling_s"):
-            raw["profiling_s"] = _number(where, "profiling_s", row["profiling_s"])
+            raw["profiling_s"] = json_number(f"{where}.profiling_s", row["profiling_s"])
         if row.get("profile"):
-            try:
-                raw["profile"] = json.loads(row["profile"])
-            except json.JSONDecodeError as error:
-                reason = f"malformed JSON: {error.msg}"
-                raise InvalidInputError(f"{where}.profile", row["profile"][:80], reason) from None
+            cell = row["profile"]
+            raw["profile"] = parse_json((f"{where}.profile", cell[:80]), cell, f"{where}.profile")
         _model, profile = job_profile(where, raw, ratio)
         jobs.append(trace_job_from_fields(where, raw, profile))
     return Trace(tuple(jobs), metadata)
-
-
-def _number(where: str, name: str, text: str, integer: bool = False) -> float | int:
-    try:
-        return int(text) if integer else float(text)
-    except ValueError:
-        kind = "an integer" if integer else "a number"
-        raise InvalidInputError(f"{where}.{name}", text, f"must be {kind}") from None
