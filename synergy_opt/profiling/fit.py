@@ -97,14 +97,15 @@ def fit_job_model(profile: Profile, iter_time_s: float, batch: int, name: str | 
         Samples per iteration per GPU (sets the item size from the storage time).
     """
     cpu, mem, tput = profile.cpu_per_gpu, profile.mem_gb_per_gpu, profile.tput
+    shown = profile.name or f"a {cpu.size} x {mem.size} matrix"
     if not (on_grid(cpu, REFERENCE_CPU_PER_GPU) and on_grid(mem, REFERENCE_MEM_GB_PER_GPU)):
         raise InvalidInputError(
-            "profile", profile.name or "profile",
+            "profile", shown,
             f"its axes must hold the reference point ({REFERENCE_CPU_PER_GPU:g} CPUs, {REFERENCE_MEM_GB_PER_GPU:g} "
             "GB per GPU), where the matrix is normalised and iter_time_s is measured",
         )
     if not profile.throughput(REFERENCE_CPU_PER_GPU, REFERENCE_MEM_GB_PER_GPU) > 0:
-        raise InvalidInputError("profile", profile.name or "profile", "its throughput at the reference point is 0")
+        raise InvalidInputError("profile", shown, "its throughput at the reference point is 0")
     scale = tput.max()
 
     def residual(x: np.ndarray) -> np.ndarray:
@@ -117,7 +118,7 @@ def fit_job_model(profile: Profile, iter_time_s: float, batch: int, name: str | 
         model = _job_model(x, iter_time_s, batch, name)
     except InvalidInputError as error:  # the fit left the model's ranges: the matrix is not of its form
         raise InvalidInputError(
-            "profile", profile.name or "profile", f"no job model fits it (the fit gives {error})"
+            "profile", shown, f"no job model fits it (the fit gives {error})"
         ) from None
     return FitResult(model, profile, model.profile(cpu, mem))
 

@@ -19,7 +19,7 @@ from synergy_opt.ideal.solve import solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.joint.solve import solve_joint
 from synergy_opt.mechanisms import MECHANISMS, run_mechanism
-from synergy_opt.validation import check_keyword_options
+from synergy_opt.validation import Function, call_user, callable_name, check_keyword_options
 
 # A round's joint MILP stops here (status FEASIBLE keeps its incumbent); a round it cannot place runs TUNE.
 JOINT_TIME_LIMIT_S = 10.0
@@ -45,6 +45,7 @@ class RoundPlan:
 
 Allocator = Callable[[RoundInstance], RoundPlan]
 UserMechanism = Callable[[RoundInstance], Allocation]
+_MECHANISM = Function(1, "mechanism(instance: RoundInstance) -> Allocation")
 SIM_MECHANISMS = ("ideal", "joint")
 
 
@@ -71,7 +72,7 @@ def make_allocator(mechanism: str | UserMechanism, options: Mapping[str, Any], s
     elif callable(mechanism):
         if options:
             raise InvalidInputError("options", options, "a callable mechanism takes no options")
-        return getattr(mechanism, "__name__", "custom"), _user_allocator(mechanism)
+        return getattr(mechanism, "__name__", "custom"), _user_allocator(_MECHANISM("mechanism", mechanism))
     raise UnknownNameError("mechanism", mechanism, mechanism_names())
 
 
@@ -108,14 +109,15 @@ def _joint_allocator(options: dict[str, Any], seed: int) -> Allocator:
 
 def _user_allocator(mechanism: UserMechanism) -> Allocator:
     def allocate(instance: RoundInstance) -> RoundPlan:
-        allocation = mechanism(instance)
+        allocation = call_user("mechanism", mechanism, instance)
         if not isinstance(allocation, Allocation):
-            raise InvalidInputError("mechanism", allocation, "a callable mechanism must return an Allocation")
+            raise InvalidInputError("mechanism", callable_name(mechanism),
+                                    f"a callable mechanism must return an Allocation, not {type(allocation).__name__}")
         # The toolkit's mechanisms are tested valid; a user's is checked every round it allocates.
         try:
             evaluate(instance, allocation, strict=True)
         except (InvalidAllocationError, InvalidInputError) as error:
-            raise InvalidInputError("mechanism", getattr(mechanism, "__name__", mechanism),
+            raise InvalidInputError("mechanism", callable_name(mechanism),
                                     f"returned an invalid allocation: {error}") from None
         return RoundPlan(allocation)
 

@@ -15,8 +15,9 @@ At each round boundary ``t = k * round_s``:
    ``preemption_overhead_s`` seconds of that round make no progress (checkpoint restore; default 0).
 
 Rounds with no job in the system are skipped to the next arrival. The run ends when every monitored job has
-finished (a generated trace draws more arrivals as long as needed), at ``until_s``, or when jobs remain
-that no round can run and none will arrive (reported as unfinished).
+finished (a generated trace draws more arrivals as long as needed), at ``until_s``, after ``max_rounds``
+simulated rounds, or when jobs remain that no round can run and none will arrive (reported as unfinished;
+``summary["stopped"]`` says which). Times and rounds are bounded as :mod:`synergy_opt.sim.bounds` states.
 """
 
 from __future__ import annotations
@@ -32,6 +33,15 @@ import pandas as pd
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Cluster, Job, RoundInstance
 from synergy_opt.sim.allocators import RoundPlan, UserMechanism, make_allocator
+from synergy_opt.sim.bounds import (
+    MAX_ROUNDS,
+    ROUND_S,
+    ROUNDS,
+    check_progress,
+    check_rounds_needed,
+    ready_time_error,
+    ready_within_horizon,
+)
 from synergy_opt.sim.policies import JobStates, Policy, ranking, resolve_policy
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
 from synergy_opt.sim.state import JobArrays
@@ -47,8 +57,9 @@ MAX_ARRIVALS_FACTOR = 10
 _FINISH_TOLERANCE = 1e-12
 
 
-@checked(trace=InstanceOf(Trace), cluster=InstanceOf(Cluster), round_s=POSITIVE, seed=SEED,
-         preemption_overhead_s=NON_NEGATIVE, until_s=Optional(POSITIVE), record_job_rounds=boolean)
+@checked(trace=InstanceOf(Trace), cluster=InstanceOf(Cluster), round_s=ROUND_S, seed=SEED,
+         preemption_overhead_s=NON_NEGATIVE, until_s=Optional(POSITIVE), record_job_rounds=boolean,
+         max_rounds=ROUNDS)
 def simulate(
     trace: Trace,
     cluster: Cluster,
@@ -61,6 +72,7 @@ def simulate(
     preemption_overhead_s: float = 0.0,
     until_s: float | None = None,
     record_job_rounds: bool = False,
+    max_rounds: int = MAX_ROUNDS,
     **mechanism_options: Any,
 ) -> SimResult:
     """Replay ``trace`` on ``cluster`` round by round under ``policy`` and ``mechanism``.
@@ -80,7 +92,8 @@ def simulate(
         a callable taking the round's :class:`RoundInstance` (jobs in policy order) and returning an
         :class:`Allocation`.
     round_s
-        Round length in seconds (paper: 5-minute rounds).
+        Round length in seconds (paper: 5-minute rounds), at most ``bounds.MAX_ROUND_S``; every job must be
+        ready (arrival plus profiling) within 2^31 rounds (:mod:`synergy_opt.sim.bounds`).
     seed
         Passed to the exact solvers; the heuristics are deterministic.
     monitor
@@ -93,6 +106,9 @@ def simulate(
         Stop at this time even if monitored jobs remain (they are reported unfinished).
     record_job_rounds
         Keep one row per running job per round in ``SimResult.job_rounds``.
+    max_rounds
+        The most rounds simulated (default ``bounds.MAX_ROUNDS``, 200,000; at most 2^31): a run its monitored
+        jobs cannot finish in is refused up front, and a run that reaches it stops.
     **mechanism_options
         Options of the mechanism (``run_mechanism``'s, or ``solve_ideal``'s / ``solve_joint``'s).
     """
@@ -105,7 +121,9 @@ def simulate(
     if last > len(trace):
         trace = trace.extend(last)
     run = _Run(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s, (first, last), record_job_rounds)
-    run.loop(until_s)
+    run.mechanism_name = mechanism_name
+    run.check_rounds_needed(max_rounds)
+    run.loop(until_s, max_rounds)
     settings: dict[str, Any] = {
         "policy": policy_name, "mechanism": mechanism_name, "gpus": cluster.total_gpus, "round_s": round_s,
         "monitor_first": first, "monitor_last": last, "preemption_overhead_s": preemption_overhead_s, "seed": seed,
@@ -113,6 +131,7 @@ def simulate(
     jobs, rounds, job_rounds = run.tables()
     summary = summarise(jobs, rounds, time.perf_counter() - wall, settings)
     summary["arrivals_capped"] = run.arrivals_capped
+    summary["stopped"] = run.stopped
     return SimResult(jobs, rounds, summary, job_rounds, settings)
 
 
@@ -181,12 +200,31 @@ class _Run:
         self.ready_order = np.empty(0, dtype=np.int64)
         self.max_jobs = max(len(trace), min(MAX_ARRIVALS_FACTOR * self.last, MAX_TRACE_JOBS))
         self.arrivals_capped = False
+        self.mechanism_name = "mechanism"
+        self.stopped = "done"
         self._grow(trace)
 
-    def _grow(self, trace: Trace) -> None:
-        """Take the (longer) trace's jobs: the first ``self.size`` are those already simulated."""
+    def check_rounds_needed(self, max_rounds: int) -> None:
+        """Refuse up front a run whose monitored jobs need more than ``max_rounds`` rounds (sim/bounds.py)."""
+        window = np.arange(self.first, min(self.last, self.size))
+        best = np.array([self.trace.jobs[int(p)].profile.tput.max() for p in window]) / self.state.floor[window]
+        check_rounds_needed(self.state.duration[window], best, self.state.gpus[window], self.cluster.total_gpus,
+                            self.round_s, max_rounds, self.first)
+
+    def _grow(self, trace: Trace, extension: bool = False) -> None:
+        """Take the (longer) trace's jobs: the first ``self.size`` are those already simulated. Jobs ready
+        beyond the horizon are refused, or, drawn by an ``extension``, cut off (arrivals stop there)."""
         old = self.size
         new_jobs = trace.jobs[old:]
+        arrival = np.array([job.arrival_s for job in new_jobs], dtype=float)
+        profiling = np.array([job.profiling_s for job in new_jobs], dtype=float)
+        within = ready_within_horizon(arrival, profiling, self.round_s)
+        if within < len(new_jobs):
+            if not extension:
+                raise ready_time_error(arrival[within], profiling[within], self.round_s, old + within)
+            trace = Trace(trace.jobs[: old + within], trace.metadata)
+            new_jobs = new_jobs[:within]
+            self.max_jobs = len(trace)
         for offset, job in enumerate(new_jobs):
             if job.gpus > self.cluster.total_gpus:
                 raise InvalidInputError(
@@ -221,7 +259,7 @@ class _Run:
             self.jobs[position] = job
         return job
 
-    def loop(self, until_s: float | None) -> None:
+    def loop(self, until_s: float | None, max_rounds: int = MAX_ROUNDS) -> None:
         round_s = self.round_s
         total_gpus = self.cluster.total_gpus
         active = np.empty(0, dtype=np.int64)
@@ -234,10 +272,14 @@ class _Run:
         while monitored_left > 0:
             now = k * round_s
             if until_s is not None and now >= until_s:
+                self.stopped = "until_s"
+                break
+            if len(self.rows) >= max_rounds:
+                self.stopped = "max_rounds"
                 break
             if self.admitted == self.size and self.trace.extendable:
                 if self.size < self.max_jobs:
-                    self._grow(self.trace.extend(min(2 * self.size, self.max_jobs)))
+                    self._grow(self.trace.extend(min(2 * self.size, self.max_jobs)), extension=True)
                 else:
                     self.arrivals_capped = True
             ready_sorted = self.state.ready[self.ready_order]
@@ -247,7 +289,8 @@ class _Run:
                 self.admitted = stop
             if active.size == 0:
                 if self.admitted == self.size:
-                    break  # nothing left to arrive
+                    self.stopped = "stuck"  # monitored jobs remain that will never arrive
+                    break
                 k = max(k + 1, math.ceil(ready_sorted[self.admitted] / round_s))
                 continue
             state = self.state
@@ -275,7 +318,8 @@ class _Run:
                 monitored_left -= int(np.count_nonzero((finished >= self.first) & (finished < self.last)))
                 active = np.setdiff1d(active, finished, assume_unique=True)
             if running.size == 0 and not solved and self.admitted == self.size and not self._can_extend:
-                break  # the same jobs, unrunnable, and nothing new will arrive
+                self.stopped = "stuck"  # the same jobs, unrunnable, and nothing new will arrive
+                break
             if running.size == 0 and self.admitted < self.size:
                 # Nothing can progress until the next arrival changes the runnable set.
                 k = max(k + 1, math.ceil(self.state.ready[self.ready_order[self.admitted]] / round_s))
@@ -311,7 +355,10 @@ class _Run:
         done = need <= span * (1 + _FINISH_TOLERANCE)
         progress_time = np.where(done, need, span)
         held = delay + progress_time
-        self.state.remaining[running] = np.where(done, 0.0, self.state.remaining[running] - rate * span)
+        before = self.state.remaining[running]
+        after = np.where(done, 0.0, before - rate * span)
+        check_progress(before, after, done, rate, lambda i: self.trace.jobs[int(running[i])].id, self.mechanism_name)
+        self.state.remaining[running] = after
         self.state.progress_s[running] += progress_time
         self.state.run_s[running] += held
         self.state.attained[running] += self.state.gpus[running] * held
@@ -337,7 +384,8 @@ class _Run:
             "first_start_s": self.state.first_start[arrived],
             "finish_s": self.state.finish[arrived],
             "jct_s": jct,
-            "queue_s": jct - self.state.run_s[arrived],
+            # Never negative: the rounds' held seconds, summed in floating point, may pass the JCT by an ulp.
+            "queue_s": np.maximum(jct - self.state.run_s[arrived], 0.0),
             "gpus": self.state.gpus[arrived],
             "model": [s.model for s in specs],
             "mean_speedup": mean_speedup,

@@ -2,17 +2,21 @@
 
 A policy is a small function of the job state: it takes :class:`JobStates` (one entry per job in the
 system) and returns one priority key per job; the lowest key runs first. Ties go to the earlier arrival,
-then the earlier trace position. Users pass their own callable of the same shape.
+then the earlier trace position. Users pass their own callable of the same shape: it is checked for its
+signature up front, sees read-only arrays (sorting ``jobs.position`` in place is an error, not a changed
+run), and its keys are real numbers by the toolkit's one rule (``validation.real_array``: no strings,
+booleans, ``Decimal`` or masked arrays), finite, one per job. What it raises is reported as its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
+from synergy_opt.validation import Function, call_user, callable_name, real_array
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,14 @@ class JobStates:
     attained_gpu_s: np.ndarray
     gpus: np.ndarray
 
+    def __post_init__(self) -> None:
+        # Read-only views: a policy cannot change the engine's state (nor the caller's arrays' flags).
+        for item in fields(self):
+            if item.name != "now_s":
+                view = np.asarray(getattr(self, item.name)).view()
+                view.flags.writeable = False
+                object.__setattr__(self, item.name, view)
+
 
 Policy = Callable[[JobStates], np.ndarray]
 
@@ -66,6 +78,7 @@ def ftf(jobs: JobStates) -> np.ndarray:
 
 
 POLICIES: dict[str, Policy] = {"fifo": fifo, "srtf": srtf, "las": las, "ftf": ftf}
+_POLICY = Function(1, "policy(jobs: JobStates) -> one key per job")
 
 
 def resolve_policy(policy: str | Policy) -> tuple[str, Policy]:
@@ -75,19 +88,21 @@ def resolve_policy(policy: str | Policy) -> tuple[str, Policy]:
             raise UnknownNameError("policy", policy, tuple(POLICIES))
         return policy, POLICIES[policy]
     if callable(policy):
-        return getattr(policy, "__name__", "custom"), policy
+        return getattr(policy, "__name__", "custom"), _POLICY("policy", policy)
     raise UnknownNameError("policy", policy, tuple(POLICIES))
 
 
 def ranking(policy: Policy, jobs: JobStates) -> np.ndarray:
     """Indices into ``jobs`` in priority order: by the policy's key, then arrival, then trace position."""
+    given = call_user("policy", policy, jobs)
+    count = jobs.position.size
     try:
-        keys = np.asarray(policy(jobs), dtype=float)
-    except (TypeError, ValueError) as error:
-        raise InvalidInputError("policy", policy, f"must return one number per job ({error})") from None
+        keys = real_array("keys", given, ndim=1)
+    except InvalidInputError as error:
+        raise InvalidInputError("policy", callable_name(policy),
+                                f"must return one real number per job ({count} jobs): {error}") from None
     if keys.shape != jobs.position.shape or not np.all(np.isfinite(keys)):
-        raise InvalidInputError(
-            "policy", keys if keys.size <= 8 else f"array of shape {keys.shape}",
-            f"must return one finite key per job ({jobs.position.size} jobs)",
-        )
+        shown = keys.tolist() if keys.size <= 8 else f"array of shape {keys.shape}"
+        raise InvalidInputError("policy", callable_name(policy),
+                                f"must return one finite key per job ({count} jobs), returned {shown}")
     return np.lexsort((jobs.position, jobs.arrival_s, keys))
