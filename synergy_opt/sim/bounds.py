@@ -47,7 +47,8 @@ def ready_within_horizon(arrival: np.ndarray, profiling: np.ndarray, round_s: fl
 def ready_time_error(arrival: float, profiling: float, round_s: float, position: int) -> InvalidInputError:
     """The error for a job ready beyond the horizon, naming the field that puts it there."""
     horizon = MAX_READY_ROUNDS * round_s
-    field, value = ("arrival_s", float(arrival)) if arrival > horizon else ("profiling_s", float(profiling))
+    arrival, profiling = float(arrival), float(profiling)  # Python floats overflow to inf without a warning
+    field, value = ("arrival_s", arrival) if arrival > horizon else ("profiling_s", profiling)
     return InvalidInputError(
         f"trace.jobs[{position}].{field}", value,
         f"the job would be ready at {arrival + profiling:g} s, beyond the simulator's horizon of 2^31 rounds "

@@ -185,7 +185,7 @@ def _trace_from_csv(text: str) -> Trace:
         given = parse_json(("metadata", rest[:80]), rest, "metadata") if rest.strip() else {}
         metadata = trace_metadata("metadata", given)
     with _long_fields():
-        reader = csv.DictReader(io.StringIO(text, newline=""))
+        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)  # an unclosed quote is an error
         rows = list(reader)
         fieldnames = list(reader.fieldnames or ())
     missing = [name for name in ("id", "arrival_s", "gpus", "duration_s") if name not in fieldnames]
