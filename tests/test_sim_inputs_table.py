@@ -799,3 +799,19 @@ def test_replace_keeps_metadata_rules() -> None:
     with pytest.raises(InvalidInputError) as error:
         replace(GENERATED, metadata={**GENERATED.metadata, "split": 5})
     assert error.value.field == "metadata.split"
+
+
+def test_arrivals_drawn_past_the_horizon_stop_there() -> None:
+    """A generated trace extended mid-run: jobs ready past the horizon are cut off, and arrivals stop."""
+    from synergy_opt.sim.engine import _Run
+    from synergy_opt.sim.policies import fifo
+
+    first = generate_trace(jobs=2, load=9.0)
+    late = replace(first.jobs[1], id="late", arrival_s=2.0 * MAX_READY_ROUNDS * 300.0)
+    longer = Trace((*first.jobs, late), first.metadata)
+    run = _Run(first, so.Cluster(1), fifo, lambda instance: None, 300.0, 0.0, (0, 2), False)  # type: ignore[arg-type,return-value]
+    run._grow(longer, extension=True)
+    assert run.size == 2 and run.max_jobs == 2 and len(run.trace) == 2
+    with pytest.raises(InvalidInputError) as error:  # given up front, the same job is refused
+        _Run(longer, so.Cluster(1), fifo, lambda instance: None, 300.0, 0.0, (0, 3), False)  # type: ignore[arg-type,return-value]
+    assert error.value.field == "trace.jobs[2].arrival_s"
