@@ -32,10 +32,13 @@ from synergy_opt.files import MAX_TEXT_BYTES, atomic_open, read_text
 from synergy_opt.generate import GENERATOR_ARGUMENTS
 from synergy_opt.io import job_profile, profile_entry, read_json
 from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO
+from synergy_opt.sim.gavel import FORMAT_COLUMNS as GAVEL_FORMATS
+from synergy_opt.sim.gavel import REFERENCE_TYPE, GavelThroughputs, read_gavel_trace
+from synergy_opt.sim.gavel import SUFFIX as GAVEL_SUFFIX
 from synergy_opt.sim.philly import PHILLY_ARGUMENTS, philly_trace
 from synergy_opt.sim.trace import TRACE_COLUMNS, Trace, trace_job_from_fields
 from synergy_opt.sim.trace_metadata import trace_metadata
-from synergy_opt.validation import InstanceOf, Optional, checked, json_number, json_value, parse_json, path
+from synergy_opt.validation import InstanceOf, OneOf, Optional, checked, json_number, json_value, parse_json, path
 
 FORMAT = "synergy-trace/1"
 _CSV_COLUMNS = (*TRACE_COLUMNS, "profile")
@@ -58,25 +61,41 @@ def save_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-@checked(path=path, split=Optional(GENERATOR_ARGUMENTS["split"]), **PHILLY_ARGUMENTS)
+@checked(path=path, split=Optional(GENERATOR_ARGUMENTS["split"]), format=Optional(OneOf(tuple(GAVEL_FORMATS))),
+         **PHILLY_ARGUMENTS)
 def load_trace(
     path: str | os.PathLike[str],
     *,
+    format: str | None = None,
     split: tuple[float, float, float] | None = None,
     seed: int = 0,
     cpu_per_gpu: int = DEFAULT_CPU_GPU_RATIO,
     max_gpus: int | None = None,
+    throughputs: GavelThroughputs | str | os.PathLike[str] | None = None,
+    gpu_type: str = REFERENCE_TYPE,
+    job_models: Mapping[str, str] | None = None,
 ) -> Trace:
-    """Read a trace: this toolkit's JSON or CSV, or the Philly trace's ``cluster_job_log`` (a JSON list).
+    """Read a trace: this toolkit's JSON or CSV, the Philly trace's ``cluster_job_log`` (a JSON list), or a
+    Gavel trace.
 
     Parameters
     ----------
     path
-        A ``.csv`` file is read as CSV; anything else as JSON (an object: ``synergy-trace/1``; a list: Philly).
-    split, seed, cpu_per_gpu, max_gpus
+        A ``.csv`` file is read as CSV, a ``.trace`` file as a Gavel trace; anything else as JSON (an object:
+        ``synergy-trace/1``; a list: Philly).
+    format
+        ``"gavel"`` (7 or 10 columns detected), ``"gavel-7"`` or ``"gavel-10"``: read ``path`` as a Gavel trace
+        whatever its suffix.
+    split, seed
         For the Philly log only (see :func:`synergy_opt.sim.philly.philly_trace`): the workload split the
-        models are drawn by (default (20, 70, 10)), its seed, the CPU:GPU ratio of the built-in profiles, and
-        the largest GPU demand kept (larger jobs are skipped and counted).
+        models are drawn by (default (20, 70, 10)) and its seed.
+    cpu_per_gpu, max_gpus
+        For the Philly log and Gavel traces: the CPU:GPU ratio of the built-in profiles, and the largest GPU
+        demand kept (larger jobs are skipped and counted).
+    throughputs, gpu_type, job_models
+        For Gavel traces only (see :func:`synergy_opt.sim.gavel.parse_gavel_trace`): Gavel's throughputs (a
+        file, default the shipped copy), the type whose run time is ``duration_s`` (``v100``), and the built-in
+        model of each Gavel job type.
 
     Raises
     ------
@@ -84,6 +103,9 @@ def load_trace(
         Naming the file, or the JSON path / CSV row and field at fault.
     """
     source = Path(path)
+    if format is not None or source.suffix.lower() == GAVEL_SUFFIX:
+        return read_gavel_trace(source, format=format, throughputs=throughputs, gpu_type=gpu_type,
+                                job_models=job_models, cpu_per_gpu=cpu_per_gpu, max_gpus=max_gpus)
     if source.suffix.lower() == ".csv":
         try:
             return _trace_from_csv(read_text(source))

@@ -1,0 +1,221 @@
+"""Gavel's traces: both file forms, throughputs from either file form, skipped jobs counted, the model mapping,
+bad lines named, and the shipped data with its licence."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import synergy_opt as so
+from synergy_opt.errors import InvalidInputError, UnknownNameError
+from synergy_opt.sim import load_trace, save_trace
+from synergy_opt.sim.gavel import (
+    DEFAULT_JOB_MODELS,
+    GAVEL_TRACES,
+    gavel_jobs,
+    gavel_trace_file,
+    load_gavel_throughputs,
+    parse_gavel_trace,
+    shipped_file,
+)
+
+ED69EC = gavel_trace_file("msr_seed0_ed69ec")
+
+
+def _lines(path: Path) -> list[list[str]]:
+    return [line.split("\t") for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_the_shipped_traces_read_with_their_skipped_jobs_counted() -> None:
+    counts = {}
+    for name in GAVEL_TRACES:
+        trace = load_trace(gavel_trace_file(name))
+        assert trace.metadata["jobs_read"] == len(_lines(gavel_trace_file(name)))
+        counts[name] = (len(trace), sum(trace.metadata["skipped"].values()))
+    # 23dbec: one 8-GPU CycleGAN (no entry); 103959: multi-GPU A3C, CycleGAN and Recommendation (README).
+    assert counts == {"msr_seed0_23dbec": (8, 1), "msr_seed0_ed69ec": (951, 0), "msr_seed0_103959": (861, 125)}
+    skipped = load_trace(gavel_trace_file("msr_seed0_103959")).metadata["skipped"]
+    assert skipped["no throughput for A3C on 4 GPUs"] == 12
+    assert all(key.startswith("no throughput for ") and " on 1 GPUs" not in key for key in skipped)
+
+
+def test_durations_are_total_steps_over_the_throughput_of_each_type() -> None:
+    rates = load_gavel_throughputs()
+    trace = load_trace(ED69EC)
+    first = _lines(ED69EC)[0]
+    job_type, steps = first[0], int(first[4])
+    assert trace.jobs[0].duration_s == pytest.approx(steps / rates.get("v100", job_type, 1), rel=1e-15)
+    assert trace.jobs[0].arrival_s == float(first[5]) and trace.jobs[0].gpus == int(first[6])
+    table = gavel_jobs(trace)
+    assert list(table.columns[-3:]) == ["duration_s.k80", "duration_s.p100", "duration_s.v100"]
+    row = table.iloc[0]
+    assert (row.job_type, row.total_steps, row.scale_factor, row.priority_weight) == (job_type, steps, 1, 1.0)
+    for gpu in ("k80", "p100", "v100"):
+        assert row[f"duration_s.{gpu}"] == pytest.approx(steps / rates.get(gpu, job_type, 1), rel=1e-15)
+    k80 = load_trace(ED69EC, gpu_type="k80")
+    assert k80.jobs[0].duration_s == pytest.approx(row["duration_s.k80"])
+
+
+def test_the_ten_column_form_gives_the_same_jobs_with_weights_and_slos(tmp_path: Path) -> None:
+    rows = _lines(gavel_trace_file("msr_seed0_23dbec"))
+    ten = []
+    for index, (job_type, command, steps_arg, data_dir, steps, arrival, scale) in enumerate(rows):
+        weight, slo = ("5", "2.5") if index == 1 else ("1", "-1")
+        ten.append("\t".join((job_type, command, "/work", steps_arg, data_dir, steps, scale, weight, slo, arrival)))
+    path = tmp_path / "ten.trace"
+    path.write_text("\n".join(ten) + "\n")
+    seven, back = load_trace(gavel_trace_file("msr_seed0_23dbec")), load_trace(path)
+    assert back.jobs == seven.jobs
+    assert back.metadata["format"] == "gavel-10" and seven.metadata["format"] == "gavel-7"
+    table = gavel_jobs(back)
+    assert table.priority_weight.tolist()[:3] == [1.0, 5.0, 1.0]
+    assert math.isnan(table.slo[0]) and table.slo[1] == 2.5
+    assert load_trace(path, format="gavel-10").jobs == back.jobs
+    other = tmp_path / "ten.tsv"
+    other.write_text(path.read_text())
+    assert load_trace(other, format="gavel").jobs == back.jobs  # any suffix, when named
+    with pytest.raises(InvalidInputError) as error:
+        load_trace(path, format="gavel-7")
+    assert error.value.field == "lines[0]"
+
+
+def test_a_throughput_file_in_gavels_own_form_reads_the_same(tmp_path: Path) -> None:
+    rates = load_gavel_throughputs()
+    gavel_form = {
+        gpu: {f"('{job_type}', {scale})": {"null": value, f"('{job_type}', {scale})": [value / 2, value / 2]}
+              for (job_type, scale), value in entries.items()}
+        for gpu, entries in rates.steps_per_s.items()
+    }
+    path = tmp_path / "simulation_throughputs.json"
+    path.write_text(json.dumps(gavel_form))
+    assert load_gavel_throughputs(path).steps_per_s == rates.steps_per_s
+    assert load_trace(ED69EC, throughputs=path).jobs == load_trace(ED69EC).jobs
+    # Without ResNet-18 on 1 GPU in the file, those jobs are skipped and counted.
+    del gavel_form["p100"]["('ResNet-18 (batch size 32)', 1)"]
+    path.write_text(json.dumps(gavel_form))
+    trace = load_trace(ED69EC, throughputs=path)
+    lost = sum(1 for row in _lines(ED69EC) if row[0] == "ResNet-18 (batch size 32)")
+    assert len(trace) == 951 - lost and trace.metadata["skipped"] == {
+        "no throughput for ResNet-18 (batch size 32) on 1 GPUs": lost}
+    assert len(load_trace(ED69EC, throughputs=path).jobs) == len(trace)
+
+
+def test_a_zero_throughput_means_the_type_cannot_run_the_job() -> None:
+    rates = load_gavel_throughputs()
+    assert rates.get("k80", "ResNet-50 (batch size 128)", 8) == 0.0
+    line = "ResNet-50 (batch size 128)\tcmd\t--n\t1\t1000\t0\t8\n"
+    assert len(parse_gavel_trace(line)) == 1  # runs on p100 and v100
+    trace = parse_gavel_trace(line, types=("k80", "v100"), gpu_type="k80")
+    assert len(trace) == 0 and trace.metadata["skipped"] == {
+        "throughput 0 for ResNet-50 (batch size 128) on 8 k80 GPUs": 1}
+
+
+def test_job_models_map_families_and_users_override_them(tmp_path: Path) -> None:
+    trace = load_trace(ED69EC)
+    families = {row.job_type.split(" (")[0] for row in gavel_jobs(trace).itertuples()}
+    assert families == set(DEFAULT_JOB_MODELS)
+    by_id = {job.id: job for job in trace.jobs}
+    for row in gavel_jobs(trace).itertuples():
+        assert by_id[row.id].model == DEFAULT_JOB_MODELS[row.job_type.split(" (")[0]]
+        assert by_id[row.id].profile == so.builtin_profile(by_id[row.id].model)
+    mine = load_trace(ED69EC, job_models={"ResNet-18": "alexnet", "LM (batch size 5)": "m5"}, cpu_per_gpu=5)
+    models = {row.job_type: job.model for row, job in zip(gavel_jobs(mine).itertuples(), mine.jobs, strict=True)}
+    assert models["ResNet-18 (batch size 32)"] == "alexnet" and models["LM (batch size 5)"] == "m5"
+    assert models["LM (batch size 10)"] == "lstm"
+    assert mine.jobs[0].profile == so.builtin_profile(mine.jobs[0].model, 5)
+    assert mine.metadata["job_models"]["ResNet-18"] == "alexnet"
+    with pytest.raises(UnknownNameError, match=r"job_models\.ResNet-18"):
+        load_trace(ED69EC, job_models={"ResNet-18": "resnet9000"})
+    rates = load_gavel_throughputs()
+    custom = {gpu: dict(entries) for gpu, entries in rates.steps_per_s.items()}
+    for entries in custom.values():
+        entries[("BERT (batch size 8)", 1)] = 3.0
+    table = type(rates)(custom, "custom")
+    line = "BERT (batch size 8)\tcmd\t--n\t1\t300\t0\t1\n"
+    with pytest.raises(InvalidInputError, match="job_models"):
+        parse_gavel_trace(line, throughputs=table)
+    job = parse_gavel_trace(line, throughputs=table, job_models={"BERT": "transformer"}).jobs[0]
+    assert (job.model, job.duration_s) == ("transformer", 100.0)
+
+
+def test_the_gavel_record_survives_save_trace(tmp_path: Path) -> None:
+    trace = load_trace(gavel_trace_file("msr_seed0_103959"), max_gpus=2)
+    assert all(job.gpus <= 2 for job in trace.jobs) and trace.metadata["skipped"]["more than 2 GPUs"] > 0
+    for suffix in (".json", ".csv"):
+        back = load_trace(save_trace(trace, tmp_path / f"t{suffix}"))
+        assert back == trace
+        assert gavel_jobs(back).equals(gavel_jobs(trace))
+
+
+@pytest.mark.parametrize(("line", "field"), [
+    ("ResNet-18 (batch size 32)\tcmd\t--n\t1\tmany\t0\t1", "lines[0].total_steps"),
+    ("ResNet-18 (batch size 32)\tcmd\t--n\t1\t0\t0\t1", "lines[0].total_steps"),
+    ("ResNet-18 (batch size 32)\tcmd\t--n\t1\t10\t-5\t1", "lines[0].arrival_time"),
+    ("ResNet-18 (batch size 32)\tcmd\t--n\t1\t10\tnan\t1", "lines[0].arrival_time"),
+    ("ResNet-18 (batch size 32)\tcmd\t--n\t1\t10\t0\t1.5", "lines[0].scale_factor"),
+    ("ResNet-18 (batch size 32)\tcmd\t--n\t1\t10\t0", "lines[0]"),
+    ("ResNet-18 (batch size 32)\tcmd\t/w\t--n\t1\t10\t1\t0\t-1\t0", "lines[0].priority_weight"),
+    ("ResNet-18 (batch size 32)\tcmd\t/w\t--n\t1\t10\t1\t1\tinf\t0", "lines[0].SLO"),
+    ("\tcmd\t--n\t1\t10\t0\t1", "lines[0].job_type"),
+])
+def test_bad_lines_are_named(tmp_path: Path, line: str, field: str) -> None:
+    path = tmp_path / "bad.trace"
+    path.write_text(line + "\n")
+    with pytest.raises(InvalidInputError) as error:
+        load_trace(path)
+    assert error.value.field == field
+
+
+def test_a_bad_line_after_good_ones_is_named_by_its_number(tmp_path: Path) -> None:
+    path = tmp_path / "bad.trace"
+    good = "ResNet-18 (batch size 32)\tcmd\t--n\t1\t10\t0\t1\n"
+    path.write_text(good * 3 + "ResNet-18 (batch size 32)\tcmd\t--n\t1\t10\t0\n")
+    with pytest.raises(InvalidInputError) as error:
+        load_trace(path)
+    assert error.value.field == "lines[3]"
+
+
+@pytest.mark.parametrize(("content", "field"), [
+    ('{"v100": {"ResNet-18": {"null": 1.0}}}', "v100.ResNet-18"),
+    ('{"v100": {"(\'ResNet-18\', 1)": {"null": -1.0}}}', "v100.('ResNet-18', 1).null"),
+    ('{"source": "x", "throughputs": {"v100": {"ResNet-18": {"one": 2.0}}}}', "throughputs.v100.ResNet-18.one"),
+    ('{"source": "x", "throughputs": {"v100": {"ResNet-18": {"1": "fast"}}}}', "throughputs.v100.ResNet-18.1"),
+    ('{"source": "x", "throughputs": {"v100": [1]}}', "throughputs.v100"),
+    ("[]", "throughputs"),
+    ('{"v100": {"(\'ResNet-18\', 1)": {"null": NaN}}}', "v100.('ResNet-18', 1).null"),
+])
+def test_bad_throughput_files_are_named(tmp_path: Path, content: str, field: str) -> None:
+    path = tmp_path / "tput.json"
+    path.write_text(content)
+    with pytest.raises(InvalidInputError) as error:
+        load_gavel_throughputs(path)
+    assert error.value.field == field
+
+
+def test_bad_arguments_are_named() -> None:
+    with pytest.raises(UnknownNameError, match="gpu_type"):
+        load_trace(ED69EC, gpu_type="a100")
+    with pytest.raises(UnknownNameError, match="types"):
+        parse_gavel_trace("", types=("v100", "tpu"))
+    with pytest.raises(InvalidInputError, match="types"):
+        parse_gavel_trace("", types="v100")  # type: ignore[arg-type]
+    with pytest.raises(UnknownNameError, match="format"):
+        load_trace(ED69EC, format="gavel-8")
+    with pytest.raises(UnknownNameError, match="trace"):
+        gavel_trace_file("msr_seed1_000000")
+    with pytest.raises(InvalidInputError, match="cpu_per_gpu"):
+        load_trace(ED69EC, cpu_per_gpu=7)
+    with pytest.raises(InvalidInputError, match=r"trace\.metadata\.gavel"):
+        gavel_jobs(so.generate_trace(3))
+    assert len(parse_gavel_trace("")) == 0
+
+
+def test_the_shipped_data_carries_gavels_licence() -> None:
+    licence = shipped_file("LICENSE").read_text()
+    assert "MIT License" in licence and "Stanford Future Data Systems" in licence
+    assert "stanford-futuredata/gavel" in shipped_file("README.md").read_text()
+    assert "stanford-futuredata/gavel" in load_gavel_throughputs().source
+    assert gavel_trace_file("msr_seed0_ed69ec.trace") == ED69EC and ED69EC.is_file()
