@@ -219,3 +219,38 @@ def test_the_shipped_data_carries_gavels_licence() -> None:
     assert "stanford-futuredata/gavel" in shipped_file("README.md").read_text()
     assert "stanford-futuredata/gavel" in load_gavel_throughputs().source
     assert gavel_trace_file("msr_seed0_ed69ec.trace") == ED69EC and ED69EC.is_file()
+
+
+def _three_jobs() -> so.Trace:
+    # A (1 GPU, 1 h) at 0, B (2 GPUs, 1 h) at 600 s, C (1 GPU, 30 min) at 1200 s, on one 2-GPU server.
+    profile = so.builtin_profile("res18")
+    return so.Trace((so.TraceJob("A", 0.0, 1, 3600.0, profile), so.TraceJob("B", 600.0, 2, 3600.0, profile),
+                     so.TraceJob("C", 1200.0, 1, 1800.0, profile)))
+
+
+@pytest.mark.parametrize(("backfill", "finish"), [
+    # Backfilling: B does not fit beside A, C does and runs 1200-3000; B runs when A ends, 3600-7200.
+    (True, {"A": 3600.0, "B": 7200.0, "C": 3000.0}),
+    # Without: C waits behind B (Gavel's FIFO): A 0-3600, B 3600-7200, C 7200-9000.
+    (False, {"A": 3600.0, "B": 7200.0, "C": 9000.0}),
+])
+def test_fifo_with_and_without_backfilling_on_three_jobs(backfill: bool, finish: dict[str, float]) -> None:
+    result = so.simulate(_three_jobs(), so.Cluster(1, 2, 6, 125), policy="fifo", mechanism="proportional",
+                         monitor=(0, 3), backfill=backfill)
+    assert dict(zip(result.jobs.id, result.jobs.finish_s, strict=True)) == finish
+    jct = {"A": 3600.0, "B": 6600.0, "C": 1800.0 if backfill else 7800.0}
+    assert result.summary["avg_jct_h"] == pytest.approx(sum(jct.values()) / 3 / 3600)
+    assert result.summary["backfill"] is backfill
+    assert result.jobs.preemptions.sum() == 0
+
+
+def test_without_multi_gpu_jobs_backfilling_changes_nothing() -> None:
+    trace = so.generate_trace(24, load=None, seed=5)
+    runs = [so.simulate(trace, so.Cluster(1), policy=policy, mechanism="proportional", backfill=backfill)
+            for policy in ("fifo", "srtf") for backfill in (True, False)]
+    for first, second in (runs[:2], runs[2:]):
+        assert first.jobs.equals(second.jobs)
+    multi = so.generate_trace(24, load=None, multi_gpu=True, seed=5)
+    blocked, passed = (so.simulate(multi, so.Cluster(2), mechanism="proportional", backfill=b).summary["avg_jct_h"]
+                       for b in (False, True))
+    assert blocked > passed  # the multi-GPU mix does block

@@ -5,7 +5,7 @@ At each round boundary ``t = k * round_s``:
 1. jobs whose arrival (plus profiling time) is ``<= t`` join the system;
 2. the policy orders the jobs in the system; the runnable set is taken in that order, every job whose GPU
    demand still fits the free GPUs (a job that does not fit is passed over for the round, not blocking the
-   rest: paper section 4.2);
+   rest: paper section 4.2; with ``backfill=False`` it blocks them, as in Gavel's FIFO);
 3. the mechanism allocates the runnable set, unless the set and its order are those of the previous round,
    whose allocation is then reused (a deterministic mechanism would return the same);
 4. each placed job progresses for the round at its speedup, its throughput at the allocated config over its
@@ -59,7 +59,7 @@ _FINISH_TOLERANCE = 1e-12
 
 @checked(trace=InstanceOf(Trace), cluster=InstanceOf(Cluster), round_s=ROUND_S, seed=SEED,
          preemption_overhead_s=NON_NEGATIVE, until_s=Optional(POSITIVE), record_job_rounds=boolean,
-         max_rounds=ROUNDS)
+         max_rounds=ROUNDS, backfill=boolean)
 def simulate(
     trace: Trace,
     cluster: Cluster,
@@ -73,6 +73,7 @@ def simulate(
     until_s: float | None = None,
     record_job_rounds: bool = False,
     max_rounds: int = MAX_ROUNDS,
+    backfill: bool = True,
     **mechanism_options: Any,
 ) -> SimResult:
     """Replay ``trace`` on ``cluster`` round by round under ``policy`` and ``mechanism``.
@@ -109,6 +110,9 @@ def simulate(
     max_rounds
         The most rounds simulated (default ``bounds.MAX_ROUNDS``, 200,000; at most 2^31): a run its monitored
         jobs cannot finish in is refused up front, and a run that reaches it stops.
+    backfill
+        True: a job that does not fit the free GPUs is passed over and the jobs behind it may run; False: the
+        runnable set ends at the first job that does not fit (Gavel's FIFO, and many schedulers').
     **mechanism_options
         Options of the mechanism (``run_mechanism``'s, or ``solve_ideal``'s / ``solve_joint``'s).
     """
@@ -120,13 +124,15 @@ def simulate(
     first, last = _monitor_window(trace, monitor)
     if last > len(trace):
         trace = trace.extend(last)
-    run = _Run(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s, (first, last), record_job_rounds)
+    run = _Run(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s, (first, last), record_job_rounds,
+               backfill)
     run.mechanism_name = mechanism_name
     run.check_rounds_needed(max_rounds)
     run.loop(until_s, max_rounds)
     settings: dict[str, Any] = {
         "policy": policy_name, "mechanism": mechanism_name, "gpus": cluster.total_gpus, "round_s": round_s,
         "monitor_first": first, "monitor_last": last, "preemption_overhead_s": preemption_overhead_s, "seed": seed,
+        "backfill": backfill,
     }
     jobs, rounds, job_rounds = run.tables()
     summary = summarise(jobs, rounds, time.perf_counter() - wall, settings)
@@ -154,12 +160,13 @@ def _monitor_window(trace: Trace, monitor: tuple[int, int] | None) -> tuple[int,
     return first, last
 
 
-def _fill(order: np.ndarray, gpus: np.ndarray, total: int) -> np.ndarray:
-    """The jobs of ``order`` that fit, taken in order, passing over any that no longer fits."""
+def _fill(order: np.ndarray, gpus: np.ndarray, total: int, backfill: bool = True) -> np.ndarray:
+    """The jobs of ``order`` that fit, taken in order, passing over any that no longer fits (``backfill``) or
+    stopping at the first (not)."""
     demand = np.cumsum(gpus[order])
     prefix = int(np.searchsorted(demand, total, side="right"))
     free = total - (int(demand[prefix - 1]) if prefix else 0)
-    if prefix == order.size or free == 0:
+    if prefix == order.size or free == 0 or not backfill:
         return order[:prefix]
     chosen = [order[:prefix]]
     rest = order[prefix:]
@@ -180,7 +187,7 @@ class _Run:
 
     def __init__(
         self, trace: Trace, cluster: Cluster, policy: Policy, allocate: Callable[[RoundInstance], RoundPlan],
-        round_s: float, overhead: float, window: tuple[int, int], record_job_rounds: bool,
+        round_s: float, overhead: float, window: tuple[int, int], record_job_rounds: bool, backfill: bool = True,
     ) -> None:
         self.cluster = cluster
         self.policy = policy
@@ -189,6 +196,7 @@ class _Run:
         self.overhead = overhead
         self.first, self.last = window
         self.record = record_job_rounds
+        self.backfill = backfill
         self.capacity = np.array([cluster.total_gpus, cluster.total_cpus, cluster.total_mem_gb], dtype=float)
         self.rows: list[tuple[Any, ...]] = []
         self.job_rows: list[tuple[np.ndarray, ...]] = []
@@ -296,7 +304,7 @@ class _Run:
             state = self.state
             states = JobStates(now, active, state.arrival[active], state.duration[active], state.remaining[active],
                                state.attained[active], state.gpus[active])
-            runnable = _fill(active[ranking(self.policy, states)], self.state.gpus, total_gpus)
+            runnable = _fill(active[ranking(self.policy, states)], self.state.gpus, total_gpus, self.backfill)
             solved = previous is None or not np.array_equal(runnable, previous)
             seconds = 0.0
             if solved:
