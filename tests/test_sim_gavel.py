@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import synergy_opt as so
@@ -254,3 +255,36 @@ def test_without_multi_gpu_jobs_backfilling_changes_nothing() -> None:
     blocked, passed = (so.simulate(multi, so.Cluster(2), mechanism="proportional", backfill=b).summary["avg_jct_h"]
                        for b in (False, True))
     assert blocked > passed  # the multi-GPU mix does block
+
+
+# Gavel's own simulator on msr_seed0_ed69ec, 32 v100 GPUs, FIFO, 360 s rounds, every job counted, its
+# allocation-reset throttle off (the data folder's README): the average JCT in hours.
+GAVEL_AVG_JCT_H = 57.86
+
+
+@pytest.fixture(scope="module")
+def crosscheck() -> so.SimResult:
+    trace = load_trace(ED69EC)
+    return so.simulate(trace, so.Cluster(4, 8, 24, 500), policy="fifo", mechanism="proportional", round_s=360,
+                       monitor=(0, len(trace)), backfill=False)
+
+
+def test_the_crosscheck_with_gavels_simulator(crosscheck: so.SimResult) -> None:
+    summary = crosscheck.summary
+    assert summary["monitored"] == 951 and summary["unfinished"] == 0
+    assert abs(summary["avg_jct_h"] - GAVEL_AVG_JCT_H) <= 0.005 * GAVEL_AVG_JCT_H, summary["avg_jct_h"]
+    # Proportional shares: every job runs at its isolated v100 speed, never preempted under FIFO.
+    assert (crosscheck.jobs.mean_speedup == 1.0).all() and crosscheck.jobs.preemptions.sum() == 0
+    assert crosscheck.jobs.run_s.tolist() == pytest.approx(crosscheck.jobs.duration_s.tolist(), rel=1e-9)
+
+
+def test_the_named_crosscheck_experiment_reproduces_it(crosscheck: so.SimResult, tmp_path: Path) -> None:
+    from synergy_opt.sim.cli import main, parse
+
+    args, _ = parse(["--experiment", "gavel_crosscheck"])
+    assert (args.trace, args.gpus, args.policy, args.mechanisms) == (ED69EC, [32], ["fifo"], ["proportional"])
+    assert (args.backfill, args.round_s, args.monitor, args.cpu_per_gpu) == ("no", 360.0, (0, 951), [3])
+    assert main(["--experiment", "gavel_crosscheck", "--out", str(tmp_path), "--no-progress"]) == 0
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert summary.avg_jct_h.tolist() == pytest.approx([crosscheck.summary["avg_jct_h"]], rel=1e-12)
+    assert summary.backfill.tolist() == [False] and summary.trace.tolist() == ["msr_seed0_ed69ec.trace"]

@@ -35,6 +35,8 @@ from synergy_opt.files import atomic_open
 from synergy_opt.generate import JOB_KIND
 from synergy_opt.sim.allocators import mechanism_names
 from synergy_opt.sim.experiments import experiment_names, flag_text, load_experiment
+from synergy_opt.sim.gavel import GAVEL_TRACES, gavel_trace_file
+from synergy_opt.sim.gavel import SOURCE as GAVEL_SOURCE
 from synergy_opt.sim.philly import SOURCE as PHILLY_SOURCE
 from synergy_opt.sim.policies import POLICIES
 from synergy_opt.sim.sweep import (
@@ -58,12 +60,13 @@ PROG = "python -m synergy_opt.sim"
 DEFAULTS: dict[str, Any] = {
     "gpus": [128], "cpu_per_gpu": [3], "policy": ["fifo"], "load": [9.0], "split": [(20.0, 70.0, 10.0)],
     "multi_gpu": "no", "profile_noise": 0.0, "job_kind": "builtin", "seeds": [0], "round_s": 300.0,
-    "preemption_overhead": 0.0, "mechanisms": ["proportional", "tune"],
+    "preemption_overhead": 0.0, "mechanisms": ["proportional", "tune"], "backfill": "yes",
 }
 # Flags that shape a generated trace, so that a trace file rules them out.
 DEFAULT_JOBS = 1000
 GENERATOR_FLAGS = ("load", "multi_gpu", "profile_noise", "job_kind", "jobs")
 SIM_MECHANISMS_WITH_TIME_LIMIT = ("ideal", "joint")
+GAVEL_PREFIX = "gavel:"
 
 
 # --- argument types -------------------------------------------------------------------------------------------
@@ -119,6 +122,16 @@ def _monitor(text: str) -> tuple[int, int]:
     return values[0], values[1]
 
 
+def _trace_file(text: str) -> Path:
+    """A trace file's path, or ``gavel:NAME`` for a Gavel trace shipped with the package."""
+    if text.startswith(GAVEL_PREFIX):
+        try:
+            return gavel_trace_file(text[len(GAVEL_PREFIX):])
+        except SynergyError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return Path(text)
+
+
 def _job_kind(text: str) -> str:
     try:
         kind: str = JOB_KIND("job_kind", text)
@@ -162,8 +175,9 @@ def build_parser() -> _Parser:
                             "(1000, or LAST of --monitor)")
     sweep.add_argument("--seeds", type=cli_args.seeds,
                        help="a seed count N (seeds 0..N-1) or a list of seeds, e.g. 0,1,2 or 42, (1)")
-    sweep.add_argument("--trace", type=Path, metavar="FILE",
-                       help="replay a trace file (synergy-trace JSON or CSV, or the Philly cluster_job_log) "
+    sweep.add_argument("--trace", type=_trace_file, metavar="FILE",
+                       help="replay a trace file (synergy-trace JSON or CSV, the Philly cluster_job_log, a Gavel "
+                            f".trace, or {GAVEL_PREFIX}NAME for a shipped one: {', '.join(GAVEL_TRACES)}) "
                             "instead of generating")
     run = parser.add_argument_group("the simulation")
     run.add_argument("--mechanisms", type=cli_args.names_of("mechanism", mechanism_names()),
@@ -172,6 +186,8 @@ def build_parser() -> _Parser:
     run.add_argument("--monitor", type=_monitor, metavar="FIRST,LAST",
                      help="trace positions FIRST <= i < LAST the JCT figures are taken over; the run ends when "
                           "they finish (default: all but the first fifth of a dynamic trace, all of a static one)")
+    run.add_argument("--backfill", choices=("yes", "no"),
+                     help="no: a job that does not fit blocks the jobs behind it, as in Gavel's FIFO (yes)")
     run.add_argument("--preemption-overhead", type=lambda text: _seconds(text, allow_zero=True),
                      help="seconds of no progress when a preempted job resumes (0)")
     run.add_argument("--time-limit", type=cli_args.seconds_or_none,
@@ -264,7 +280,7 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
         settings = [
             (SimSetting(gpus, ratio, policy, load, split, multi_gpu, args.profile_noise, args.job_kind,
                         args.jobs if args.jobs is not None else _default_jobs(args), seed, round_s, args.monitor,
-                        args.preemption_overhead), None)
+                        args.preemption_overhead, backfill=args.backfill == "yes"), None)
             for gpus, ratio, split, multi_gpu, policy, load, seed in itertools.product(
                 args.gpus, args.cpu_per_gpu, args.split, multi[args.multi_gpu], args.policy, args.load, args.seeds)
         ]
@@ -290,18 +306,25 @@ def _default_jobs(args: argparse.Namespace) -> int:
 def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[SimSetting, Trace]]:
     """One setting per (size, ratio, split, policy, seed) with its loaded trace, checked against the cluster.
 
-    The split, seed and ratio shape a Philly log's models; a trace file of this toolkit is read once.
+    The split, seed and ratio shape a Philly log's models, the ratio a Gavel trace's profiles; a trace file of
+    this toolkit is read once.
     """
     path: Path = args.trace
     first = load_trace(path)  # a missing or non-regular file is an error naming it, with the reason
     philly = first.metadata.get("source") == PHILLY_SOURCE
+    gavel = first.metadata.get("source") == GAVEL_SOURCE
     if not philly and args.split != DEFAULTS["split"]:
         parser.error(f"--trace {path.name} is not a Philly log: its models are given "
                      "(--split draws those of a generated trace or a Philly log)")
     settings = []
     for gpus, ratio, split, policy, seed in itertools.product(
             args.gpus, args.cpu_per_gpu, args.split, args.policy, args.seeds):
-        trace = load_trace(path, split=split, seed=seed, cpu_per_gpu=ratio, max_gpus=gpus) if philly else first
+        if philly:
+            trace = load_trace(path, split=split, seed=seed, cpu_per_gpu=ratio, max_gpus=gpus)
+        elif gavel and ratio != first.metadata["cpu_per_gpu"]:  # the ratio's built-in profiles
+            trace = load_trace(path, cpu_per_gpu=ratio)
+        else:
+            trace = first
         too_big = [job for job in trace.jobs if job.gpus > gpus]
         if too_big:
             parser.error(f"--trace {path.name}: job {too_big[0].id} asks for {too_big[0].gpus} GPUs, more than "
@@ -312,7 +335,7 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
         # A trace file has no load: its arrivals are its own (the load column stays empty).
         setting = SimSetting(gpus, ratio, policy, None, split, multi_gpu, 0.0,
                              "builtin", len(trace), seed, args.round_s, args.monitor, args.preemption_overhead,
-                             path.name)
+                             path.name, backfill=args.backfill == "yes")
         settings.append((setting, trace))
     return settings
 

@@ -29,7 +29,8 @@ SETTING_COLUMNS = (
     "trace_jobs", "round_s", "seed", "mechanism",
 )
 SUMMARY_COLUMNS = (
-    *SETTING_COLUMNS, "monitor_first", "monitor_last", "preemption_overhead_s", *SUMMARY_KEYS, "arrivals_capped",
+    *SETTING_COLUMNS, "monitor_first", "monitor_last", "preemption_overhead_s", "backfill", *SUMMARY_KEYS,
+    "arrivals_capped",
     "proportional_ratio",
 )
 PER_JOB_COLUMNS = (*SETTING_COLUMNS, *JOB_COLUMNS)
@@ -47,7 +48,8 @@ class SimSetting:
     """Everything a run depends on but its mechanism: the cluster, the trace and the policy.
 
     ``load`` is in jobs per hour (None: a static trace); ``jobs`` is the generated trace's length (it draws
-    more arrivals while monitored jobs run); ``monitor`` is ``simulate``'s (None: its default).
+    more arrivals while monitored jobs run); ``monitor`` and ``backfill`` are ``simulate``'s (None: its
+    default).
     """
 
     gpus: int = 128
@@ -64,6 +66,7 @@ class SimSetting:
     monitor: tuple[int, int] | None = None
     preemption_overhead_s: float = 0.0
     trace_name: str = GENERATED
+    backfill: bool = True
 
     @property
     def cluster(self) -> Cluster:
@@ -117,7 +120,7 @@ def run_one(run: SimRun) -> RunOutcome:
     s = run.setting
     result = simulate(run.make_trace(), s.cluster, policy=s.policy, mechanism=run.mechanism, round_s=s.round_s,
                       seed=s.seed, monitor=s.monitor, preemption_overhead_s=s.preemption_overhead_s,
-                      **run.options)
+                      backfill=s.backfill, **run.options)
     labels = {**s.columns(), "mechanism": run.mechanism}
     summary = {**result.summary, **labels}
     return RunOutcome(summary, _labelled(result.jobs, labels), _labelled(result.rounds, labels))
