@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("generate",),
     ("cli",),
     ("solvers",),
+    ("policies",),
     ("ideal",),
     ("packing",),
     ("placement", "joint"),

@@ -1,0 +1,117 @@
+"""Gavel's makespan and max-sum-throughput policies, each one LP over rows B1-B3.
+
+formulations/policies.md:
+
+- **makespan** (Gavel's ``min_total_duration_perf``): minimise ``T`` such that every job can finish its
+  remaining steps within ``T``: ``sum_t throughputs[i, t] * x[i, t] >= remaining[i] / T``. With ``u = 1 / T``
+  this is the LP: maximise ``u`` subject to ``sum_t throughputs[i, t] * x[i, t] - remaining[i] * u >= 0``
+  (rows K1-K2); the makespan is ``1 / u``. Gavel bisects on ``T`` (to within 5%); the LP is exact.
+- **max-sum-throughput** (Gavel's ``max_sum_throughput_perf``): maximise ``sum_{i,t} throughputs[i, t] *
+  x[i, t] / cost[t]`` (row S1; ``cost`` 1 unless given, Gavel's ``instance_costs``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.policies.problem import PolicyProblem, add_time_fractions, job_classes
+from synergy_opt.policies.result import PolicyResult
+from synergy_opt.policies.solve import large_lp_options, lp_params, policy_result, solve_lp
+from synergy_opt.solvers import DEFAULT_SOLVER
+from synergy_opt.solvers.model import LinearModel, ModelBuilder
+from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
+from synergy_opt.validation import InstanceOf, Optional, boolean, checked, real_array
+
+
+def _per_job(name: str, values: Any, problem: PolicyProblem, positive: bool = False) -> np.ndarray:
+    array = real_array(name, values, 1)
+    if array.shape != (problem.num_jobs,):
+        raise InvalidInputError(name, values, f"must hold one number per job ({problem.num_jobs})")
+    bad = ~np.isfinite(array) | ((array <= 0) if positive else (array < 0))
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        raise InvalidInputError(f"{name}[{index}]", array[index], f"must be finite and {'>' if positive else '>='} 0")
+    return array
+
+
+def build_makespan(problem: PolicyProblem, remaining: np.ndarray, aggregate: bool = True
+                   ) -> tuple[LinearModel, np.ndarray]:
+    """The makespan LP (rows B1-B3, K1-K2) and each job's class."""
+    rows, class_of, counts = job_classes(aggregate, problem.throughputs, problem.scale_factors, remaining)
+    builder = ModelBuilder("makespan", "max")
+    x = add_time_fractions(builder, problem, counts, rows)
+    u = builder.add_vars("u", 1, objective=1.0)  # K1: u = 1 / makespan
+    jobs, types = rows.size, problem.num_types
+    local = np.arange(jobs)
+    builder.add_rows(  # K2: sum_t throughputs x - remaining u >= 0
+        "finish", np.concatenate([np.repeat(local, types), local]),
+        np.concatenate([x.start + np.arange(jobs * types), np.full(jobs, u.start)]),
+        np.concatenate([problem.throughputs[rows].ravel(), -remaining[rows]]), lower=0.0, count=jobs)
+    return builder.build(), class_of
+
+
+@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, **SOLVER_ARGUMENTS)
+def solve_makespan(
+    problem: PolicyProblem,
+    remaining: Sequence[float] | np.ndarray,
+    solver: str = DEFAULT_SOLVER,
+    *,
+    aggregate: bool = True,
+    time_limit: float | None = None,
+    mip_gap: float = 1e-6,
+    threads: int | None = 1,
+    seed: int = 0,
+    verbose: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> PolicyResult:
+    """Gavel's makespan policy: ``remaining[i]`` steps left per job; ``objective`` is the least makespan in the
+    throughputs' time unit (seconds for steps per second), infinite if a job can run nowhere."""
+    started = time.perf_counter()
+    left = _per_job("remaining", remaining, problem, positive=True)
+    model, class_of = build_makespan(problem, left, aggregate)
+    params = lp_params(time_limit, mip_gap, threads, seed, verbose, large_lp_options(model, solver, options))
+    solved = solve_lp(model, problem.num_types, solver, params, time.perf_counter() - started)
+    return policy_result("makespan", problem, solved, class_of, lambda u: 1.0 / u if u > 0 else float("inf"))
+
+
+def build_max_sum_throughput(problem: PolicyProblem, costs: np.ndarray, aggregate: bool = True
+                             ) -> tuple[LinearModel, np.ndarray]:
+    """The max-sum-throughput LP (rows B1-B3, S1) and each job's class."""
+    rows, class_of, counts = job_classes(aggregate, problem.throughputs, problem.scale_factors)
+    builder = ModelBuilder("max_sum_throughput", "max")
+    # S1 on the classes: a class of k jobs earns k times its row.
+    objective = (problem.throughputs[rows] / costs[None, :] * counts[:, None]).ravel()
+    add_time_fractions(builder, problem, counts, rows, objective)
+    return builder.build(), class_of
+
+
+@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, costs=Optional(lambda n, v: real_array(n, v, 1)),
+         **SOLVER_ARGUMENTS)
+def solve_max_sum_throughput(
+    problem: PolicyProblem,
+    solver: str = DEFAULT_SOLVER,
+    *,
+    costs: Sequence[float] | np.ndarray | None = None,
+    aggregate: bool = True,
+    time_limit: float | None = None,
+    mip_gap: float = 1e-6,
+    threads: int | None = 1,
+    seed: int = 0,
+    verbose: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> PolicyResult:
+    """Gavel's max-sum-throughput policy; ``costs`` per GPU type (default 1) divide each type's throughput;
+    ``objective`` is the summed (cost-weighted) throughput."""
+    started = time.perf_counter()
+    price = np.ones(problem.num_types) if costs is None else np.asarray(costs, dtype=float)
+    if price.shape != (problem.num_types,) or not (np.isfinite(price) & (price > 0)).all():
+        raise InvalidInputError("costs", costs, f"must hold {problem.num_types} finite costs > 0, one per type")
+    model, class_of = build_max_sum_throughput(problem, price, aggregate)
+    params = lp_params(time_limit, mip_gap, threads, seed, verbose, large_lp_options(model, solver, options))
+    solved = solve_lp(model, problem.num_types, solver, params, time.perf_counter() - started)
+    return policy_result("max_sum_throughput", problem, solved, class_of)

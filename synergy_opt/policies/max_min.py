@@ -1,0 +1,95 @@
+"""Gavel's max-min fairness (``max_min_fairness_perf``; LAS over normalised throughput) as an LP.
+
+formulations/policies.md, rows M1-M2: maximise ``z`` subject to rows B1-B3 and, for every job that can run,
+
+    sum_t c[i, t] * x[i, t] >= z,    c[i, t] = throughputs[i, t] * scale_factors[i] / (w[i] * prop[i])
+
+where ``prop[i]`` is the job's throughput at its proportional share (``PolicyProblem.proportional_throughputs``)
+and ``w`` the priority weights. The heterogeneity-agnostic policy (Gavel's ``max_min_fairness``) is the same LP
+on :meth:`PolicyProblem.agnostic`. Jobs alike in ``c``, scale factor and the types they can use are solved as
+one class (``aggregate``): exact, as averaging any optimum over a class keeps every row and the least value.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from synergy_opt.policies.problem import PolicyProblem, add_time_fractions, job_classes
+from synergy_opt.policies.result import PolicyResult
+from synergy_opt.policies.solve import large_lp_options, lp_params, policy_result, solve_lp
+from synergy_opt.solvers import DEFAULT_SOLVER
+from synergy_opt.solvers.model import LinearModel, ModelBuilder
+from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
+from synergy_opt.validation import InstanceOf, boolean, checked
+
+
+@dataclass(frozen=True, eq=False)
+class MaxMinModel:
+    """The LP and how its variable rows map to jobs: job ``i`` takes row ``class_of[i]`` of ``x``."""
+
+    model: LinearModel
+    class_of: np.ndarray
+    coefficients: np.ndarray
+    build_seconds: float
+
+
+def normalised_coefficients(problem: PolicyProblem) -> np.ndarray:
+    """``c[i, t]`` of row M2: throughput times scale factor over weight times proportional throughput (0 for a
+    job that has no throughput at its proportional share: it can run nowhere and drops out of the min)."""
+    proportional = problem.proportional_throughputs()
+    scale = np.where(proportional > 0, problem.scale_factors / (problem.priority_weights * np.where(
+        proportional > 0, proportional, 1.0)), 0.0)
+    return np.asarray(problem.throughputs * scale[:, None])
+
+
+@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean)
+def build_max_min_fairness(problem: PolicyProblem, aggregate: bool = True) -> MaxMinModel:
+    """The max-min fairness LP of ``problem`` (rows B1-B3, M1-M2)."""
+    started = time.perf_counter()
+    c = normalised_coefficients(problem)
+    rows, class_of, counts = job_classes(aggregate, c, problem.scale_factors, problem.throughputs > 0)
+    builder = ModelBuilder("max_min_fairness", "max")
+    x = add_time_fractions(builder, problem, counts, rows)
+    z = builder.add_vars("z", 1, objective=1.0)  # M1
+    types = problem.num_types
+    coefficients = c[rows]
+    counted = np.flatnonzero(coefficients.any(axis=1))
+    # M2: sum_t c[i, t] x[i, t] - z >= 0 for every class that can run somewhere.
+    local = np.arange(counted.size)
+    cols = x.start + (counted[:, None] * types + np.arange(types)).ravel()
+    row_ids = np.concatenate([np.repeat(local, types), local])
+    col_ids = np.concatenate([cols, np.full(counted.size, z.start)])
+    values = np.concatenate([coefficients[counted].ravel(), -np.ones(counted.size)])
+    builder.add_rows("fairness", row_ids, col_ids, values, lower=0.0, count=counted.size)
+    return MaxMinModel(builder.build(), class_of, coefficients, time.perf_counter() - started)
+
+
+@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, **SOLVER_ARGUMENTS)
+def solve_max_min_fairness(
+    problem: PolicyProblem,
+    solver: str = DEFAULT_SOLVER,
+    *,
+    aggregate: bool = True,
+    time_limit: float | None = None,
+    mip_gap: float = 1e-6,
+    threads: int | None = 1,
+    seed: int = 0,
+    verbose: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> PolicyResult:
+    """Gavel's max-min fairness on ``problem`` by any LP backend; ``objective`` is the least normalised
+    throughput ``z`` (1.0 when every job gets what its proportional share would give it).
+
+    ``aggregate`` solves jobs alike as one class (exact). HiGHS without ``options`` solves an LP of more than
+    ``IPM_FROM_ROWS`` rows by its interior-point method without crossover (optimal to its tolerances, not
+    necessarily a vertex), which is faster there than its simplex methods.
+    """
+    built = build_max_min_fairness(problem, aggregate)
+    params = lp_params(time_limit, mip_gap, threads, seed, verbose, large_lp_options(built.model, solver, options))
+    solved = solve_lp(built.model, problem.num_types, solver, params, built.build_seconds)
+    return policy_result("max_min_fairness", problem, solved, built.class_of)

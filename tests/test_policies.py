@@ -1,0 +1,340 @@
+"""Gavel's policies as LPs (synergy_opt.policies) against Gavel's formulations written out densely here and
+solved by vertex enumeration, against closed forms on one GPU type, on every backend that runs LPs; a
+hand-computed max-min case on two types; Gavel's round mechanism traced by hand."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+from synergy_opt.errors import InvalidInputError, SolverUnavailableError, UnknownNameError
+from synergy_opt.policies import (
+    PolicyProblem,
+    solve_finish_time_fairness,
+    solve_makespan,
+    solve_max_min_fairness,
+    solve_max_sum_throughput,
+)
+from synergy_opt.policies.max_min import normalised_coefficients
+from synergy_opt.policies.rounds import RoundMechanism
+from synergy_opt.solvers import backend, solver_names
+
+TOL = 1e-6
+LP_SOLVERS = [name for name in solver_names() if backend(name).capabilities.continuous]
+
+
+def require(solver: str) -> None:
+    missing = backend(solver).missing()
+    if missing:
+        pytest.skip(f"{solver}: missing {', '.join(missing)}")
+
+
+def vertex_optimum(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[float, np.ndarray]:
+    """max c.y subject to a y <= b, by enumerating every vertex (the polytope must be bounded)."""
+    n = c.size
+    best, argbest = -np.inf, None
+    for rows in itertools.combinations(range(len(b)), n):
+        sub = a[list(rows)]
+        if abs(np.linalg.det(sub)) < 1e-12:
+            continue
+        y = np.linalg.solve(sub, b[list(rows)])
+        if (a @ y <= b + 1e-9).all() and c @ y > best + 1e-12:
+            best, argbest = float(c @ y), y
+    assert argbest is not None
+    return best, argbest
+
+
+def gavel_rows(problem: PolicyProblem, extra: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gavel's base constraints on y = (x row-major, extra variables >= 0), as a y <= b."""
+    jobs, types = problem.throughputs.shape
+    n = jobs * types + extra
+    rows, rhs = [], []
+    for t in range(types):  # sum_i s_i x_it <= W_t
+        row = np.zeros(n)
+        row[[i * types + t for i in range(jobs)]] = problem.scale_factors
+        rows.append(row)
+        rhs.append(problem.gpus[t])
+    for i in range(jobs):  # sum_t x_it <= 1
+        row = np.zeros(n)
+        row[i * types:(i + 1) * types] = 1
+        rows.append(row)
+        rhs.append(1.0)
+    for k in range(n):  # y >= 0
+        row = np.zeros(n)
+        row[k] = -1
+        rows.append(row)
+        rhs.append(0.0)
+    return np.array(rows), np.array(rhs, dtype=float)
+
+
+def random_problem(seed: int, jobs: int = 3, types: int = 2) -> PolicyProblem:
+    rng = np.random.default_rng(seed)
+    throughputs = rng.uniform(0.5, 4.0, (jobs, types))
+    return PolicyProblem(throughputs, rng.choice([1, 2], jobs), rng.integers(1, 3, types),
+                         priority_weights=rng.choice([1.0, 2.0], jobs))
+
+
+def brute_max_min(problem: PolicyProblem) -> float:
+    c = normalised_coefficients(problem)
+    jobs, types = c.shape
+    a, b = gavel_rows(problem, 1)
+    fairness = np.zeros((jobs, a.shape[1]))  # z - sum_t c_it x_it <= 0
+    for i in range(jobs):
+        fairness[i, i * types:(i + 1) * types] = -c[i]
+        fairness[i, -1] = 1
+    objective = np.zeros(a.shape[1])
+    objective[-1] = 1
+    return vertex_optimum(objective, np.vstack([a, fairness]), np.r_[b, np.zeros(jobs)])[0]
+
+
+def brute_makespan(problem: PolicyProblem, remaining: np.ndarray) -> float:
+    jobs, types = problem.throughputs.shape
+    a, b = gavel_rows(problem, 1)
+    finish = np.zeros((jobs, a.shape[1]))  # remaining_i u - sum_t X_it x_it <= 0
+    for i in range(jobs):
+        finish[i, i * types:(i + 1) * types] = -problem.throughputs[i]
+        finish[i, -1] = remaining[i]
+    objective = np.zeros(a.shape[1])
+    objective[-1] = 1
+    return 1.0 / vertex_optimum(objective, np.vstack([a, finish]), np.r_[b, np.zeros(jobs)])[0]
+
+
+def brute_max_sum(problem: PolicyProblem, costs: np.ndarray) -> float:
+    a, b = gavel_rows(problem, 0)
+    return vertex_optimum((problem.throughputs / costs[None, :]).ravel(), a, b)[0]
+
+
+def check_base_rows(problem: PolicyProblem, x: np.ndarray) -> None:
+    assert (x >= -TOL).all()
+    assert (x[problem.throughputs == 0] <= TOL).all()
+    assert (problem.scale_factors @ x <= problem.gpus + TOL).all()
+    assert (x.sum(axis=1) <= 1 + TOL).all()
+
+
+@pytest.mark.parametrize("solver", LP_SOLVERS)
+@pytest.mark.parametrize("seed", range(4))
+def test_max_min_fairness_matches_vertex_enumeration(solver: str, seed: int) -> None:
+    require(solver)
+    problem = random_problem(seed)
+    result = solve_max_min_fairness(problem, solver)
+    assert result.objective == pytest.approx(brute_max_min(problem), rel=TOL)
+    assert result.allocation is not None
+    check_base_rows(problem, result.allocation)
+    normalised = (normalised_coefficients(problem) * result.allocation).sum(axis=1)
+    assert normalised.min() == pytest.approx(result.objective, rel=TOL)
+    agnostic = solve_max_min_fairness(problem.agnostic(), solver)
+    assert agnostic.objective == pytest.approx(brute_max_min(problem.agnostic()), rel=TOL)
+
+
+@pytest.mark.parametrize("solver", LP_SOLVERS)
+@pytest.mark.parametrize("seed", range(4))
+def test_makespan_and_max_sum_throughput_match_vertex_enumeration(solver: str, seed: int) -> None:
+    require(solver)
+    problem = random_problem(seed)
+    remaining = np.random.default_rng(seed).uniform(100, 1000, problem.num_jobs)
+    makespan = solve_makespan(problem, remaining, solver)
+    assert makespan.objective == pytest.approx(brute_makespan(problem, remaining), rel=TOL)
+    assert makespan.allocation is not None
+    check_base_rows(problem, makespan.allocation)
+    assert (makespan.effective_throughputs * makespan.objective >= remaining * (1 - TOL)).all()
+    costs = np.array([1.0, 2.5])
+    best = solve_max_sum_throughput(problem, solver, costs=costs)
+    assert best.objective == pytest.approx(brute_max_sum(problem, costs), rel=TOL)
+    assert best.allocation is not None
+    check_base_rows(problem, best.allocation)
+
+
+@pytest.mark.parametrize("solver", LP_SOLVERS)
+def test_closed_forms_on_one_type(solver: str) -> None:
+    require(solver)
+    throughputs = np.array([[2.0], [5.0], [1.0], [3.0]])
+    scale = np.array([1, 2, 1, 4])
+    weights = np.array([1.0, 2.0, 1.0, 1.0])
+    problem = PolicyProblem(throughputs, scale, [6], priority_weights=weights)
+    # Max-min, one type: c_i = s_i / w_i, so z* = min(W / sum(w), min_i s_i / w_i).
+    result = solve_max_min_fairness(problem, solver)
+    assert result.objective == pytest.approx(min(6 / weights.sum(), (scale / weights).min()), rel=TOL)
+    # Makespan, one type: T* = max(max_i R_i / X_i, sum_i s_i R_i / X_i / W).
+    remaining = np.array([100.0, 400.0, 50.0, 90.0])
+    alone = remaining / throughputs[:, 0]
+    makespan = solve_makespan(problem, remaining, solver)
+    assert makespan.objective == pytest.approx(max(alone.max(), (scale * alone).sum() / 6), rel=TOL)
+    # Max-sum-throughput, one type: a fractional knapsack, best throughput per GPU first, each up to 1.
+    left, total = 6.0, 0.0
+    for i in np.argsort(-throughputs[:, 0] / scale, kind="stable"):
+        take = min(1.0, left / scale[i])
+        total += take * throughputs[i, 0]
+        left -= take * scale[i]
+    assert solve_max_sum_throughput(problem, solver).objective == pytest.approx(total, rel=TOL)
+
+
+@pytest.mark.parametrize("solver", LP_SOLVERS)
+def test_finish_time_fairness_on_one_type_against_its_closed_form(solver: str) -> None:
+    require(solver)
+    throughputs = np.array([[2.0], [5.0], [1.0]])
+    scale = np.array([1, 2, 1])
+    problem = PolicyProblem(throughputs, scale, [3])
+    remaining = np.array([1000.0, 3000.0, 400.0])
+    elapsed = np.array([50.0, 0.0, 300.0])
+    isolated_s = np.array([20.0, 0.0, 100.0])
+    iso = problem.isolated_throughputs()
+    expected = isolated_s + remaining / iso
+    # One type: job i needs x_i(rho) = R_i / (X_i (rho E_i - t_i)), at most 1; rho* is where the x_i fill W.
+
+    def need(rho: float) -> np.ndarray:
+        return remaining / (throughputs[:, 0] * (rho * expected - elapsed))
+
+    low = max(((elapsed + remaining / throughputs[:, 0]) / expected).max(), (elapsed / expected).max() + 1e-12)
+    rho = low if (scale * need(low)).sum() <= 3 else brentq(lambda r: (scale * need(r)).sum() - 3, low, 1e6,
+                                                          xtol=1e-14)
+    result = solve_finish_time_fairness(problem, remaining, elapsed, isolated_s, solver)
+    assert result.objective == pytest.approx(rho, rel=1e-6)
+    assert result.allocation is not None
+    check_base_rows(problem, result.allocation)
+    assert result.iterations <= 20
+
+
+def test_finish_time_fairness_on_two_types_against_gavels_convex_program() -> None:
+    cp = pytest.importorskip("cvxpy", reason="cvxpy (the bench extra) solves Gavel's own convex program")
+    for seed in range(3):
+        problem = random_problem(seed, jobs=4)
+        rng = np.random.default_rng(seed)
+        remaining, elapsed = rng.uniform(500, 5000, 4), rng.uniform(0, 300, 4)
+        expected = remaining / problem.isolated_throughputs()
+        x = cp.Variable(problem.throughputs.shape)
+        ratios = [(elapsed[i] + remaining[i] * cp.inv_pos(problem.throughputs[i] @ x[i])) / expected[i]
+                  for i in range(4)]
+        scale = np.repeat(problem.scale_factors[:, None], 2, axis=1)
+        gavel = cp.Problem(cp.Minimize(cp.maximum(*ratios)),
+                           [x >= 0, cp.sum(cp.multiply(scale, x), axis=0) <= problem.gpus, cp.sum(x, axis=1) <= 1])
+        gavel.solve(solver="CLARABEL" if "CLARABEL" in cp.installed_solvers() else None)
+        ours = solve_finish_time_fairness(problem, remaining, elapsed)
+        assert ours.objective == pytest.approx(gavel.value, rel=1e-5)
+
+
+@pytest.mark.parametrize("solver", LP_SOLVERS)
+def test_max_min_fairness_by_hand_on_two_types(solver: str) -> None:
+    require(solver)
+    # One K80 and one V100; A runs 4x faster on the V100, B 3x faster on the K80, C alike on both. At the
+    # proportional share (half of each) A gets 2.5, B 2, C 2: normalised, c_A = (0.4, 1.6), c_B = (1.5, 0.5),
+    # c_C = (1, 1). The optimum gives A the V100 only, B the K80 only, C some of each, and equalises:
+    # 1.6 a = 1.5 b = (1 - a) + (1 - b) = z, so z = 2 / (1 + 1/1.6 + 1/1.5) = 48/55, a = 6/11, b = 32/55.
+    problem = PolicyProblem([[1.0, 4.0], [3.0, 1.0], [2.0, 2.0]], [1, 1, 1], [1, 1], types=("k80", "v100"),
+                            job_ids=("A", "B", "C"))
+    result = solve_max_min_fairness(problem, solver)
+    assert result.objective == pytest.approx(float(Fraction(48, 55)), rel=TOL)
+    expected = {"A": {"k80": 0.0, "v100": 6 / 11}, "B": {"k80": 32 / 55, "v100": 0.0},
+                "C": {"k80": 23 / 55, "v100": 5 / 11}}
+    for job, row in result.as_dict().items():
+        assert row == pytest.approx(expected[job], abs=TOL)
+    # Heterogeneity-agnostic: every throughput 1, so z = 2 GPUs / 3 jobs; any split of 2/3 each is optimal.
+    agnostic = solve_max_min_fairness(problem.agnostic(), solver)
+    assert agnostic.objective == pytest.approx(2 / 3, rel=TOL)
+
+
+@pytest.mark.parametrize("policy", ["max_min", "makespan", "max_sum", "ftf"])
+def test_identical_jobs_solved_as_classes_give_the_same_optimum(policy: str) -> None:
+    rng = np.random.default_rng(7)
+    base = rng.uniform(0.5, 4.0, (4, 3))
+    pick = rng.integers(4, size=40)
+    problem = PolicyProblem(base[pick], np.ones(40, dtype=int) + (pick == 2), [5, 6, 4])
+    remaining = 1000.0 * (1 + pick)
+    solve: Callable[[bool], float | None] = {
+        "max_min": lambda agg: solve_max_min_fairness(problem, aggregate=agg).objective,
+        "makespan": lambda agg: solve_makespan(problem, remaining, aggregate=agg).objective,
+        "max_sum": lambda agg: solve_max_sum_throughput(problem, aggregate=agg).objective,
+        "ftf": lambda agg: solve_finish_time_fairness(problem, remaining, aggregate=agg).objective,
+    }[policy]
+    assert solve(True) == pytest.approx(solve(False), rel=1e-6)
+
+
+def test_gavels_proportional_and_isolated_shares() -> None:
+    problem = PolicyProblem([[1.0, 4.0], [3.0, 1.0]], [1, 2], [2, 6])
+    # Proportional: x = gpus / sum(gpus) = (1/4, 3/4) for every job, whatever its scale factor.
+    assert problem.proportional_throughputs() == pytest.approx([0.25 + 3.0, 0.75 + 0.75])
+    # Isolated: gpus / (n * scale) = (1, 3) and (1/2, 3/2), each row scaled to sum to at most 1.
+    assert problem.isolated_throughputs() == pytest.approx([(1 + 12) / 4, (1.5 + 1.5) / 2])
+    seen = problem.seen_on("t1")
+    assert (seen.throughputs == [[4.0, 4.0], [1.0, 1.0]]).all()
+
+
+def test_round_mechanism_by_hand() -> None:
+    # Three single-GPU jobs owed 2/3 of a 2-GPU type each. After the reset each has half a round (180 s) of
+    # 540: priority (2/3) / (1/3) = 2 for all, ties by joining order: A, B. Then A, B have 540 of 1260 and C
+    # 180: C's priority is highest, then A (tied with B, joined first): C, A. Then B and C: each job runs 2
+    # rounds of 3, as owed.
+    rounds = RoundMechanism(("v100",), [2], 360.0)
+    for job in "ABC":
+        rounds.add(job)
+    rounds.reset(0.0, {job: np.array([2 / 3]) for job in "ABC"})
+    scale = dict.fromkeys("ABC", 1)
+    can = {job: np.array([True]) for job in "ABC"}
+    schedule = []
+    for _ in range(3):
+        placed = rounds.schedule(scale, can)
+        schedule.append("".join(sorted(placed)))
+        for job, t in placed.items():
+            rounds.record(job, t, 360.0)
+    assert schedule == ["AB", "AC", "BC"]
+    # After three rounds each has 900 s of 2700: back to (2/3) / (1/3) = 2.
+    assert all(value == pytest.approx([2.0]) for value in rounds.priorities(can).values())
+
+
+def test_round_mechanism_follows_the_fractions_and_the_rules() -> None:
+    problem = PolicyProblem([[1.0, 4.0], [3.0, 1.0], [2.0, 2.0], [1.0, 0.0], [2.0, 3.0]], [1, 1, 1, 1, 1], [2, 2],
+                            types=("k80", "v100"), job_ids=("A", "B", "C", "D", "E"))
+    result = solve_max_min_fairness(problem)
+    assert result.allocation is not None
+    rounds = RoundMechanism(problem.types[::-1], [2, 2], 360.0)  # v100 first, as Gavel orders them
+    for job in problem.job_ids:
+        rounds.add(job)
+    rounds.reset(0.0, {job: row[::-1] for job, row in zip(problem.job_ids, result.allocation, strict=True)})
+    scale = dict(zip(problem.job_ids, map(int, problem.scale_factors), strict=True))
+    can = {job: row[::-1] > 0 for job, row in zip(problem.job_ids, problem.throughputs, strict=True)}
+    got = dict.fromkeys(problem.job_ids, np.zeros(2))
+    rounds_run = 600
+    for _ in range(rounds_run):
+        placed = rounds.schedule(scale, can)
+        used = np.zeros(2, dtype=int)
+        for job, t in placed.items():
+            assert can[job][t]
+            used[t] += scale[job]
+            rounds.record(job, t, 360.0)
+            got[job] = got[job] + np.eye(2)[t]
+        assert (used <= 2).all()
+    for job, row in zip(problem.job_ids, result.allocation, strict=True):
+        # Single-GPU jobs: each gets (about) at least the time it is owed on each type; GPUs the fractions
+        # leave idle go to jobs owed nothing there (Gavel's walk does not stop at priority 0).
+        assert (got[job] / rounds_run >= row[::-1] - 0.01).all(), (job, got[job] / rounds_run, row)
+
+
+def test_bad_problems_and_solvers_are_named() -> None:
+    with pytest.raises(InvalidInputError, match=r"throughputs\[0\]\[1\]"):
+        PolicyProblem([[1.0, -2.0]], [1], [1, 1])
+    with pytest.raises(InvalidInputError, match=r"scale_factors\[0\]"):
+        PolicyProblem([[1.0]], [1.5], [1])
+    with pytest.raises(InvalidInputError, match="gpus"):
+        PolicyProblem([[1.0, 2.0]], [1], [1])
+    with pytest.raises(InvalidInputError, match=r"priority_weights\[0\]"):
+        PolicyProblem([[1.0]], [1], [1], priority_weights=[0.0])
+    with pytest.raises(InvalidInputError, match="types"):
+        PolicyProblem([[1.0]], [1], [1], types=("a", "b"))
+    problem = PolicyProblem([[1.0]], [1], [1])
+    with pytest.raises(InvalidInputError, match=r"remaining\[0\]"):
+        solve_makespan(problem, [0.0])
+    with pytest.raises(InvalidInputError, match="remaining"):
+        solve_finish_time_fairness(problem, [1.0, 2.0])
+    with pytest.raises(InvalidInputError, match="costs"):
+        solve_max_sum_throughput(problem, costs=[-1.0])
+    with pytest.raises(UnknownNameError, match="solver"):
+        solve_max_min_fairness(problem, "gurobi")
+    with pytest.raises(UnknownNameError, match="gpu_type"):
+        problem.seen_on("a100")
+    if not backend("ortools-cpsat").missing():
+        with pytest.raises(SolverUnavailableError, match="integer"):
+            solve_max_min_fairness(problem, "ortools-cpsat")
