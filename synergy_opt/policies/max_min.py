@@ -86,7 +86,7 @@ def solve_max_min_fairness(
     throughput ``z`` (1.0 when every job gets what its proportional share would give it).
 
     ``aggregate`` solves jobs alike as one class (exact). HiGHS without ``options`` solves an LP of more than
-    ``IPM_FROM_ROWS`` rows by its interior-point method without crossover (optimal to its tolerances, not
+    ``IPM_FROM_ROWS`` (1000) rows by its interior-point method without crossover (optimal to its tolerances, not
     necessarily a vertex), which is faster there than its simplex methods.
     """
     built = build_max_min_fairness(problem, aggregate)
