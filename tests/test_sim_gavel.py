@@ -288,3 +288,50 @@ def test_the_named_crosscheck_experiment_reproduces_it(crosscheck: so.SimResult,
     summary = pd.read_csv(tmp_path / "summary.csv")
     assert summary.avg_jct_h.tolist() == pytest.approx([crosscheck.summary["avg_jct_h"]], rel=1e-12)
     assert summary.backfill.tolist() == [False] and summary.trace.tolist() == ["msr_seed0_ed69ec.trace"]
+
+
+def _two_gpus() -> so.Cluster:
+    return so.Cluster(1, 2, 6, 125)
+
+
+@pytest.mark.parametrize("policy", ["max_min_fairness", "finish_time_fairness", "makespan", "max_sum_throughput"])
+def test_gavels_policies_share_two_gpus_among_three_equal_jobs_by_hand(policy: str) -> None:
+    # Three 1-hour single-GPU jobs at 0 on 2 GPUs, 360 s rounds: each policy owes each job 2/3 (identical jobs
+    # are one class), and the round mechanism runs AB, AC, BC, ... (test_policies traces it). After 12 rounds
+    # each has run 8; round 13 runs A and B (9 each), round 14 A and C: A is done at 14 x 360 = 5040 s. The new
+    # allocation gives B and C a GPU each: both finish in round 15, at 5400 s.
+    profile = so.builtin_profile("res18")
+    trace = so.Trace(tuple(so.TraceJob(name, 0.0, 1, 3600.0, profile) for name in "ABC"))
+    result = so.simulate(trace, _two_gpus(), policy=policy, mechanism="proportional", round_s=360)
+    assert result.jobs.finish_s.tolist() == [5040.0, 5400.0, 5400.0]
+    assert result.summary["policy"] == policy
+
+
+def test_makespan_runs_the_longest_job_every_round() -> None:
+    # A (1 h), B (2 h), C (1 h) on 2 GPUs: the makespan LP owes B all its time and A, C half each (u = 1/2 h^-1):
+    # B runs every round, A and C take turns (A first: ties by joining order), A done after 19 rounds; then B and
+    # C each get a GPU and finish with round 20.
+    profile = so.builtin_profile("res18")
+    trace = so.Trace((so.TraceJob("A", 0.0, 1, 3600.0, profile), so.TraceJob("B", 0.0, 1, 7200.0, profile),
+                      so.TraceJob("C", 0.0, 1, 3600.0, profile)))
+    result = so.simulate(trace, _two_gpus(), policy="makespan", mechanism="proportional", round_s=360)
+    assert result.jobs.finish_s.tolist() == [6840.0, 7200.0, 7200.0]
+    assert result.jobs.preemptions.tolist()[1] == 0
+
+
+def test_gavel_priority_weights_reach_max_min_fairness(tmp_path: Path) -> None:
+    line = "ResNet-18 (batch size 32)\tcmd\t/w\t--n\t1\t{steps}\t1\t{weight}\t-1\t0\n"
+    steps = int(3600 * load_gavel_throughputs().get("v100", "ResNet-18 (batch size 32)", 1))
+    path = tmp_path / "weighted.trace"
+    path.write_text("".join(line.format(steps=steps, weight=w) for w in (1, 3, 1)))
+    result = so.simulate(load_trace(path), _two_gpus(), policy="max_min_fairness", mechanism="proportional",
+                         round_s=360)
+    # Weight 3 is owed three times the share: j1 runs every round (x = 1), j0 and j2 take turns.
+    finish = dict(zip(result.jobs.id, result.jobs.finish_s, strict=True))
+    assert finish["j1"] == pytest.approx(3600.0, abs=1.0) and min(finish["j0"], finish["j2"]) > 3600.0
+
+
+def test_unknown_policies_list_every_kind() -> None:
+    with pytest.raises(UnknownNameError) as error:
+        so.simulate(so.generate_trace(3), so.Cluster(1), policy="drf")
+    assert "max_min_fairness" in str(error.value) and "fifo" in str(error.value)

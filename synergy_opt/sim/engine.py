@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from synergy_opt.errors import InvalidInputError
+from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.instance import Cluster, Job, RoundInstance
 from synergy_opt.sim.allocators import RoundPlan, UserMechanism, make_allocator
 from synergy_opt.sim.bounds import (
@@ -42,7 +42,8 @@ from synergy_opt.sim.bounds import (
     ready_time_error,
     ready_within_horizon,
 )
-from synergy_opt.sim.policies import JobStates, Policy, ranking, resolve_policy
+from synergy_opt.sim.gavel_policies import GAVEL_POLICIES, GavelSelector, gavel_weights
+from synergy_opt.sim.policies import POLICIES, JobStates, Policy, ranking, resolve_policy
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
 from synergy_opt.sim.state import JobArrays
 from synergy_opt.sim.throughput import ThroughputTable
@@ -86,7 +87,9 @@ def simulate(
         Homogeneous servers; every job's GPU demand must fit in it.
     policy
         ``"fifo"``, ``"srtf"``, ``"las"``, ``"ftf"`` or a callable of :class:`~synergy_opt.sim.JobStates`
-        returning one priority key per job (lowest first).
+        returning one priority key per job (lowest first); or one of Gavel's LP policies
+        (``"max_min_fairness"``, ``"finish_time_fairness"``, ``"makespan"``, ``"max_sum_throughput"``:
+        :mod:`synergy_opt.sim.gavel_policies`), whose round mechanism picks each round's jobs.
     mechanism
         A name of ``synergy_opt.MECHANISMS``, ``"ideal"`` (the ideal ILP's configs with no placement: an upper
         bound) or ``"joint"`` (the realizable per-round optimum, ``time_limit`` 10 s a round unless given), or
@@ -119,13 +122,22 @@ def simulate(
     wall = time.perf_counter()
     if preemption_overhead_s >= round_s:
         raise InvalidInputError("preemption_overhead_s", preemption_overhead_s, f"must be < round_s ({round_s:g})")
-    policy_name, policy_fn = resolve_policy(policy)
+    selector = None
+    if isinstance(policy, str) and policy in GAVEL_POLICIES:
+        # An LP policy of Gavel's: its round mechanism picks each round's jobs (sim/gavel_policies.py).
+        weights = gavel_weights(trace.metadata, [job.id for job in trace.jobs])
+        selector = GavelSelector(policy, cluster.total_gpus, round_s, weights)
+        policy_name, policy_fn = policy, POLICIES["fifo"]
+    elif isinstance(policy, str) and policy not in POLICIES:
+        raise UnknownNameError("policy", policy, (*POLICIES, *GAVEL_POLICIES))
+    else:
+        policy_name, policy_fn = resolve_policy(policy)
     mechanism_name, allocate = make_allocator(mechanism, mechanism_options, seed)
     first, last = _monitor_window(trace, monitor)
     if last > len(trace):
         trace = trace.extend(last)
     run = _Run(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s, (first, last), record_job_rounds,
-               backfill)
+               backfill, selector)
     run.mechanism_name = mechanism_name
     run.check_rounds_needed(max_rounds)
     run.loop(until_s, max_rounds)
@@ -188,6 +200,7 @@ class _Run:
     def __init__(
         self, trace: Trace, cluster: Cluster, policy: Policy, allocate: Callable[[RoundInstance], RoundPlan],
         round_s: float, overhead: float, window: tuple[int, int], record_job_rounds: bool, backfill: bool = True,
+        selector: GavelSelector | None = None,
     ) -> None:
         self.cluster = cluster
         self.policy = policy
@@ -197,6 +210,7 @@ class _Run:
         self.first, self.last = window
         self.record = record_job_rounds
         self.backfill = backfill
+        self.selector = selector
         self.capacity = np.array([cluster.total_gpus, cluster.total_cpus, cluster.total_mem_gb], dtype=float)
         self.rows: list[tuple[Any, ...]] = []
         self.job_rows: list[tuple[np.ndarray, ...]] = []
@@ -304,7 +318,10 @@ class _Run:
             state = self.state
             states = JobStates(now, active, state.arrival[active], state.duration[active], state.remaining[active],
                                state.attained[active], state.gpus[active])
-            runnable = _fill(active[ranking(self.policy, states)], self.state.gpus, total_gpus, self.backfill)
+            if self.selector is None:
+                runnable = _fill(active[ranking(self.policy, states)], self.state.gpus, total_gpus, self.backfill)
+            else:
+                runnable = self.selector.select(states)
             solved = previous is None or not np.array_equal(runnable, previous)
             seconds = 0.0
             if solved:
@@ -318,7 +335,11 @@ class _Run:
             rate = speedup[speedup > 0]
             preempted = np.setdiff1d(ran_last, running, assume_unique=True)
             self.state.preemptions[preempted] += 1
+            held, left = self.state.run_s[running], self.state.remaining[running]
             finished = self._progress(now, running, rate, ran_last)
+            if self.selector is not None:
+                self.selector.ran(running, self.state.run_s[running] - held, left - self.state.remaining[running],
+                                  self.state.duration[running])
             ran_last = np.setdiff1d(running, finished, assume_unique=True)
             self.rows.append((now, active.size, runnable.size, running.size, *(100 * use / self.capacity),
                               seconds, solved, fallback))
