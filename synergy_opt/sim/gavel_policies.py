@@ -107,8 +107,8 @@ class GavelSelector:
         for position in positions:
             self.rounds.add(str(position))
             self.isolated_s.setdefault(position, 0.0)
-        problem = PolicyProblem((1.0 / states.duration_s)[:, None], states.gpus, [self.gpus],
-                                priority_weights=[self.weights.get(p, 1.0) for p in positions],
+        problem = PolicyProblem((1.0 / states.duration_s)[:, None], states.gpus, np.array([self.gpus]),
+                                priority_weights=np.array([self.weights.get(p, 1.0) for p in positions]),
                                 types=(GPU_TYPE,), job_ids=tuple(map(str, positions)))
         isolated = problem.isolated_throughputs()
         self.iso_rate = dict(zip(positions, isolated, strict=True))
