@@ -2,6 +2,7 @@
 
 from synergy_opt.sim.allocators import mechanism_names
 from synergy_opt.sim.engine import simulate
+from synergy_opt.sim.hetero_run import HeteroRun  # registers the heterogeneous loop with simulate
 from synergy_opt.sim.philly import philly_trace
 from synergy_opt.sim.policies import POLICIES, JobStates
 from synergy_opt.sim.result import SimResult
@@ -10,6 +11,7 @@ from synergy_opt.sim.trace_io import load_trace, save_trace
 
 __all__ = [
     "POLICIES",
+    "HeteroRun",
     "JobStates",
     "SimResult",
     "Trace",

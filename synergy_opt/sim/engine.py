@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
+from synergy_opt.hetero import HeteroCluster
 from synergy_opt.instance import Cluster, Job, RoundInstance
 from synergy_opt.sim.allocators import RoundPlan, UserMechanism, make_allocator
 from synergy_opt.sim.bounds import (
@@ -42,7 +43,7 @@ from synergy_opt.sim.bounds import (
     ready_time_error,
     ready_within_horizon,
 )
-from synergy_opt.sim.gavel_policies import GAVEL_POLICIES, GavelSelector, gavel_weights
+from synergy_opt.sim.gavel_policies import AGNOSTIC_POLICIES, GAVEL_POLICIES, GavelSelector, gavel_weights
 from synergy_opt.sim.policies import POLICIES, JobStates, Policy, ranking, resolve_policy
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
 from synergy_opt.sim.state import JobArrays
@@ -58,12 +59,18 @@ MAX_ARRIVALS_FACTOR = 10
 _FINISH_TOLERANCE = 1e-12
 
 
-@checked(trace=InstanceOf(Trace), cluster=InstanceOf(Cluster), round_s=ROUND_S, seed=SEED,
+def _cluster(name: str, value: Any) -> Cluster | HeteroCluster:
+    if not isinstance(value, (Cluster, HeteroCluster)):
+        raise InvalidInputError(name, value, "must be a Cluster or a HeteroCluster")
+    return value
+
+
+@checked(trace=InstanceOf(Trace), cluster=_cluster, round_s=ROUND_S, seed=SEED,
          preemption_overhead_s=NON_NEGATIVE, until_s=Optional(POSITIVE), record_job_rounds=boolean,
          max_rounds=ROUNDS, backfill=boolean)
 def simulate(
     trace: Trace,
-    cluster: Cluster,
+    cluster: Cluster | HeteroCluster,
     policy: str | Policy = "fifo",
     mechanism: str | UserMechanism = "tune",
     round_s: float = 300.0,
@@ -84,7 +91,9 @@ def simulate(
     trace
         The jobs (:func:`synergy_opt.generate_trace`, :func:`synergy_opt.load_trace`).
     cluster
-        Homogeneous servers; every job's GPU demand must fit in it.
+        Homogeneous servers, or a :class:`~synergy_opt.hetero.HeteroCluster` of several GPU types
+        (:mod:`synergy_opt.sim.hetero_run`: progress in the reference type's unit, the policy choosing each
+        job's type, the mechanism per type); every job's GPU demand must fit in it (in one type).
     policy
         ``"fifo"``, ``"srtf"``, ``"las"``, ``"ftf"`` or a callable of :class:`~synergy_opt.sim.JobStates`
         returning one priority key per job (lowest first); or one of Gavel's LP policies
@@ -126,7 +135,11 @@ def simulate(
     if isinstance(policy, str) and policy in GAVEL_POLICIES:
         # An LP policy of Gavel's: its round mechanism picks each round's jobs (sim/gavel_policies.py).
         weights = gavel_weights(trace.metadata, [job.id for job in trace.jobs])
-        selector = GavelSelector(policy, cluster.total_gpus, round_s, weights)
+        if isinstance(cluster, HeteroCluster):
+            selector = GavelSelector(policy, tuple(t.total_gpus for t in cluster.types), round_s, weights,
+                                     cluster.names, agnostic=policy in AGNOSTIC_POLICIES, seed=seed)
+        else:
+            selector = GavelSelector(policy, (cluster.total_gpus,), round_s, weights)
         policy_name, policy_fn = policy, POLICIES["fifo"]
     elif isinstance(policy, str) and policy not in POLICIES:
         raise UnknownNameError("policy", policy, (*POLICIES, *GAVEL_POLICIES))
@@ -136,8 +149,9 @@ def simulate(
     first, last = _monitor_window(trace, monitor)
     if last > len(trace):
         trace = trace.extend(last)
-    run = _Run(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s, (first, last), record_job_rounds,
-               backfill, selector)
+    kind = RUNS[type(cluster)]
+    run = kind(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s,  # type: ignore[arg-type]
+               (first, last), record_job_rounds, backfill, selector)
     run.mechanism_name = mechanism_name
     run.check_rounds_needed(max_rounds)
     run.loop(until_s, max_rounds)
@@ -146,6 +160,8 @@ def simulate(
         "monitor_first": first, "monitor_last": last, "preemption_overhead_s": preemption_overhead_s, "seed": seed,
         "backfill": backfill,
     }
+    if isinstance(cluster, HeteroCluster):
+        settings["types"] = ",".join(f"{t.name}:{t.servers}" for t in cluster.types)
     jobs, rounds, job_rounds = run.tables()
     summary = summarise(jobs, rounds, time.perf_counter() - wall, settings)
     summary["arrivals_capped"] = run.arrivals_capped
@@ -211,7 +227,7 @@ class _Run:
         self.record = record_job_rounds
         self.backfill = backfill
         self.selector = selector
-        self.capacity = np.array([cluster.total_gpus, cluster.total_cpus, cluster.total_mem_gb], dtype=float)
+        self.capacity = self._capacity()
         self.rows: list[tuple[Any, ...]] = []
         self.job_rows: list[tuple[np.ndarray, ...]] = []
         self.trace = trace
@@ -248,16 +264,14 @@ class _Run:
             new_jobs = new_jobs[:within]
             self.max_jobs = len(trace)
         for offset, job in enumerate(new_jobs):
-            if job.gpus > self.cluster.total_gpus:
+            if job.gpus > self.max_job_gpus:
                 raise InvalidInputError(
                     f"trace.jobs[{old + offset}].gpus", job.gpus,
-                    f"more than the cluster's {self.cluster.total_gpus} GPUs: the job could never run",
+                    f"more than the cluster's {self.max_job_gpus} GPUs: the job could never run",
                 )
         self.trace = trace
         self.size = len(trace)
-        self.table = ThroughputTable([job.profile for job in trace.jobs])
-        c_p, m_p = self.cluster.cpu_per_gpu, self.cluster.mem_gb_per_gpu
-        floors = self.table.at(np.arange(old, self.size), c_p, m_p)
+        floors, (c_p, m_p) = self._floors(trace, old)
         zero = np.flatnonzero(floors <= 0)
         if zero.size:
             raise InvalidInputError(
@@ -273,6 +287,41 @@ class _Run:
         pending = pending[np.argsort(self.state.ready[pending], kind="stable")]
         self.ready_order = np.concatenate([self.ready_order[: self.admitted], pending])
 
+    def _capacity(self) -> np.ndarray:
+        """The cluster's GPUs, CPUs and GB: what the rounds' use percentages are of."""
+        return np.array([self.cluster.total_gpus, self.cluster.total_cpus, self.cluster.total_mem_gb], dtype=float)
+
+    def _round_columns(self) -> tuple[str, ...]:
+        return ROUND_COLUMNS
+
+    @property
+    def max_job_gpus(self) -> int:
+        """The most GPUs a job may ask for."""
+        return int(self.cluster.total_gpus)
+
+    def _floors(self, trace: Trace, old: int) -> tuple[np.ndarray, tuple[float, float]]:
+        """The throughput at the GPU-proportional share of jobs ``old..`` (the unit of their progress), and
+        that share (CPUs, GB per GPU)."""
+        self.table = ThroughputTable([job.profile for job in trace.jobs])
+        c_p, m_p = self.cluster.cpu_per_gpu, self.cluster.mem_gb_per_gpu
+        return self.table.at(np.arange(old, len(trace)), c_p, m_p), (c_p, m_p)
+
+    def _select(self, active: np.ndarray, states: JobStates) -> tuple[np.ndarray, np.ndarray]:
+        """This round's runnable positions in order, and what identifies the round's choice (the same key as
+        the previous round's: its allocation is reused)."""
+        if self.selector is None:
+            runnable = _fill(active[ranking(self.policy, states)], self.state.gpus, self.cluster.total_gpus,
+                             self.backfill)
+        else:
+            runnable = self.selector.select(states)[0]
+        return runnable, runnable
+
+    def _allocate(self, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+        """Each runnable job's speedup, the resources in use (GPUs, CPUs, GB) and whether the fallback ran."""
+        plan = self.allocate(RoundInstance(self.cluster, tuple(self._job(int(p)) for p in runnable)))
+        speedup, use = self._score(runnable, plan)
+        return speedup, use, plan.fallback
+
     def _job(self, position: int) -> Job:
         job = self.jobs[position]
         if job is None:
@@ -283,7 +332,6 @@ class _Run:
 
     def loop(self, until_s: float | None, max_rounds: int = MAX_ROUNDS) -> None:
         round_s = self.round_s
-        total_gpus = self.cluster.total_gpus
         active = np.empty(0, dtype=np.int64)
         ran_last = np.empty(0, dtype=np.int64)
         previous: np.ndarray | None = None
@@ -318,19 +366,14 @@ class _Run:
             state = self.state
             states = JobStates(now, active, state.arrival[active], state.duration[active], state.remaining[active],
                                state.attained[active], state.gpus[active])
-            if self.selector is None:
-                runnable = _fill(active[ranking(self.policy, states)], self.state.gpus, total_gpus, self.backfill)
-            else:
-                runnable = self.selector.select(states)
-            solved = previous is None or not np.array_equal(runnable, previous)
+            runnable, key = self._select(active, states)
+            solved = previous is None or not np.array_equal(key, previous)
             seconds = 0.0
             if solved:
                 started = time.perf_counter()
-                plan = self.allocate(RoundInstance(self.cluster, tuple(self._job(int(p)) for p in runnable)))
-                speedup, use = self._score(runnable, plan)
+                speedup, use, fallback = self._allocate(runnable)
                 seconds = time.perf_counter() - started
-                fallback = plan.fallback
-                previous = runnable
+                previous = key
             running = runnable[speedup > 0]
             rate = speedup[speedup > 0]
             preempted = np.setdiff1d(ran_last, running, assume_unique=True)
@@ -424,7 +467,7 @@ class _Run:
             "profiling_s": [s.profiling_s for s in specs],
             "monitored": (arrived >= self.first) & (arrived < self.last),
         }, columns=list(JOB_COLUMNS))
-        rounds = pd.DataFrame(self.rows, columns=list(ROUND_COLUMNS))
+        rounds = pd.DataFrame(self.rows, columns=list(self._round_columns()))
         job_rounds = None
         if self.record:
             parts = self.job_rows or [(np.empty(0),) * 4]
@@ -432,3 +475,7 @@ class _Run:
             ids = [self.trace.jobs[int(p)].id for p in position]
             job_rounds = pd.DataFrame({"time_s": time_s, "id": ids, "speedup": rate, "run_s": seconds})
         return jobs, rounds, job_rounds
+
+
+# The loop for each kind of cluster; sim/hetero_run.py adds the heterogeneous one when the package loads.
+RUNS: dict[type, type[_Run]] = {Cluster: _Run}

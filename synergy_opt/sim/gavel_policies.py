@@ -9,7 +9,8 @@ allocation-reset throttle off); every round the mechanism picks the jobs that ru
 afterwards is told how long each ran. The runnable set is then handed to the mechanism as any policy's is.
 
 Names (:data:`GAVEL_POLICIES`): ``max_min_fairness`` (Gavel's LAS over normalised throughput, weights from a
-Gavel trace's priority weights, else 1), ``finish_time_fairness`` (Gavel's definition: the time a job would
+Gavel trace's priority weights, else 1), ``max_min_fairness_agnostic`` (Gavel's ``max_min_fairness``: every type
+alike, the same as ``max_min_fairness`` on one type), ``finish_time_fairness`` (Gavel's definition: the time a job would
 have run alone on its isolated share accumulates round by round, as Gavel's does), ``makespan``,
 ``max_sum_throughput``.
 """
@@ -34,6 +35,8 @@ from synergy_opt.policies.rounds import RoundMechanism
 from synergy_opt.sim.policies import JobStates
 
 GPU_TYPE = "gpu"
+# Gavel's heterogeneity-agnostic policies: every type alike to them, the type order shuffled each round.
+AGNOSTIC_POLICIES = ("max_min_fairness_agnostic",)
 
 
 @dataclass
@@ -65,39 +68,68 @@ def _max_sum(data: PolicyInput) -> PolicyResult:
 
 GAVEL_POLICIES: dict[str, Callable[[PolicyInput], PolicyResult]] = {
     "max_min_fairness": _max_min,
+    "max_min_fairness_agnostic": _max_min,
     "finish_time_fairness": _finish_time,
     "makespan": _makespan,
     "max_sum_throughput": _max_sum,
 }
 
 
+# Gavel walks the types fastest first for its heterogeneity-aware policies (scheduler.py).
+GAVEL_TYPE_ORDER = ("v100", "p100", "k80")
+
+
 @dataclass
 class GavelSelector:
-    """The runnable set of each round under one of :data:`GAVEL_POLICIES` on a one-type cluster of ``gpus``."""
+    """Each round's jobs and their GPU types under one of :data:`GAVEL_POLICIES`.
+
+    ``types`` and ``gpus`` describe the cluster; ``speeds[p, t]`` is trace position ``p``'s throughput at type
+    ``t``'s proportional share over its floor (None: one type, every speed 1). ``agnostic`` reads every speed
+    as 1 and shuffles the type order each round (Gavel's heterogeneity-agnostic policies); otherwise the types
+    are walked in Gavel's order (v100, p100, k80; other types after them in the cluster's order).
+    """
 
     name: str
-    gpus: int
+    gpus: tuple[int, ...]
     round_s: float
     weights: Mapping[int, float] = field(default_factory=dict)  # trace position -> Gavel priority weight
+    types: tuple[str, ...] = (GPU_TYPE,)
+    speeds: np.ndarray | None = None
+    agnostic: bool = False
+    seed: int = 0
     rounds: RoundMechanism = field(init=False)
     members: frozenset[int] = field(default=frozenset(), init=False)
     isolated_s: dict[int, float] = field(default_factory=dict, init=False)
     iso_rate: dict[int, float] = field(default_factory=dict, init=False)
+    placed: dict[int, int] = field(default_factory=dict, init=False)
     solves: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         self.solve = GAVEL_POLICIES[self.name]
-        self.rounds = RoundMechanism((GPU_TYPE,), [self.gpus], self.round_s)
+        known = [name for name in GAVEL_TYPE_ORDER if name in self.types]
+        self.order = [self.types.index(name) for name in known]
+        self.order += [t for t in range(len(self.types)) if t not in self.order]
+        self.rounds = RoundMechanism(tuple(self.types[t] for t in self.order), [self.gpus[t] for t in self.order],
+                                     self.round_s, shuffle=self.agnostic, seed=self.seed)
 
-    def select(self, states: JobStates) -> np.ndarray:
-        """The positions that run this round, in the round mechanism's order."""
+    def _speeds(self, positions: np.ndarray) -> np.ndarray:
+        if self.speeds is None or self.agnostic:
+            return np.ones((positions.size, len(self.types)))
+        return np.asarray(self.speeds[positions])
+
+    def select(self, states: JobStates) -> tuple[np.ndarray, np.ndarray]:
+        """The positions that run this round, in the round mechanism's order, and each one's type index."""
         positions = [int(p) for p in states.position]
         if frozenset(positions) != self.members:
             self._reallocate(states, positions)
         scale = dict(zip(map(str, positions), map(int, states.gpus), strict=True))
-        can_run = {job: np.ones(1, dtype=bool) for job in scale}
-        placed = self.rounds.schedule(scale, can_run)
-        return np.array([int(job) for job in placed], dtype=np.int64)
+        usable = (np.asarray(self.speeds[states.position]) > 0) if self.speeds is not None else (
+            np.ones((len(positions), len(self.types)), dtype=bool))
+        can_run = {str(p): usable[i][self.order] for i, p in enumerate(positions)}
+        chosen = self.rounds.schedule(scale, can_run)
+        self.placed = {int(job): self.order[t] for job, t in chosen.items()}
+        return (np.array(list(self.placed), dtype=np.int64),
+                np.array(list(self.placed.values()), dtype=np.int64))
 
     def _reallocate(self, states: JobStates, positions: list[int]) -> None:
         for gone in self.members - set(positions):
@@ -107,26 +139,28 @@ class GavelSelector:
         for position in positions:
             self.rounds.add(str(position))
             self.isolated_s.setdefault(position, 0.0)
-        problem = PolicyProblem((1.0 / states.duration_s)[:, None], states.gpus, np.array([self.gpus]),
+        # Jobs per second on each type: speed there over the run time at the proportional share.
+        throughputs = self._speeds(states.position) / states.duration_s[:, None]
+        problem = PolicyProblem(throughputs, states.gpus, np.array(self.gpus),
                                 priority_weights=np.array([self.weights.get(p, 1.0) for p in positions]),
-                                types=(GPU_TYPE,), job_ids=tuple(map(str, positions)))
-        isolated = problem.isolated_throughputs()
-        self.iso_rate = dict(zip(positions, isolated, strict=True))
-        data = PolicyInput(problem, states, np.array([self.isolated_s[p] for p in positions]))
-        result = self.solve(data)
+                                types=self.types, job_ids=tuple(map(str, positions)))
+        self.iso_rate = dict(zip(positions, problem.isolated_throughputs(), strict=True))
+        result = self.solve(PolicyInput(problem, states, np.array([self.isolated_s[p] for p in positions])))
         self.solves += 1
-        allocation = result.allocation if result.allocation is not None else np.zeros((len(positions), 1))
-        self.rounds.reset(states.now_s, dict(zip(map(str, positions), allocation, strict=True)))
+        allocation = result.allocation if result.allocation is not None else np.zeros(throughputs.shape)
+        self.rounds.reset(states.now_s, {str(p): row[self.order] for p, row in zip(positions, allocation,
+                                                                                    strict=True)})
         self.members = frozenset(positions)
 
     def ran(self, positions: np.ndarray, seconds: np.ndarray, work_s: np.ndarray, durations: np.ndarray) -> None:
         """After the round: ``seconds`` each job held its GPUs, ``work_s`` the work it did (seconds at the
-        proportional share, of ``durations``)."""
+        reference proportional share, of ``durations``)."""
         for position, held, work, duration in zip(positions, seconds, work_s, durations, strict=True):
-            self.rounds.record(str(int(position)), 0, float(held))
-            rate = self.iso_rate.get(int(position), 0.0)
+            job = int(position)
+            self.rounds.record(str(job), self.order.index(self.placed.get(job, 0)), float(held))
+            rate = self.iso_rate.get(job, 0.0)
             if rate > 0:  # Gavel: steps done over the isolated throughput
-                self.isolated_s[int(position)] += float(work / duration) / rate
+                self.isolated_s[job] += float(work / duration) / rate
 
 
 def gavel_weights(trace_metadata: Mapping[str, Any], ids: list[str]) -> dict[int, float]:

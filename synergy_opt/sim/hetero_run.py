@@ -1,0 +1,149 @@
+"""The simulation loop on a heterogeneous cluster (issue 23): every rule of the one-type loop, per GPU type.
+
+- **Unit of progress.** A job's work is counted in seconds at the proportional share of the cluster's reference
+  type (its ``duration_s``); in a round it progresses at its throughput on the type and config it holds over
+  its throughput there (its *floor*). Each job's matrix on each type: :mod:`synergy_opt.sim.type_profiles`.
+- **Types.** The policy chooses each runnable job's type. Gavel's LP policies
+  (:mod:`synergy_opt.sim.gavel_policies`) do so through their round mechanism; the greedy policies (FIFO, SRTF,
+  LAS, FTF, a callable) take the jobs in their order and give each the type where it runs fastest at the
+  proportional share among those with enough free GPUs (ties: the cluster's order); a job that fits no type is
+  passed over (``backfill``) or ends the set.
+- **Mechanisms per type.** The jobs on each type form that type's round (its servers, their matrices there),
+  and the mechanism allocates it as on a one-type cluster: CPU and memory are shared on the chosen types.
+- **Use per round**, per type, in extra columns of ``SimResult.rounds`` (``gpu_util_pct.<type>``, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from synergy_opt.hetero import HeteroCluster
+from synergy_opt.instance import Job, RoundInstance
+from synergy_opt.profile import Profile
+from synergy_opt.sim.allocators import RoundPlan
+from synergy_opt.sim.engine import RUNS, _Run
+from synergy_opt.sim.gavel_policies import GavelSelector
+from synergy_opt.sim.policies import JobStates, Policy, ranking
+from synergy_opt.sim.result import ROUND_COLUMNS
+from synergy_opt.sim.throughput import ThroughputTable
+from synergy_opt.sim.trace import Trace
+from synergy_opt.sim.type_profiles import trace_type_profiles
+
+_USE = ("gpu_util_pct", "cpu_util_pct", "mem_util_pct")
+
+
+class HeteroRun(_Run):
+    """One simulation on a :class:`~synergy_opt.hetero.HeteroCluster` (see the module)."""
+
+    def __init__(
+        self, trace: Trace, cluster: HeteroCluster, policy: Policy, allocate: Callable[[RoundInstance], RoundPlan],
+        round_s: float, overhead: float, window: tuple[int, int], record_job_rounds: bool, backfill: bool,
+        selector: GavelSelector | None,
+    ) -> None:
+        self.hetero = cluster
+        self.names = cluster.names
+        self.reference = cluster.index(str(cluster.reference))
+        self.type_gpus = np.array([t.total_gpus for t in cluster.types], dtype=np.int64)
+        self.type_jobs: dict[tuple[int, int], Job] = {}
+        self.types_of = np.empty(0, dtype=np.int64)
+        super().__init__(trace, cluster, policy, allocate, round_s, overhead, window,  # type: ignore[arg-type]
+                         record_job_rounds, backfill, selector)
+
+    def _capacity(self) -> np.ndarray:
+        per_type = np.array([[t.total_gpus, t.servers * t.cpus_per_server, t.servers * t.mem_gb_per_server]
+                             for t in self.hetero.types], dtype=float)
+        return np.concatenate([per_type.sum(axis=0), per_type.ravel()])
+
+    def _round_columns(self) -> tuple[str, ...]:
+        extra = tuple(f"{column}.{name}" for name in self.names for column in _USE)
+        cut = ROUND_COLUMNS.index("mem_util_pct") + 1
+        return (*ROUND_COLUMNS[:cut], *extra, *ROUND_COLUMNS[cut:])
+
+    @property
+    def max_job_gpus(self) -> int:
+        return int(self.type_gpus.max())
+
+    def _floors(self, trace: Trace, old: int) -> tuple[np.ndarray, tuple[float, float]]:
+        self.profiles = trace_type_profiles(trace, self.hetero)
+        self.type_tables = [ThroughputTable([job[name] for job in self.profiles]) for name in self.names]
+        positions = np.arange(len(trace))
+        at_share = np.column_stack([table.at(positions, t.cpu_per_gpu, t.mem_gb_per_gpu)
+                                    for table, t in zip(self.type_tables, self.hetero.types, strict=True)])
+        floors = at_share[:, self.reference]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.speeds = np.where(floors[:, None] > 0, at_share / np.where(floors > 0, floors, 1.0)[:, None], 0.0)
+        if self.selector is not None:
+            self.selector.speeds = self.speeds
+        ref = self.hetero.reference_type
+        return floors[old:], (ref.cpu_per_gpu, ref.mem_gb_per_gpu)
+
+    def _select(self, active: np.ndarray, states: JobStates) -> tuple[np.ndarray, np.ndarray]:
+        if self.selector is not None:
+            runnable, types = self.selector.select(states)
+        else:
+            runnable, types = self._fastest_free_type(active[ranking(self.policy, states)])
+        self.types_of = types
+        return runnable, runnable * len(self.names) + types
+
+    def _fastest_free_type(self, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The greedy policies' type rule: each job in order on its fastest type with room (module)."""
+        free = self.type_gpus.copy()
+        chosen: list[int] = []
+        types: list[int] = []
+        for position in order:
+            need = self.state.gpus[position]
+            speed = np.where((free >= need) & (self.speeds[position] > 0), self.speeds[position], -np.inf)
+            best = int(np.argmax(speed))
+            if speed[best] == -np.inf:
+                if not self.backfill:
+                    break
+                continue
+            chosen.append(int(position))
+            types.append(best)
+            free[best] -= need
+            if not free.any():
+                break
+        return np.array(chosen, dtype=np.int64), np.array(types, dtype=np.int64)
+
+    def _type_job(self, position: int, t: int) -> Job:
+        job = self.type_jobs.get((position, t))
+        if job is None:
+            spec = self.trace.jobs[position]
+            profile: Profile = self.profiles[position][self.names[t]]
+            job = Job(spec.id, spec.gpus, profile, model=spec.model)
+            self.type_jobs[(position, t)] = job
+        return job
+
+    def _allocate(self, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+        speedup = np.zeros(runnable.size)
+        use = np.zeros(3 * (len(self.names) + 1))
+        fallback = False
+        for t, server_type in enumerate(self.hetero.types):
+            here = np.flatnonzero(self.types_of == t)
+            if here.size == 0:
+                continue
+            positions = runnable[here]
+            plan = self.allocate(RoundInstance(server_type.cluster,
+                                               tuple(self._type_job(int(p), t) for p in positions)))
+            fallback = fallback or plan.fallback
+            throughput, used = self._score_on(t, positions, plan)
+            speedup[here] = throughput / self.state.floor[positions]
+            use[:3] += used
+            use[3 * (t + 1):3 * (t + 2)] = used
+        return speedup, use, fallback
+
+    def _score_on(self, t: int, positions: np.ndarray, plan: RoundPlan) -> tuple[np.ndarray, np.ndarray]:
+        """Throughput of the jobs on type ``t`` under ``plan``, and the type's (GPUs, CPUs, GB) in use."""
+        table = self.type_tables[t]
+        gpus = self.state.gpus[positions]
+        if plan.allocation is not None:
+            ids = [self.trace.jobs[int(p)].id for p in positions]
+            return table.of_allocation(positions, ids, gpus, plan.allocation)
+        assert plan.cpu_per_gpu is not None and plan.mem_gb_per_gpu is not None
+        throughput = table.at(positions, plan.cpu_per_gpu, plan.mem_gb_per_gpu)
+        return throughput, np.array([gpus.sum(), gpus @ plan.cpu_per_gpu, gpus @ plan.mem_gb_per_gpu], dtype=float)
+
+
+RUNS[HeteroCluster] = HeteroRun

@@ -1,0 +1,66 @@
+"""Each trace job's matrix on each GPU type of a heterogeneous cluster, in the reference type's unit.
+
+- A job read from a Gavel trace: its built-in model's matrix with the GPU stage at the speed Gavel measured
+  for *its own* job type and scale factor on that type over the reference type
+  (:func:`synergy_opt.profiling.gpu_types.builtin_type_matrix`, issue 20's rule); 0 where Gavel measured 0
+  (the job cannot use that type).
+- A job of a built-in model with the built-in matrix: the model's matrix on that type
+  (:func:`synergy_opt.profiles.builtin_type_profile`, Gavel's speed ratio of its nearest job type).
+- Any other job (its own matrix): the same matrix on every type (nothing says how a type changes it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.hetero import HeteroCluster
+from synergy_opt.profile import Profile
+from synergy_opt.profiles import builtin_type_profile, gavel_gpu_types, model_info, model_names
+from synergy_opt.profiling.gpu_types import builtin_type_matrix
+from synergy_opt.sim.trace import Trace
+
+
+def trace_type_profiles(trace: Trace, cluster: HeteroCluster) -> list[dict[str, Profile]]:
+    """Per job of ``trace``, its matrix on each type of ``cluster`` (see the module)."""
+    found = trace.metadata.get("gavel")
+    gavel: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    ratio = int(trace.metadata.get("cpu_per_gpu", 3)) if isinstance(trace.metadata.get("cpu_per_gpu"), int) else 3
+    reference = str(cluster.reference)
+    out = []
+    for index, job in enumerate(trace.jobs):
+        record = gavel["jobs"].get(job.id) if gavel else None
+        if record is not None:
+            out.append(_gavel_job(index, job.model, record, gavel["steps_per_s"], cluster, reference))
+        elif job.model in model_names() and job.profile == model_info(job.model, ratio).profile:
+            out.append({name: _builtin(index, job.model, name, ratio) for name in cluster.names})
+        else:
+            out.append(dict.fromkeys(cluster.names, job.profile))
+    return out
+
+
+def _builtin(index: int, model: str, gpu_type: str, ratio: int) -> Profile:
+    if gpu_type not in gavel_gpu_types():
+        raise InvalidInputError(f"trace.jobs[{index}]", model, f"a built-in model has matrices on "
+                                f"{', '.join(gavel_gpu_types())} only, not {gpu_type!r}: give the job its own matrix")
+    return builtin_type_profile(model, gpu_type, ratio)
+
+
+def _gavel_job(index: int, model: str | None, record: Mapping[str, Any], rates: Mapping[str, Any],
+               cluster: HeteroCluster, reference: str) -> dict[str, Profile]:
+    job_type, scale = record["job_type"], str(record["scale_factor"])
+    missing = [name for name in (*cluster.names, reference) if name not in rates]
+    if missing or model is None:
+        raise InvalidInputError(f"trace.jobs[{index}]", job_type, f"the Gavel trace has no throughputs on "
+                                f"{missing[0] if missing else 'its types'} (read it with types= covering the cluster)")
+    base = model_info(model).profile
+    steps_ref = rates[reference][job_type][scale]
+    profiles = {}
+    for name in cluster.names:
+        speed = rates[name][job_type][scale] / steps_ref
+        tput = builtin_type_matrix(model, speed) if speed > 0 else np.zeros_like(base.tput)
+        profiles[name] = Profile(base.cpu_per_gpu, base.mem_gb_per_gpu, tput, name=model)
+    return profiles

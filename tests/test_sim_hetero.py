@@ -1,0 +1,68 @@
+"""The simulator on heterogeneous clusters: one type as before, the greedy policies' type rule by hand, progress
+in the reference type's unit, the mechanisms per type, use per type."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import synergy_opt as so
+from synergy_opt.hetero import HeteroCluster, ServerType
+from synergy_opt.profiles import builtin_type_profile
+
+
+def test_one_type_gives_exactly_the_one_type_run() -> None:
+    trace = so.generate_trace(30, load=None, seed=3)
+    for policy, mechanism in (("fifo", "tune"), ("srtf", "proportional"), ("max_min_fairness", "tune")):
+        plain = so.simulate(trace, so.Cluster(1), policy=policy, mechanism=mechanism)
+        typed = so.simulate(trace, HeteroCluster.homogeneous(so.Cluster(1)), policy=policy, mechanism=mechanism)
+        assert typed.jobs.equals(plain.jobs), (policy, mechanism)
+        assert typed.rounds["gpu_util_pct.v100"].tolist() == plain.rounds["gpu_util_pct"].tolist()
+
+
+def _k80_v100() -> HeteroCluster:
+    return HeteroCluster((ServerType("k80", 1, 1, 3, 62.5), ServerType("v100", 1, 1, 3, 62.5)))
+
+
+def test_greedy_policies_give_each_job_its_fastest_free_type() -> None:
+    # A and B (res18, 1 GPU, 1 h at the v100's proportional share) at 0 on one K80 and one V100 GPU: FIFO gives
+    # A the V100 (its fastest type), B the K80, where it runs at its K80 matrix's value at 3 CPUs and 62.5 GB
+    # over its V100 floor. When A is done (1 h), B moves to the free V100 and does the rest at speed 1.
+    profile = so.builtin_profile("res18")
+    trace = so.Trace((so.TraceJob("A", 0.0, 1, 3600.0, profile, model="res18"),
+                      so.TraceJob("B", 0.0, 1, 3600.0, profile, model="res18")))
+    speed = builtin_type_profile("res18", "k80").throughput(3, 62.5) / profile.throughput(3, 62.5)
+    assert 0 < speed < 1
+    result = so.simulate(trace, _k80_v100(), policy="fifo", mechanism="proportional", round_s=300,
+                         record_job_rounds=True)
+    finish = dict(zip(result.jobs.id, result.jobs.finish_s, strict=True))
+    assert finish["A"] == pytest.approx(3600.0)
+    assert finish["B"] == pytest.approx(3600.0 + (3600.0 - 3600.0 * speed), rel=1e-9)
+    rows = result.job_rounds
+    assert set(rows.speedup[rows.id == "B"].round(12)) == {round(speed, 12), 1.0}
+    first = result.rounds.iloc[0]
+    assert first["gpu_util_pct.k80"] == 100.0 and first["gpu_util_pct.v100"] == 100.0
+
+
+@pytest.mark.parametrize("policy", ["fifo", "las", "max_min_fairness", "max_min_fairness_agnostic"])
+@pytest.mark.parametrize("mechanism", ["proportional", "tune"])
+def test_work_is_conserved_and_types_respected(policy: str, mechanism: str) -> None:
+    trace = so.generate_trace(16, load=None, multi_gpu=False, seed=2)
+    cluster = HeteroCluster.of("k80:1,p100:1,v100:1", 4, 12, 250)
+    result = so.simulate(trace, cluster, policy=policy, mechanism=mechanism, round_s=600, record_job_rounds=True)
+    assert result.summary["unfinished"] == 0 and result.summary["types"] == "k80:1,p100:1,v100:1"
+    rows = result.job_rounds
+    work = (rows.speedup * rows.run_s).groupby(rows.id).sum()
+    durations = dict(zip(result.jobs.id, result.jobs.duration_s, strict=True))
+    for job, done in work.items():
+        assert done == pytest.approx(durations[job], rel=1e-9)
+    for name in cluster.names:
+        assert (result.rounds[f"gpu_util_pct.{name}"] <= 100.0 + 1e-9).all()
+    assert np.allclose(result.rounds[[f"gpu_util_pct.{n}" for n in cluster.names]].mean(axis=1),
+                       result.rounds.gpu_util_pct)
+
+
+def test_a_job_larger_than_every_type_is_named() -> None:
+    trace = so.Trace((so.TraceJob("big", 0.0, 2, 60.0, so.builtin_profile("res18"), model="res18"),))
+    with pytest.raises(so.InvalidInputError, match=r"trace\.jobs\[0\]\.gpus"):
+        so.simulate(trace, _k80_v100())
