@@ -91,34 +91,41 @@ class RoundMechanism:
         self.last_reset_s = now_s
         self.resets += 1
 
+    def _stacked(self, can_run: Mapping[str, np.ndarray]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """The jobs in joining order, and their priorities, deficits and fractions as ``(jobs, types)`` arrays."""
+        jobs = list(self.jobs)
+        none = np.zeros(len(self.types))
+        x = np.array([self.allocation.get(job, none) for job in jobs]).reshape(len(jobs), len(self.types))
+        received = np.array([self.received[job] for job in jobs]).reshape(x.shape)
+        usable = np.array([np.asarray(can_run[job], dtype=bool) for job in jobs]).reshape(x.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fraction = np.where(self.type_time > 0, received / np.where(self.type_time > 0, self.type_time, 1.0), 0.0)
+            priority = np.where(fraction > 0, x / np.where(fraction > 0, fraction, 1.0), x * UNSEEN_PRIORITY)
+        priority = np.where((x > 0) & usable, priority, 0.0)
+        deficit = np.array([self.deficit[job] for job in jobs]).reshape(x.shape)
+        return jobs, priority, deficit, x
+
     def priorities(self, can_run: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Each job's priority on each type (see the module)."""
-        out = {}
-        for job in self.jobs:
-            x = self.allocation.get(job, np.zeros(len(self.types)))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                fraction = np.where(self.type_time > 0, self.received[job] / self.type_time, 0.0)
-                priority = np.where(fraction > 0, x / np.where(fraction > 0, fraction, 1.0), x * UNSEEN_PRIORITY)
-            out[job] = np.where((x > 0) & np.asarray(can_run[job], dtype=bool), priority, 0.0)
-        return out
+        jobs, priority, _, _ = self._stacked(can_run)
+        return dict(zip(jobs, priority, strict=True))
 
     def schedule(self, scale_factors: Mapping[str, int], can_run: Mapping[str, np.ndarray]) -> dict[str, int]:
         """This round's assignment: job -> index of its type (jobs left out do not run)."""
-        priority = self.priorities(can_run)
+        jobs, priority, deficit, x = self._stacked(can_run)
         order = np.arange(len(self.types))
         if self.shuffle:
             order = self.rng.permutation(order)
         left = self.gpus.copy()
         placed: dict[str, int] = {}
-        none = np.zeros(len(self.types))
+        joined = np.arange(len(jobs))
         for t in order:
-            keys = {job: (float(priority[job][t]), float(self.deficit[job][t]),
-                          float(self.allocation.get(job, none)[t])) for job in self.jobs}
-            # Python's sort is stable, so reverse=True keeps the joining order among equal keys, as Gavel's.
-            queue = sorted(self.jobs, key=keys.__getitem__, reverse=True)
-            for job in queue:
+            # Largest (priority, deficit, fraction) first; ties in joining order, as Gavel's stable sort.
+            queue = np.lexsort((joined, -x[:, t], -deficit[:, t], -priority[:, t]))
+            for index in queue:
                 if left[t] == 0:
                     break
+                job = jobs[index]
                 if job in placed or not can_run[job][t] or scale_factors[job] > left[t]:
                     continue
                 placed[job] = int(t)
