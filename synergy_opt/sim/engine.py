@@ -403,15 +403,18 @@ class _Run:
     def _can_extend(self) -> bool:
         return self.trace.extendable and self.size < self.max_jobs
 
-    def _score(self, runnable: np.ndarray, plan: RoundPlan) -> tuple[np.ndarray, np.ndarray]:
-        """Each runnable job's speedup over its GPU-proportional throughput, and the resources in use."""
+    def _score(self, runnable: np.ndarray, plan: RoundPlan, table: ThroughputTable | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Each runnable job's speedup over its floor, and the resources in use (GPUs, CPUs, GB), its
+        throughput read from ``table`` (default the run's)."""
+        table = self.table if table is None else table
         gpus = self.state.gpus[runnable]
         if plan.allocation is not None:
             ids = [self.trace.jobs[int(p)].id for p in runnable]
-            throughput, use = self.table.of_allocation(runnable, ids, gpus, plan.allocation)
+            throughput, use = table.of_allocation(runnable, ids, gpus, plan.allocation)
         else:
             assert plan.cpu_per_gpu is not None and plan.mem_gb_per_gpu is not None
-            throughput = self.table.at(runnable, plan.cpu_per_gpu, plan.mem_gb_per_gpu)
+            throughput = table.at(runnable, plan.cpu_per_gpu, plan.mem_gb_per_gpu)
             use = np.array([gpus.sum(), gpus @ plan.cpu_per_gpu, gpus @ plan.mem_gb_per_gpu], dtype=float)
         return throughput / self.state.floor[runnable], use
 

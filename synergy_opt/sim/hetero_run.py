@@ -128,22 +128,10 @@ class HeteroRun(_Run):
             plan = self.allocate(RoundInstance(server_type.cluster,
                                                tuple(self._type_job(int(p), t) for p in positions)))
             fallback = fallback or plan.fallback
-            throughput, used = self._score_on(t, positions, plan)
-            speedup[here] = throughput / self.state.floor[positions]
+            speedup[here], used = self._score(positions, plan, self.type_tables[t])
             use[:3] += used
             use[3 * (t + 1):3 * (t + 2)] = used
         return speedup, use, fallback
-
-    def _score_on(self, t: int, positions: np.ndarray, plan: RoundPlan) -> tuple[np.ndarray, np.ndarray]:
-        """Throughput of the jobs on type ``t`` under ``plan``, and the type's (GPUs, CPUs, GB) in use."""
-        table = self.type_tables[t]
-        gpus = self.state.gpus[positions]
-        if plan.allocation is not None:
-            ids = [self.trace.jobs[int(p)].id for p in positions]
-            return table.of_allocation(positions, ids, gpus, plan.allocation)
-        assert plan.cpu_per_gpu is not None and plan.mem_gb_per_gpu is not None
-        throughput = table.at(positions, plan.cpu_per_gpu, plan.mem_gb_per_gpu)
-        return throughput, np.array([gpus.sum(), gpus @ plan.cpu_per_gpu, gpus @ plan.mem_gb_per_gpu], dtype=float)
 
 
 RUNS[HeteroCluster] = HeteroRun
