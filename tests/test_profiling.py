@@ -21,6 +21,7 @@ from synergy_opt.profiling import (
     fit_builtin,
     fit_job_model,
 )
+from synergy_opt.profiling import fit as fit_module
 from synergy_opt.profiling.sampler import PARAMETER_SPREAD
 from synergy_opt.sim.trace import generate_trace
 
@@ -134,12 +135,34 @@ def test_stored_fits_reproduce_the_builtin_matrices(name: str) -> None:
     assert float(fit.model.iteration_time_s(3, 62.5)) == pytest.approx(model_info(name).iter_time_s)
 
 
-def test_stored_fits_are_the_fits() -> None:
-    """The stored parameters are what fit_builtin gives (refit with ``python -m synergy_opt.profiling --write``)."""
+def test_a_refit_is_at_least_as_good_as_the_stored_fit() -> None:
+    """Whatever scipy version runs it, the multi-start refit finds a fit no worse than the stored one (refit and
+    store with ``python -m synergy_opt.profiling --write``): the property does not depend on where one local
+    solve lands."""
     for name in model_names():
         fresh, stored = fit_builtin(name), builtin_fit(name)
-        assert fresh.max_error == pytest.approx(stored.max_error, abs=1e-4), name
-        assert np.allclose(fresh.fitted.tput, stored.fitted.tput, rtol=1e-4, atol=1e-6), name
+        assert fresh.squared_error <= stored.squared_error * (1 + 1e-6) + 1e-12, name
+        assert fresh.rms_error <= stored.rms_error + 1e-6, name
+
+
+@pytest.mark.parametrize("name", ["m5", "deepspeech", "alexnet"])
+def test_the_fit_does_not_depend_on_where_one_local_solve_lands(name: str) -> None:
+    """From starts moved off the matrix-derived one (as another scipy's first steps would move it), the
+    multi-start reaches the same cost: one local solve from the start alone lands in a worse basin on m5."""
+    profile = model_info(name).profile
+    cpu, mem, tput = profile.cpu_per_gpu, profile.mem_gb_per_gpu, profile.tput
+
+    def residual(x: np.ndarray) -> np.ndarray:
+        return ((fit_module._normalised(x, cpu, mem) - tput) / tput.max()).ravel()
+
+    start = fit_module._start(cpu, mem, tput)
+    best = float(np.sum(residual(fit_module._multi_start(residual, start)) ** 2))
+    assert best == pytest.approx(builtin_fit(name).squared_error, rel=1e-6, abs=1e-12)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        moved = start + rng.normal(0.0, 0.3, 5) * np.array([1, 1, 0, 1, 1])
+        cost = float(np.sum(residual(fit_module._multi_start(residual, moved)) ** 2))
+        assert cost <= best * (1 + 1e-6) + 1e-12, (name, cost, best)
 
 
 def test_fit_recovers_a_model_whose_stages_all_show() -> None:
