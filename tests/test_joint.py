@@ -284,7 +284,7 @@ def test_worked_example_of_the_paper() -> None:
     instance = worked_example()
     assert so.solve_ideal(instance).objective == pytest.approx(5.3)
     for formulation in ("patterns", "servers", "literal"):
-        together = solve(instance, formulation=formulation)
+        together = solve(instance, consolidate=True, formulation=formulation)
         assert together.objective == pytest.approx(4.93), formulation
         check_allocation(instance, together)
         servers = {j: scored(together).jobs[j].servers for j in ("j1", "j2", "j3", "j4")}
@@ -332,7 +332,7 @@ def test_jobs_that_cannot_be_consolidated_are_infeasible_not_a_hang() -> None:
     profile = so.builtin_profile("gnmt")
     instance = RoundInstance(Cluster(2, 8, 24, 500), tuple(Job(f"j{i}", 5, profile) for i in range(3)))
     for formulation in ("patterns", "servers", "literal"):
-        result = so.solve_joint(instance, formulation=formulation, time_limit=30)
+        result = so.solve_joint(instance, consolidate=True, formulation=formulation, time_limit=30)
         assert result.status is Status.INFEASIBLE and result.allocation is None and result.evaluation is None
     assert so.solve_joint(instance, consolidate=False).objective == pytest.approx(3.0)
 
@@ -370,10 +370,10 @@ def test_upper_bound_row_is_a_cutoff() -> None:
     instance = worked_example()
     ideal = so.solve_ideal(instance).objective
     assert ideal is not None
-    assert solve(instance, upper_bound=ideal).objective == pytest.approx(4.93)
+    assert solve(instance, consolidate=True, upper_bound=ideal).objective == pytest.approx(4.93)
     # Every job at its floor (1 each) already gives 4: a cut-off below that leaves nothing.
-    assert solve(instance, upper_bound=3.5).status is Status.INFEASIBLE
-    capped = solve(instance, upper_bound=4.5).objective
+    assert solve(instance, consolidate=True, upper_bound=3.5).status is Status.INFEASIBLE
+    capped = solve(instance, consolidate=True, upper_bound=4.5).objective
     assert capped is not None and 4.0 <= capped <= 4.5 + TOL
 
 
@@ -383,3 +383,14 @@ def test_round_without_jobs_is_an_empty_optimum() -> None:
         result = so.solve_joint(instance, formulation=formulation)  # type: ignore[arg-type]
         assert result.status is Status.OPTIMAL and result.objective == 0
         assert result.allocation is not None and not result.allocation.jobs
+
+
+def test_one_default_any_job_may_split_and_the_result_says_which_rule() -> None:
+    """solve_joint's default is the bench's and near-opt's reference (consolidate=False, as OPT may split);
+    the paper's rule is consolidate=True. The result states which was solved."""
+    instance = worked_example()
+    free, whole = so.solve_joint(instance), so.solve_joint(instance, consolidate=True)
+    assert (free.consolidate, whole.consolidate) == (False, True)
+    assert free.objective == pytest.approx(5.3) and whole.objective == pytest.approx(4.93)
+    noisy = so.generate_round(32, multi_gpu=True, seed=1, profile_noise=0.05)  # the decomposition says it too
+    assert so.solve_joint(noisy, method="decomposition", consolidate=True).consolidate is True

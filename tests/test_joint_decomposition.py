@@ -248,7 +248,7 @@ def test_splits_on_patterns_reach_the_direct_optimum(multi_gpu: bool) -> None:
     """A forced branching on patterns first (rows over conditions of several components, a flag per component
     in the pricing) on rounds where it splits several times."""
     instance = so.generate_round(16, multi_gpu=multi_gpu, seed=3, profile_noise=0.05)
-    direct = so.solve_joint(instance, method="direct", mip_gap=1e-9)
+    direct = so.solve_joint(instance, consolidate=True, method="direct", mip_gap=1e-9)
     result = decompose(instance, "forced branching on patterns")
     assert result.status is Status.OPTIMAL and "on patterns" in result.solve.message
     assert result.objective == pytest.approx(direct.objective, rel=1e-9)
@@ -282,7 +282,7 @@ def test_a_loose_gap_still_reports_a_bound_on_every_solution(gpus: int, multi_gp
     """With ``mip_gap`` 2% the tree closes nodes and fixes columns early; the bound it reports must still be at
     least the true optimum (not merely within the gap of it), and the objective within the gap."""
     instance = so.generate_round(gpus, multi_gpu=multi_gpu, seed=seed, profile_noise=0.05)
-    direct = so.solve_joint(instance, method="direct", mip_gap=1e-9, time_limit=60)
+    direct = so.solve_joint(instance, consolidate=True, method="direct", mip_gap=1e-9, time_limit=60)
     assert direct.status is Status.OPTIMAL and direct.objective is not None
     params = SolverParams(mip_gap=0.02)
     _, result, _ = solve_decomposition(instance, params, consolidate=True, split_penalty=0.0, objective="job",
@@ -322,7 +322,7 @@ def test_no_solution_only_when_no_incumbent_exists() -> None:
     """Three 5-GPU jobs cannot be consolidated on two 8-GPU servers: the decomposition proves it."""
     profile = so.builtin_profile("gnmt")
     instance = RoundInstance(Cluster(2, 8, 24, 500), tuple(so.Job(f"j{i}", 5, profile) for i in range(3)))
-    result = so.solve_joint(instance, method="decomposition")
+    result = so.solve_joint(instance, consolidate=True, method="decomposition")
     assert result.status is Status.INFEASIBLE and result.allocation is None
     assert so.solve_joint(instance, consolidate=False, method="decomposition").objective == pytest.approx(3.0)
 
@@ -361,7 +361,7 @@ def test_empty_round() -> None:
 def test_items_of_the_decomposition_are_the_models() -> None:
     instance = so.generate_round(32, multi_gpu=True, seed=1, profile_noise=0.05)
     items = item_columns(instance, True, 0.0, "job", JointReductions())
-    joint = so.joint.build_joint(instance, formulation="servers")
+    joint = so.joint.build_joint(instance, consolidate=True, formulation="servers")
     assert np.array_equal(items.col_item, joint.col_item) and np.array_equal(items.weight, joint.col_weight)
 
 
@@ -421,7 +421,7 @@ def test_a_node_beyond_the_pricing_flags_stays_open_with_a_valid_bound(monkeypat
 
     monkeypatch.setattr(branching, "MAX_FLAGS", 2)
     instance = so.generate_round(16, multi_gpu=True, seed=3, profile_noise=0.05)
-    direct = so.solve_joint(instance, method="direct", mip_gap=1e-9, time_limit=60)
+    direct = so.solve_joint(instance, consolidate=True, method="direct", mip_gap=1e-9, time_limit=60)
     assert direct.status is Status.OPTIMAL and direct.objective is not None
     result = decompose(instance, "forced branching on patterns")
     assert result.status in (Status.OPTIMAL, Status.FEASIBLE), result.solve.message

@@ -195,7 +195,9 @@ def _opt(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
 
 def _joint(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
     result = solve_joint(instance, solver=solver, consolidate=options.joint_consolidate, **_limit(options))
-    return _solved(result, result.message)
+    outcome = _solved(result, result.message)
+    outcome.settings = f"consolidate={result.consolidate}"  # which placement rule the reference is
+    return outcome
 
 
 # The function whose signature holds each solver-free mechanism's options and their defaults.

@@ -52,7 +52,7 @@ class LiteralJointModel:
 def build_joint_literal(
     instance: RoundInstance,
     *,
-    consolidate: bool = True,
+    consolidate: bool = False,
     split_penalty: float = 0.0,
     objective: Objective = "job",
 ) -> LiteralJointModel:

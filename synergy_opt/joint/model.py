@@ -168,7 +168,7 @@ class JointModel:
 def build_joint(
     instance: RoundInstance,
     *,
-    consolidate: bool = True,
+    consolidate: bool = False,
     split_penalty: float = 0.0,
     objective: Objective = "job",
     reductions: JointReductions | None = None,

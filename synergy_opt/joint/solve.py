@@ -46,6 +46,9 @@ class JointResult(SolvedModel):
     ``bound`` is a valid upper bound on the optimum whenever it is not None (never above the ideal ILP's with the
     decomposition). ``evaluation`` is the one evaluator's verdict on ``allocation``; without a split penalty its
     objective equals ``objective``. ``method`` is the method that ran; ``report`` the decomposition's phases.
+    ``consolidate`` is the placement rule that was solved: False (the default) lets any job be split over
+    servers, as OPT does, so the optimum bounds every mechanism that keeps each job at its floor; True is the
+    paper's rule (every job that fits on one server runs on one server).
     """
 
     status: Status
@@ -55,6 +58,7 @@ class JointResult(SolvedModel):
     solve: SolveResult
     method: str = "direct"
     report: DecompositionReport | None = None
+    consolidate: bool = False
 
     @property
     def model_build_seconds(self) -> float:
@@ -103,7 +107,7 @@ class JointResult(SolvedModel):
 def solve_joint(
     instance: RoundInstance,
     solver: str = DEFAULT_SOLVER,
-    consolidate: bool = True,
+    consolidate: bool = False,
     split_penalty: float = 0.0,
     time_limit: float | None = None,
     mip_gap: float = 1e-4,
@@ -125,7 +129,10 @@ def solve_joint(
     solver
         A registered backend that solves integer models (see :func:`synergy_opt.solvers.available_solvers`).
     consolidate
-        Every job whose GPUs fit on one server runs on one server; larger jobs may use any servers.
+        False (default): any job may be split over servers, as OPT does, so that the optimum bounds every
+        mechanism that keeps each job at its floor (the bench's and near-opt's reference). True: the paper's
+        rule, every job whose GPUs fit on one server runs on one server; larger jobs may use any servers.
+        ``JointResult.consolidate`` says which was solved.
     split_penalty
         ``p`` in ``[0, 1]``: a job spread over several servers counts ``(1 - p) W`` in the objective.
     time_limit, mip_gap
@@ -186,12 +193,12 @@ def solve_joint(
                                                     split_penalty=split_penalty, objective=objective,
                                                     reductions=reductions, upper_bound=upper_bound)
         return JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=found,
-                           solve=result, method="decomposition", report=report)
+                           solve=result, method="decomposition", report=report, consolidate=consolidate)
     if joint is None:
         joint = _direct_model(instance, consolidate, split_penalty, objective, reductions, formulation, upper_bound)
     result = solve_model(joint.model, solver, params)
     return JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=joint,
-                       solve=result, method="direct")
+                       solve=result, method="direct", consolidate=consolidate)
 
 
 def _decomposition_unsupported(solver: str, formulation: str, reductions: JointReductions,
