@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -158,6 +159,18 @@ class Evaluation:
             more = f" (and {len(self.problems) - 10} more)" if len(self.problems) > 10 else ""
             raise InvalidAllocationError(f"invalid allocation: {shown}{more}")
         return self
+
+    def to_frame(self) -> Any:
+        """One row per job (a pandas ``DataFrame`` indexed by job id): ``gpus``, ``gpus_placed``, ``servers``,
+        ``throughput``, ``floor``, ``meets_floor``, ``split``, ``disproportionate``."""
+        import pandas as pd  # pandas only when asked for: `import synergy_opt` stays light
+
+        rows = [{"job": s.job_id, "gpus": s.gpus, "gpus_placed": s.gpus_placed, "servers": s.servers,
+                 "throughput": s.throughput, "floor": s.floor, "meets_floor": s.meets_floor, "split": s.split,
+                 "disproportionate": s.disproportionate} for s in self.jobs.values()]
+        columns = ["job", "gpus", "gpus_placed", "servers", "throughput", "floor", "meets_floor", "split",
+                   "disproportionate"]
+        return pd.DataFrame(rows, columns=columns).set_index("job")
 
     def summary(self) -> dict[str, float | int | bool]:
         """The totals as one flat row (what the benchmark tables print)."""

@@ -208,6 +208,13 @@ class Allocation:
     def to_dict(self) -> dict[str, Any]:
         return {"jobs": {job_id: [p.to_dict() for p in parts] for job_id, parts in self.jobs.items()}}
 
+    def to_frame(self) -> Any:
+        """One row per placement (a pandas ``DataFrame``): ``job``, ``server``, ``gpus``, ``cpus``, ``mem_gb``."""
+        import pandas as pd  # pandas only when asked for: `import synergy_opt` stays light
+
+        rows = [{"job": job_id, **part.to_dict()} for job_id, parts in self.jobs.items() for part in parts]
+        return pd.DataFrame(rows, columns=["job", "server", "gpus", "cpus", "mem_gb"])
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Allocation:
         if not isinstance(data, Mapping) or not isinstance(data.get("jobs"), Mapping):

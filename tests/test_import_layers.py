@@ -46,8 +46,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # The only imports allowed inside functions: each loads something slow (or an optional library) on first use.
 LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("synergy_opt", "synergy_opt.sim"): "the simulator and pandas on first use of a simulator name",
-    ("synergy_opt.bench.cli", "synergy_opt.bench.plots"): "matplotlib only with --plot",
-    ("synergy_opt.sim.cli", "synergy_opt.sim.plots"): "matplotlib only with --plot",
+    ("synergy_opt.bench.compare", "synergy_opt.bench.plots"): "matplotlib only when drawing (--plot, plot, compare)",
+    ("synergy_opt.bench.compare", "synergy_opt.cli.plots"): "matplotlib only when drawing (--plot, plot, compare)",
+    ("synergy_opt.sim.compare", "synergy_opt.sim.plots"): "matplotlib only when drawing (--plot, plot, compare)",
+    ("synergy_opt.sim.compare", "synergy_opt.cli.plots"): "matplotlib only when drawing (--plot, plot, compare)",
     ("synergy_opt.ideal.lagrangian", "synergy_opt.solvers.highs"): "highspy on first solve",
     ("synergy_opt.joint.master", "synergy_opt.solvers.highs"): "highspy on first solve",
     ("synergy_opt.joint.decomposition", "synergy_opt.solvers.highs"): "highspy on first solve",

@@ -6,6 +6,7 @@ timing columns (and any solve that a time limit cut short, whose incumbent depen
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -17,7 +18,7 @@ from synergy_opt.cli.parallel import run_in_order
 Row = dict[str, Any]
 Progress = Callable[[Row], None]
 # Imported once by the fork server, so that every worker process starts with the solvers loaded.
-_PRELOAD = ["synergy_opt.bench.cells"]
+PRELOAD = ["synergy_opt.bench.cells"]
 
 
 def run_grid(
@@ -41,5 +42,16 @@ def run_grid(
         Called with each row as its cell finishes (in completion order).
     """
     run = functools.partial(run_cell, options=options or RunOptions())
-    return run_in_order(run, cells, workers=workers, dask=dask, progress=progress, preload=_PRELOAD)
+    return run_in_order(run, cells, workers=workers, dask=dask, progress=progress, preload=PRELOAD)
 
+
+
+def cell_fields(cell: Cell, options: RunOptions) -> dict[str, Any]:
+    """What a cell's row depends on (its key in a result folder's journal): instance, mechanism, solver, options.
+
+    ``warm_up`` is left out: it changes timings only.
+    """
+    settings = dataclasses.asdict(options)
+    settings.pop("warm_up", None)
+    return {"spec": dataclasses.asdict(cell.spec), "mechanism": cell.mechanism, "solver": cell.solver,
+            "options": settings}

@@ -14,6 +14,7 @@ from rich.table import Table
 from synergy_opt.bench.cells import CELL_COLUMNS, TIMING_COLUMNS
 from synergy_opt.cli import table
 from synergy_opt.cli.table import Row
+from synergy_opt.errors import InvalidInputError
 
 REFERENCE_COLUMNS = ("ideal_opt", "lp_bound", "joint_best", "joint_proven", "joint_bound", "joint_ref", "pct_ideal",
                      "pct_lp", "pct_joint")
@@ -110,17 +111,67 @@ HEADERS = (
     ("jobs_unplaced", "unplaced"), ("jobs_split", "split"), ("gpu_util", "GPU %"), ("cpu_util", "CPU %"),
     ("mem_util", "mem %"), ("build_ms", "build ms"), ("solve_ms", "solve ms"), ("round_ms", "round ms"),
 )
+# What the table prints by default (it fits 100 columns); --wide prints HEADERS.
+NARROW = ("gpus", "trace", "mechanism", "solver", "status", "objective", "pct_ideal", "pct_joint", "floors_violated",
+          "round_ms")
+CAPTION = ("Each figure is its own column's median over the seeds, so a row may mix seeds (medians.csv; rows.csv "
+           "has every run). <floor: jobs below their GPU-proportional throughput.")
 
 
-def render_table(summary: Sequence[Row], title: str = "") -> Table:
+def headers(summary: Sequence[Row], wide: bool = False) -> list[tuple[str, str]]:
+    """The columns to print: every one with ``wide``, else the narrow set, without ``GPUs`` or ``trace`` when
+    they do not vary (they go in the title)."""
+    chosen = [(key, header) for key, header in HEADERS if wide or key in NARROW]
+    return [(key, header) for key, header in chosen
+            if key not in ("gpus", "trace") or wide or len({row.get(key) for row in summary}) > 1]
+
+
+def title(summary: Sequence[Row]) -> str:
+    """``medians over 3 seeds: 128 GPUs, single and multi trace``."""
+    sizes = sorted({row["gpus"] for row in summary})
+    traces = list(dict.fromkeys(row["trace"] for row in summary))
+    runs = sorted({row["runs"] for row in summary}) or [0]
+    seeds = str(runs[0]) if len(runs) == 1 else f"{runs[0]}-{runs[-1]}"
+    return (f"medians over {seeds} seed(s): {', '.join(map(str, sizes))} GPUs, "
+            f"{' and '.join(traces)} trace{'s' if len(traces) > 1 else ''}")
+
+
+def render_table(summary: Sequence[Row], title: str = "", wide: bool = True) -> Table:
     """The bench's summary table (a rule between cluster sizes and traces)."""
-    return table.render_table(summary, HEADERS, title, block=("gpus", "trace"))
+    return table.render_table(summary, headers(summary, wide), title, block=("gpus", "trace"), caption=CAPTION)
 
 
-def print_table(summary: Sequence[Row], title: str = "", console: Console | None = None) -> None:
-    table.print_table(summary, HEADERS, title, console, block=("gpus", "trace"))
+def print_table(summary: Sequence[Row], title: str = "", console: Console | None = None, wide: bool = False) -> None:
+    table.print_table(summary, headers(summary, wide), title, console, block=("gpus", "trace"), caption=CAPTION,
+                      wide=wide)
 
 
 def write_csv(rows: Sequence[Row], path: str | Path, columns: Sequence[str] = COLUMNS) -> Path:
     """Write the bench's rows (all of ``COLUMNS`` unless told)."""
     return table.write_csv(rows, path, columns)
+
+
+ROWS_FILE, MEDIANS_FILE = "rows.csv", "medians.csv"
+
+
+def write_folder(folder: Path, rows: Sequence[Row]) -> tuple[list[Path], list[Row]]:
+    """``rows.csv`` (every cell, with its instance's references) and ``medians.csv`` (the printed table) from
+    the cells' rows in grid order; returns the two paths and the medians."""
+    complete = add_references(rows)
+    summary = medians(complete)
+    paths = [write_csv(complete, folder / ROWS_FILE), write_csv(summary, folder / MEDIANS_FILE, SUMMARY_COLUMNS)]
+    return paths, summary
+
+
+def read_folder(folder: Path) -> tuple[list[Row], list[Row]]:
+    """A bench result folder's rows and medians, as written by :func:`write_folder`.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the folder when it holds no ``medians.csv`` and ``rows.csv``.
+    """
+    if not (folder / MEDIANS_FILE).is_file() or not (folder / ROWS_FILE).is_file():
+        raise InvalidInputError("folder", str(folder), "is not a result folder of python -m synergy_opt.bench "
+                                f"(no {ROWS_FILE} and {MEDIANS_FILE})")
+    return table.read_csv(folder / ROWS_FILE), table.read_csv(folder / MEDIANS_FILE)

@@ -8,20 +8,51 @@ checked by :func:`synergy_opt.generate_round`'s own rules, so a flag accepts exa
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import generate_round
-from synergy_opt.validation import check_arguments
+from synergy_opt.validation import MAX_SEED, MAX_TIME_LIMIT, check_arguments
+
+# The stated bounds on what a flag expands to (docs/inputs.md, "Command lines and experiment files").
+MAX_LIST_VALUES = 1000  # values in one comma-separated flag (or one list of an experiment file)
+MAX_SEED_COUNT = 1000  # --seeds N runs seeds 0..N-1
+MAX_FLAG_CHARS = 100_000  # the text of one flag's value
+
+
+def items(text: str, separator: str = ",") -> list[str]:
+    """The non-empty parts of a comma-separated flag, at most ``MAX_LIST_VALUES`` of them."""
+    if len(text) > MAX_FLAG_CHARS:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r}...: {len(text)} characters; the limit is {MAX_FLAG_CHARS}")
+    parts = [part.strip() for part in text.split(separator) if part.strip()]
+    if len(parts) > MAX_LIST_VALUES:
+        raise argparse.ArgumentTypeError(f"{len(parts)} values; at most {MAX_LIST_VALUES} in one flag")
+    return parts
 
 
 def int_list(text: str) -> list[int]:
-    """``"1,2,5"`` as ``[1, 2, 5]``."""
+    """``"1,2,5"`` as ``[1, 2, 5]`` (ASCII digits only: ``int()`` would also read full-width and other digits)."""
+    parts = items(text)
+    if not all(part.lstrip("+-").isascii() and part.lstrip("+-").isdigit() for part in parts):
+        raise argparse.ArgumentTypeError(f"{text[:60]!r} is not a comma-separated list of integers")
     try:
-        return [int(part) for part in text.split(",") if part.strip()]
+        return [int(part) for part in parts]
+    except ValueError:  # more digits than Python converts (4300)
+        raise argparse.ArgumentTypeError(f"{text[:60]!r}...: an integer with too many digits") from None
+
+
+def number(text: str) -> float:
+    """A finite decimal number written in ASCII (``float()`` alone takes ``inf``, ``nan`` and other digits)."""
+    value = text.strip()
+    try:
+        result = float(value) if value.isascii() else float("nan")
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+        result = float("nan")
+    if not math.isfinite(result):
+        raise argparse.ArgumentTypeError(f"{text[:60]!r} is not a finite number")
+    return result
 
 
 def generator_value(name: str, value: Any) -> Any:
@@ -41,30 +72,34 @@ def gpu_sizes(text: str) -> list[int]:
 
 
 def seeds(text: str) -> list[int]:
-    """One number is a count (seeds 0..N-1); a comma-separated list names the seeds (``42,`` is seed 42)."""
+    """One number is a count (seeds 0..N-1, N at most ``MAX_SEED_COUNT``); a comma-separated list names the
+    seeds (``42,`` is seed 42), each in ``0..validation.MAX_SEED``, duplicates dropped."""
     values = int_list(text)
     if not values or any(value < 0 for value in values) or ("," not in text and values[0] < 1):
         raise argparse.ArgumentTypeError(f"{text!r}: give a seed count >= 1 or a list of seeds >= 0 (e.g. 0,1,5)")
-    return list(range(values[0])) if "," not in text else values
+    if "," not in text:
+        if values[0] > MAX_SEED_COUNT:
+            raise argparse.ArgumentTypeError(f"{text!r}: at most {MAX_SEED_COUNT} seeds (a list names larger seeds)")
+        return list(range(values[0]))
+    too_large = [value for value in values if value > MAX_SEED]
+    if too_large:
+        raise argparse.ArgumentTypeError(f"seed {too_large[0]}: seeds are at most {MAX_SEED}")
+    return list(dict.fromkeys(values))
 
 
 def split(text: str) -> tuple[float, float, float]:
     """A workload split, three percentages ``image,language,speech``."""
     try:
-        values = tuple(float(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not three percentages (image,language,speech)") from None
+        values = tuple(number(part) for part in text.split(","))
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text[:60]!r} is not three percentages (image,language,speech)") from None
     result: tuple[float, float, float] = generator_value("split", values)
     return result
 
 
 def profile_noise(text: str) -> float:
     """Per-job log-normal noise on each throughput matrix."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    noise: float = generator_value("profile_noise", value)
+    noise: float = generator_value("profile_noise", number(text))
     return noise
 
 
@@ -74,7 +109,7 @@ def names_of(kind: str, known: Sequence[str]) -> Callable[[str], list[str]]:
     def parse(text: str) -> list[str]:
         if text == "all":
             return list(known)
-        names = [part.strip() for part in text.split(",") if part.strip()]
+        names = items(text)
         unknown = [name for name in names if name not in known]
         if not names or unknown:
             raise argparse.ArgumentTypeError(
@@ -86,24 +121,31 @@ def names_of(kind: str, known: Sequence[str]) -> Callable[[str], list[str]]:
 
 
 def seconds_or_none(text: str) -> float | None:
-    """A number of seconds > 0; ``0`` or ``none`` turns the limit off."""
+    """A time limit in seconds, > 0 and at most ``validation.MAX_TIME_LIMIT``; ``0`` or ``none`` turns it off."""
     if text.lower() in ("none", "0"):
         return None
     try:
-        value = float(text)
-    except ValueError:
+        value = number(text)
+    except argparse.ArgumentTypeError:
         value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds > 0 (or 'none')")
+    if not 0 < value <= MAX_TIME_LIMIT:
+        raise argparse.ArgumentTypeError(f"{text[:60]!r} is not a number of seconds in (0, {MAX_TIME_LIMIT:g}] "
+                                         "(or 'none')")
     return value
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """A parser of one integer in ``low..high`` (ASCII digits)."""
+
+    def parse(text: str) -> int:
+        values = int_list(text) if "," not in text else []
+        if len(values) != 1 or not low <= values[0] <= high:
+            raise argparse.ArgumentTypeError(f"{text[:60]!r} is not an integer in {low}..{high}")
+        return values[0]
+
+    return parse
 
 
 def positive_int(text: str) -> int:
-    """An integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer >= 1")
-    return value
+    """An integer >= 1 (and at most 10^9: no count the CLIs take is larger)."""
+    return bounded_int(1, 10**9)(text)

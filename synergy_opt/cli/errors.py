@@ -9,8 +9,9 @@ Every ``python -m synergy_opt.<tool>`` uses the two pieces here:
     file, a generator argument out of range) or an ``OSError`` (a path that cannot be read or written) into
     ``<prog>: error: <what>`` and exit code 2, as argparse does for a bad flag;
   - any other :class:`~synergy_opt.errors.SynergyError` (a solver fault, ``NoSolutionError``, an invalid
-    allocation under ``strict``: the input was fine, the run failed) into
-    ``<prog>: failed: <ErrorName>: <what>`` and exit code 1.
+    allocation under ``strict``, a worker process that died: the input was fine, the run failed) into
+    ``<prog>: failed: <ErrorName>: <what>`` and exit code 1;
+  - Ctrl-C or SIGTERM into ``<prog>: interrupted`` (with what was kept, for a sweep) and exit code 130.
 
 Usage::
 
@@ -21,14 +22,19 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from types import FrameType
 from typing import NoReturn
 
 from synergy_opt.errors import InvalidInputError, SynergyError
 
 USAGE_ERROR = 2  # argparse's exit code for bad arguments; bad input found later exits the same way
 RUN_FAILED = 1  # the input was accepted but the run could not finish (not the caller's mistake)
+INTERRUPTED = 130  # the shell's code for a run ended by Ctrl-C (128 + SIGINT)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -46,7 +52,12 @@ def run_cli(prog: str, main: Callable[[Sequence[str] | None], int], argv: Sequen
     tools) get a return value rather than an exit.
     """
     try:
-        return main(argv)
+        with _terminate_as_interrupt():
+            return main(argv)
+    except KeyboardInterrupt as interrupt:
+        detail = str(interrupt)
+        print(f"{prog}: interrupted{': ' + detail if detail else ''}", file=sys.stderr)
+        return INTERRUPTED
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else USAGE_ERROR)
     except (InvalidInputError, OSError) as error:
@@ -55,6 +66,23 @@ def run_cli(prog: str, main: Callable[[Sequence[str] | None], int], argv: Sequen
     except SynergyError as error:
         print(f"{prog}: failed: {type(error).__name__}: {_one_line(error)}", file=sys.stderr)
         return RUN_FAILED
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``kill``, a batch system's stop) ends a run as Ctrl-C does: one line, what finished kept."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _one_line(error: BaseException) -> str:

@@ -2,18 +2,31 @@
 
 The bench's grid (:func:`synergy_opt.bench.run_grid`) and the simulator's sweep run through
 :func:`run_in_order`. Results come back in the order of the items whichever way they ran.
+
+Faults in the run: Ctrl-C (``KeyboardInterrupt``) stops the workers (they ignore SIGINT themselves, so that
+only this process reports it) and is raised again here; a worker process that dies (killed, out of memory)
+raises :class:`WorkerDiedError` once the results that did finish have been handed to ``on_result``.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
+
+from synergy_opt.errors import SynergyError
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 CONNECT_TIMEOUT = "10s"  # a wrong --dask address fails in seconds, not after distributed's 30 s default
+MAX_WORKERS = 1024  # --workers' bound: local processes beyond this are a typo, not a machine
+
+
+class WorkerDiedError(SynergyError):
+    """A worker process ended without returning (killed by a signal, out of memory): the run cannot finish."""
 
 
 def run_in_order(
@@ -24,50 +37,98 @@ def run_in_order(
     dask: Any = None,
     progress: Callable[[Result], None] | None = None,
     preload: Sequence[str] = (),
+    on_result: Callable[[int, Result], None] | None = None,
+    local: Callable[[Item], Result] | None = None,
 ) -> list[Result]:
     """``[function(item) for item in items]``, here, in ``workers`` local processes or on Dask.
 
     ``function`` and the items must pickle (a module-level function, or a ``functools.partial`` of one).
     ``preload`` names modules the fork server imports once, so that every worker process starts with them.
-    The results come back in the order of ``items``; ``progress`` is called with each as it finishes.
+    The results come back in the order of ``items``; as each finishes, ``on_result(index, result)`` and then
+    ``progress(result)`` are called in this process. ``local``, if given, replaces ``function`` when the items
+    run in this process (it may hold what does not pickle, such as a progress bar).
     """
-    done: Callable[[Result], None] = progress or (lambda result: None)
+
+    def done(index: int, result: Result) -> None:
+        if on_result is not None:
+            on_result(index, result)
+        if progress is not None:
+            progress(result)
+
     if dask is not None:
         return _run_dask(function, items, dask, done)
     if workers > 1 and len(items) > 1:
-        return _run_processes(function, items, workers, done, preload)
+        return _run_processes(function, items, min(workers, len(items)), done, preload)
+    here = local or function
     results = []
-    for item in items:
-        results.append(function(item))
-        done(results[-1])
+    for index, item in enumerate(items):
+        results.append(here(item))
+        done(index, results[-1])
     return results
 
 
+def _ignore_interrupt() -> None:
+    """Workers leave Ctrl-C to the main process, which stops them and reports it once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _run_processes(
-    function: Callable[[Item], Result], items: Sequence[Item], workers: int, done: Callable[[Result], None],
+    function: Callable[[Item], Result], items: Sequence[Item], workers: int, done: Callable[[int, Result], None],
     preload: Sequence[str],
 ) -> list[Result]:
     # forkserver: workers fork from a clean server, never from this process, which may hold solver threads.
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(preload))
     results: list[Result | None] = [None] * len(items)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(function, item): index for index, item in enumerate(items)}
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_ignore_interrupt)
+    futures: dict[Future[Result], int] = {}
+    try:
+        for index, item in enumerate(items):
+            futures[pool.submit(function, item)] = index
+        broken: BaseException | None = None
         for future in as_completed(futures):
-            result = future.result()
-            results[futures[future]] = result
-            done(result)
+            error = future.exception()
+            if isinstance(error, BrokenProcessPool):
+                broken = error  # keep collecting: results that finished before the death still count
+                continue
+            if error is not None:
+                raise error
+            results[futures[future]] = future.result()
+            done(futures[future], future.result())
+        if broken is not None:
+            unfinished = sum(1 for result in results if result is None)
+            raise WorkerDiedError(
+                f"a worker process died (killed, or out of memory) with {unfinished} of {len(items)} items "
+                "unfinished"
+            ) from None
+    except BaseException:
+        _stop(pool, futures)
+        raise
+    pool.shutdown(wait=True)
     return [result for result in results if result is not None]
 
 
+def _stop(pool: ProcessPoolExecutor, futures: dict[Future[Any], int]) -> None:
+    """Cancel what has not started and end the workers now (Ctrl-C, a fault): nothing waits for them."""
+    for future in futures:
+        future.cancel()
+    # The executor has no public way to end running workers (Python 3.14 adds terminate_workers()).
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _run_dask(
-    function: Callable[[Item], Result], items: Sequence[Item], dask: Any, done: Callable[[Result], None]
+    function: Callable[[Item], Result], items: Sequence[Item], dask: Any, done: Callable[[int, Result], None]
 ) -> list[Result]:
     from distributed import Client
     from distributed import as_completed as dask_completed
 
     own = not isinstance(dask, Client)
     client = Client(dask, timeout=CONNECT_TIMEOUT) if own else dask
+    futures: list[Any] = []
     try:
         # pure=False: a re-run must time its items again, not reuse the scheduler's cached results.
         futures = client.map(function, list(items), pure=False)
@@ -76,8 +137,11 @@ def _run_dask(
         for future in dask_completed(futures):
             result = future.result()
             results[index[future.key]] = result
-            done(result)
+            done(index[future.key], result)
         return [result for result in results if result is not None]
+    except BaseException:
+        client.cancel(futures)
+        raise
     finally:
         if own:
             client.close()

@@ -110,6 +110,18 @@ class IdealResult(SolvedModel):
             )
         }
 
+    def to_frame(self) -> Any:
+        """The chosen configs, one row per job (a pandas ``DataFrame`` indexed by job id): ``gpus``,
+        ``cpu_per_gpu``, ``mem_gb_per_gpu``, ``cpus``, ``mem_gb``, ``throughput``, ``floor`` (no rows without a
+        solution)."""
+        import pandas as pd  # pandas only when asked for: `import synergy_opt` stays light
+
+        rows = [{"job": c.job_id, "gpus": c.gpus, "cpu_per_gpu": c.cpu_per_gpu, "mem_gb_per_gpu": c.mem_gb_per_gpu,
+                 "cpus": c.cpus, "mem_gb": c.mem_gb, "throughput": c.throughput, "floor": c.floor}
+                for c in self.configs.values()]
+        columns = ["job", "gpus", "cpu_per_gpu", "mem_gb_per_gpu", "cpus", "mem_gb", "throughput", "floor"]
+        return pd.DataFrame(rows, columns=columns).set_index("job")
+
     @cached_property
     def fractional_jobs(self) -> tuple[str, ...]:
         """Jobs whose relaxed ``y`` is not integral (none for an ILP solve)."""

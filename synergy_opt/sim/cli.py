@@ -8,6 +8,9 @@ Examples::
     python -m synergy_opt.sim --load 2,4,6,8,9 --policy fifo,srtf,las,ftf --workers 2
     python -m synergy_opt.sim --experiment fig9 --load 9        # the paper's Figure 9 setting, at one load
     python -m synergy_opt.sim --experiment list
+    python -m synergy_opt.sim --resume results/sim-20260101-120000   # continue an interrupted sweep
+    python -m synergy_opt.sim plot results/sim-20260101-120000       # redraw a result folder's figures
+    python -m synergy_opt.sim compare results/a results/b            # two result folders side by side
 
 The options and CSV columns are documented in ``docs/sim.md`` (section "Command line").
 """
@@ -15,8 +18,10 @@ The options and CSV columns are documented in ``docs/sim.md`` (section "Command 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import itertools
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -25,38 +30,26 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
-import pandas as pd
-
 from synergy_opt.cli import args as cli_args
 from synergy_opt.cli.errors import OneLineParser, run_cli
-from synergy_opt.cli.table import print_table, write_csv
+from synergy_opt.cli.journal import Journal, read_command, recorded_argv, run_journaled, run_key, write_command
+from synergy_opt.cli.parallel import MAX_WORKERS
 from synergy_opt.errors import SynergyError
-from synergy_opt.files import atomic_open
 from synergy_opt.generate import JOB_KIND
+from synergy_opt.sim import compare as sim_compare
 from synergy_opt.sim.allocators import mechanism_names
-from synergy_opt.sim.experiments import experiment_names, flag_text, load_experiment
+from synergy_opt.sim.experiments import check_setting, experiment_names, flag_text, load_experiment
 from synergy_opt.sim.gavel import GAVEL_TRACES, gavel_trace_file
 from synergy_opt.sim.gavel import SOURCE as GAVEL_SOURCE
+from synergy_opt.sim.outputs import JOURNAL, file_digest, print_summary, run_fields, to_record, write_folder
 from synergy_opt.sim.philly import SOURCE as PHILLY_SOURCE
 from synergy_opt.sim.policies import POLICIES
-from synergy_opt.sim.sweep import (
-    PER_JOB_COLUMNS,
-    PER_ROUND_COLUMNS,
-    SETTING_COLUMNS,
-    SUMMARY_COLUMNS,
-    TABLE_COLUMNS,
-    RunOutcome,
-    SimRun,
-    SimSetting,
-    run_sweep,
-    seed_means,
-    varying,
-    with_ratios,
-)
-from synergy_opt.sim.trace import Trace
+from synergy_opt.sim.sweep import PRELOAD, SimRun, SimSetting, run_one
+from synergy_opt.sim.trace import MAX_TRACE_JOBS, Trace
 from synergy_opt.sim.trace_io import load_trace
 
 PROG = "python -m synergy_opt.sim"
+TOOL = "sim"
 DEFAULTS: dict[str, Any] = {
     "gpus": [128], "cpu_per_gpu": [3], "policy": ["fifo"], "load": [9.0], "split": [(20.0, 70.0, 10.0)],
     "multi_gpu": "no", "profile_noise": 0.0, "job_kind": "builtin", "seeds": [0], "round_s": 300.0,
@@ -67,6 +60,10 @@ DEFAULT_JOBS = 1000
 GENERATOR_FLAGS = ("load", "multi_gpu", "profile_noise", "job_kind", "jobs")
 SIM_MECHANISMS_WITH_TIME_LIMIT = ("ideal", "joint")
 GAVEL_PREFIX = "gavel:"
+# How and where a sweep runs, not what it computes: the only flags --resume takes beside the recorded ones.
+RUN_ONLY_FLAGS = ("--workers", "--dask", "--no-progress", "--wide")
+MAX_RUNS = 100_000  # simulations in one sweep (the product of every list flag, times the mechanisms)
+SUBCOMMANDS = ("plot", "compare")
 
 
 # --- argument types -------------------------------------------------------------------------------------------
@@ -75,50 +72,49 @@ GAVEL_PREFIX = "gavel:"
 def _loads(text: str) -> list[float | None]:
     """Jobs per hour, comma-separated; ``static`` for a static trace (every job at time 0)."""
     loads: list[float | None] = []
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
+    for part in cli_args.items(text):
         if part == "static":
             loads.append(None)
             continue
         try:
-            value = float(part)
-        except ValueError:
+            value = cli_args.number(part)
+        except argparse.ArgumentTypeError:
             value = -1.0
-        if not 0 < value < float("inf"):
-            raise argparse.ArgumentTypeError(f"{part!r} is not a load in jobs/hour > 0 (or 'static')")
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{part[:60]!r} is not a load in jobs/hour > 0 (or 'static')")
         loads.append(value)
     if not loads:
-        raise argparse.ArgumentTypeError(f"{text!r} names no load")
-    return loads
+        raise argparse.ArgumentTypeError(f"{text[:60]!r} names no load")
+    return list(dict.fromkeys(loads))
 
 
 def _splits(text: str) -> list[tuple[float, float, float]]:
     """One or more workload splits separated by ``/``: ``20,70,10/50,0,50``."""
-    return list(dict.fromkeys(cli_args.split(part) for part in text.split("/")))
+    return list(dict.fromkeys(cli_args.split(part) for part in cli_args.items(text, "/")))
 
 
 def _ratios(text: str) -> list[int]:
     values = cli_args.int_list(text)
     if not values:
         raise argparse.ArgumentTypeError(f"{text!r} names no CPU:GPU ratio")
-    return [cli_args.generator_value("cpu_per_gpu", value) for value in values]
+    return list(dict.fromkeys(cli_args.generator_value("cpu_per_gpu", value) for value in values))
 
 
 def _seconds(text: str, allow_zero: bool = False) -> float:
     try:
-        value = float(text)
-    except ValueError:
+        value = cli_args.number(text)
+    except argparse.ArgumentTypeError:
         value = -1.0
-    if not (value >= 0 if allow_zero else value > 0) or value == float("inf"):
+    if not (value >= 0 if allow_zero else value > 0):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds {'>= 0' if allow_zero else '> 0'}")
     return value
 
 
 def _monitor(text: str) -> tuple[int, int]:
     values = cli_args.int_list(text)
-    if len(values) != 2 or not 0 <= values[0] < values[1]:
-        raise argparse.ArgumentTypeError(f"{text!r}: give FIRST,LAST trace positions with 0 <= FIRST < LAST")
+    if len(values) != 2 or not 0 <= values[0] < values[1] <= MAX_TRACE_JOBS:
+        raise argparse.ArgumentTypeError(f"{text[:60]!r}: give FIRST,LAST trace positions with 0 <= FIRST < LAST "
+                                         f"<= {MAX_TRACE_JOBS}")
     return values[0], values[1]
 
 
@@ -130,6 +126,8 @@ def _trace_file(text: str) -> Path:
         except SynergyError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
     return Path(text)
+def _trace_jobs(text: str) -> int:
+    return cli_args.bounded_int(1, MAX_TRACE_JOBS)(text)
 
 
 def _job_kind(text: str) -> str:
@@ -154,8 +152,8 @@ class _Parser(OneLineParser):
 
 def build_parser() -> _Parser:
     doc = (__doc__ or "").splitlines()
-    parser = _Parser(prog=PROG, description=f"{doc[0]} {doc[1]}",
-                     argument_default=None)
+    parser = _Parser(prog=PROG, description=f"{doc[0]} {doc[1]} Subcommands: plot DIR, compare DIR_A DIR_B.",
+                     argument_default=None, allow_abbrev=False)
     sweep = parser.add_argument_group("the cluster and the trace (comma-separated lists sweep)")
     sweep.add_argument("--gpus", type=cli_args.gpu_sizes, help="cluster size(s) in GPUs, multiples of 8 (128)")
     sweep.add_argument("--cpu-per-gpu", type=_ratios, help="CPU:GPU ratio(s) of the servers and profiles: 3-6 (3)")
@@ -170,7 +168,7 @@ def build_parser() -> _Parser:
                        help="per-job log-normal noise on each throughput matrix (0)")
     sweep.add_argument("--job-kind", type=_job_kind, help="builtin: each model's matrix; modelled: a job "
                        "performance model drawn around its model's (builtin)")
-    sweep.add_argument("--jobs", type=cli_args.positive_int,
+    sweep.add_argument("--jobs", type=_trace_jobs,
                        help="generated trace length; more arrivals are drawn while monitored jobs run "
                             "(1000, or LAST of --monitor)")
     sweep.add_argument("--seeds", type=cli_args.seeds,
@@ -195,53 +193,85 @@ def build_parser() -> _Parser:
     run.add_argument("--experiment", metavar="NAME",
                      help="run a named experiment (a TOML config; flags override it), a .toml file, or 'list'")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=cli_args.positive_int, help="local worker processes (1)")
+    where.add_argument("--workers", type=cli_args.bounded_int(1, MAX_WORKERS),
+                       help=f"local worker processes, 1-{MAX_WORKERS} (1)")
     where.add_argument("--dask", metavar="ADDRESS",
                        help="address of a running Dask scheduler (e.g. tcp://host:8786) to run the sweep on")
     out = parser.add_argument_group("output")
     out.add_argument("--out", type=Path, metavar="DIR",
-                     help="folder for the CSVs and plots (default results/sim-<time>)")
-    out.add_argument("--plot", action="store_true", default=None,
-                     help="write PNGs: avg JCT vs load, JCT CDF, GPU/CPU/memory use over time")
+                     help="folder for the CSVs and plots (default results/sim-<time>); each run's results are "
+                          "kept there as it finishes")
+    out.add_argument("--resume", type=Path, metavar="DIR",
+                     help="continue the sweep recorded in DIR (interrupted, or a worker lost): runs already "
+                          "there are skipped; only " + ", ".join(RUN_ONLY_FLAGS) + " may be given with it")
+    out.add_argument("--plot", action=argparse.BooleanOptionalAction, default=None,
+                     help="write PNGs: avg JCT vs load, JCT CDF, GPU/CPU/memory use over time (on for --experiment)")
     out.add_argument("--rounds-csv", action="store_true", default=None, help="also write every run's rounds")
+    out.add_argument("--wide", action="store_true", default=None,
+                     help="print every column of the table (by default it fits 100 columns)")
     out.add_argument("--no-progress", action="store_true", default=None, help="no progress bar")
     return parser
 
 
 def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, _Parser]:
-    """Flags over the experiment's settings over :data:`DEFAULTS`."""
+    """Flags over the experiment's settings over :data:`DEFAULTS`; ``--resume DIR`` reads the flags back from
+    DIR (``args.recorded`` holds the flags that define the sweep, for ``command.json``)."""
     parser = build_parser()
     given = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(given)
+    if args.resume is not None:
+        extra = [flag for flag in _flags(given) if flag not in (*RUN_ONLY_FLAGS, "--resume")]
+        if extra:
+            parser.error(f"--resume {args.resume} continues the sweep recorded there; {extra[0]} cannot change it "
+                         f"(only {', '.join(RUN_ONLY_FLAGS)} may be given with --resume)")
+        folder = args.resume
+        recorded = read_command(folder, TOOL)
+        run_only = {key: getattr(args, key) for key in ("workers", "dask", "no_progress", "wide")}
+        args = parser.parse_args(recorded)
+        for key, value in run_only.items():
+            if value is not None:
+                setattr(args, key, value)
+        args.resume = args.out = folder
+    else:
+        recorded = recorded_argv(given, ("--workers", "--dask", "--out"), ("--no-progress", "--wide"))
+    args.recorded = recorded
     if args.experiment is not None and args.experiment != "list":
         experiment = load_experiment(args.experiment)
         parser.context = f"experiment {experiment.path.name}"
         config = parser.parse_args(_experiment_argv(experiment.settings, parser))
         parser.context = ""
         for key, value in vars(config).items():
-            if getattr(args, key) is None:
+            if getattr(args, key, None) is None:
                 setattr(args, key, value)
+        if args.plot is None:
+            args.plot = True  # an experiment draws its figure unless told not to
     for key, value in DEFAULTS.items():
         if getattr(args, key) is None and not (key in GENERATOR_FLAGS and args.trace is not None):
             setattr(args, key, value)
     return args, parser
 
 
+def _flags(argv: Sequence[str]) -> list[str]:
+    return [arg.split("=", 1)[0] for arg in argv if arg.startswith("--")]
+
+
 def _experiment_argv(settings: dict[str, Any], parser: _Parser) -> list[str]:
+    """The settings as flags, each value checked by its TOML type first (so ``gpus = "16"`` is refused)."""
     flags = {action.dest: action for action in parser._actions if action.option_strings}
     argv = []
     for key, value in settings.items():
-        action = flags.get(key)
-        if action is None or key == "experiment":
-            known = ", ".join(sorted(dest for dest in flags if dest not in ("help", "experiment")))
-            parser.error(f"unknown setting {key!r}; settings are the flags' names with _ for -: {known}")
-        option = action.option_strings[-1]
-        if action.nargs == 0:  # a switch: on when true
-            if value is not True and value is not False:
-                parser.error(f"{key} = {value!r}: must be true or false")
-            argv += [option] if value else []
+        try:
+            check_setting(key, key, value)
+        except SynergyError as error:
+            parser.error(str(error))
+        action = flags[key]
+        if action.nargs == 0:  # a switch (--plot/--no-plot, --rounds-csv): a boolean, checked above
+            if value:
+                argv.append(action.option_strings[0])
+            elif len(action.option_strings) > 1:
+                argv.append(action.option_strings[-1])
         else:
-            argv.append(f"{option}={flag_text(value)}")  # one token: a value may start with "-"
+            argv.append(f"{action.option_strings[-1]}={flag_text(value)}")  # one token: a value may start with "-"
     return argv
 
 
@@ -251,6 +281,7 @@ def _experiment_argv(settings: dict[str, Any], parser: _Parser) -> list[str]:
 @dataclass(frozen=True)
 class Plan:
     runs: list[SimRun]
+    keys: list[str]
     out: Path
 
 
@@ -269,26 +300,34 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
                          f"not {others[0]}")
         options["time_limit"] = args.time_limit
     multi = {"no": [False], "yes": [True], "both": [False, True]}
-    runs: list[SimRun] = []
     settings: list[tuple[SimSetting, Trace | None]]
+    digest: str | None = None
     if args.trace is not None:
         given = [f"--{flag.replace('_', '-')}" for flag in GENERATOR_FLAGS if getattr(args, flag) is not None]
         if given:
             parser.error(f"--trace replays a file; {given[0]} applies only to generated traces")
+        _check_size(parser, args.gpus, args.cpu_per_gpu, args.split, args.policy, args.seeds, args.mechanisms)
         settings = list(_trace_settings(args, parser))
+        digest = file_digest(args.trace)
     else:
+        lists = (args.gpus, args.cpu_per_gpu, args.split, multi[args.multi_gpu], args.policy, args.load, args.seeds)
+        _check_size(parser, *lists, args.mechanisms)
         settings = [
             (SimSetting(gpus, ratio, policy, load, split, multi_gpu, args.profile_noise, args.job_kind,
                         args.jobs if args.jobs is not None else _default_jobs(args), seed, round_s, args.monitor,
                         args.preemption_overhead, backfill=args.backfill == "yes"), None)
-            for gpus, ratio, split, multi_gpu, policy, load, seed in itertools.product(
-                args.gpus, args.cpu_per_gpu, args.split, multi[args.multi_gpu], args.policy, args.load, args.seeds)
+            for gpus, ratio, split, multi_gpu, policy, load, seed in itertools.product(*lists)
         ]
+    runs: list[SimRun] = []
     for setting, trace in settings:
         for mechanism in args.mechanisms:
             run_options = options if mechanism in SIM_MECHANISMS_WITH_TIME_LIMIT else {}
             runs.append(SimRun(setting, mechanism, trace, run_options))
+    keys = [run_key(run_fields(run, digest)) for run in runs]
     out = args.out or Path("results") / f"sim-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    if args.resume is None and Journal(out, JOURNAL).exists():
+        parser.error(f"--out {out} holds the runs of an earlier sweep ({JOURNAL}.jsonl): continue it with "
+                     f"--resume {out}, or give another folder")
     try:  # fail now, in one line, rather than after the whole sweep has run
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".write-test"
@@ -296,7 +335,13 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
         probe.unlink()
     except OSError as error:
         parser.error(f"--out {out}: cannot write there ({error.strerror})")
-    return Plan(runs, out)
+    return Plan(runs, keys, out)
+
+
+def _check_size(parser: _Parser, *lists: Sequence[Any]) -> None:
+    count = math.prod(len(values) for values in lists)
+    if count > MAX_RUNS:
+        parser.error(f"the flags make {count} simulations; a sweep is at most {MAX_RUNS}")
 
 
 def _default_jobs(args: argparse.Namespace) -> int:
@@ -344,99 +389,79 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the sweep; returns the exit code (2 for bad input, with a one-line message on stderr)."""
+    """Run the sweep (or ``plot DIR``, ``compare DIR_A DIR_B``); returns the exit code (2 for bad input, 1 for a
+    failed run, 130 when interrupted, each with a one-line message on stderr)."""
     return run_cli(PROG, _main, argv)
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args, parser = parse(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given and given[0] in SUBCOMMANDS:
+        return sim_compare.subcommand(PROG, given)
+    args, parser = parse(given)
     if args.experiment == "list":
         for name in experiment_names():
             print(f"{name:8} {load_experiment(name).description}")
         return 0
     the_plan = plan(args, parser)
     started = time.perf_counter()
+    rounds = bool(args.rounds_csv or args.plot)
+    journal = Journal(the_plan.out, JOURNAL)
+    journal.start(resume=args.resume is not None)
+    write_command(the_plan.out, TOOL, args.recorded)
     where = f"Dask at {args.dask}" if args.dask else f"{args.workers or 1} process(es)"
-    print(f"{len(the_plan.runs)} simulations on {where}", flush=True)
+    done = sum(1 for key in the_plan.keys if key in journal.records())
+    print(f"{len(the_plan.runs)} simulations on {where}, results in {the_plan.out}"
+          + (f" ({done} already there)" if done else ""), flush=True)
     try:
-        outcomes = _run(the_plan.runs, args)
+        records = _run(the_plan, journal, args, rounds)
     except OSError as error:  # raised by distributed (a TimeoutError among them) when no scheduler answers
         if not args.dask:
             raise
         print(f"{PROG}: error: --dask {args.dask}: cannot reach the scheduler ({error})", file=sys.stderr)
         return 2
-    summaries = with_ratios([outcome.summary for outcome in outcomes])
-    table = seed_means(summaries)
-    print_summary(table)
-    for path in write_outputs(the_plan.out, summaries, table, outcomes, args.rounds_csv or args.plot):
+    paths, table = write_folder(the_plan.out, records, rounds)
+    print_summary(table, wide=bool(args.wide))
+    for path in paths:
         print(f"wrote {path}")
     if args.plot:
-        from synergy_opt.sim.plots import save_sweep_plots  # matplotlib only when asked for
-
-        rounds = _stacked([outcome.rounds for outcome in outcomes], PER_ROUND_COLUMNS)
-        jobs = _stacked([outcome.jobs for outcome in outcomes], PER_JOB_COLUMNS)
-        for path in save_sweep_plots(table, jobs, rounds, the_plan.out):
+        for path in sim_compare.plot_folder(the_plan.out):
             print(f"wrote {path}")
     print(f"wall time {time.perf_counter() - started:.1f} s")
     return 0
 
 
-def _run(runs: list[SimRun], args: argparse.Namespace) -> list[RunOutcome]:
+def _run(the_plan: Plan, journal: Journal, args: argparse.Namespace, rounds: bool) -> list[Any]:
     from tqdm import tqdm
 
-    with tqdm(total=len(runs), desc="sim", unit="run", disable=bool(args.no_progress), file=sys.stderr,
+    quiet = bool(args.no_progress)
+    with tqdm(total=len(the_plan.runs), desc="sim", unit="run", disable=quiet, file=sys.stderr,
               dynamic_ncols=True, mininterval=0.5) as bar:
-        def done(outcome: RunOutcome) -> None:
+        bar.update(sum(1 for key in the_plan.keys if key in journal.records()))
+
+        def finished(outcome: Any) -> None:
             s = outcome.summary
             bar.set_postfix_str(f"{s['policy']} load {s['load']} {s['mechanism']}", refresh=False)
             bar.update()
 
-        return run_sweep(runs, workers=args.workers or 1, dask=args.dask, progress=done)
+        return run_journaled(run_one, the_plan.runs, the_plan.keys, journal,
+                             functools.partial(to_record, rounds=rounds), workers=args.workers or 1,
+                             dask=args.dask, progress=finished, preload=PRELOAD,
+                             local=None if quiet else functools.partial(_run_here, position=1))
 
 
-_TABLE_HEADERS = (
-    ("mechanism", "mechanism"), ("runs", "runs"), ("avg_jct_h", "avg JCT h"), ("p95_jct_h", "p95 h"),
-    ("p99_jct_h", "p99 h"), ("makespan_h", "makespan h"), ("unfinished", "unfinished"),
-    ("proportional_ratio", "prop/this"), ("rounds", "rounds"), ("wall_s", "wall s"),
-)
+def _run_here(run: SimRun, position: int) -> Any:
+    """One run in this process, with a bar of its own: monitored jobs finished, and the simulated time."""
+    from tqdm import tqdm
 
+    with tqdm(desc=f"  {run.mechanism}", unit="job", file=sys.stderr, dynamic_ncols=True, mininterval=0.5,
+              position=position, leave=False) as bar:
+        def advance(time_s: float, finished: int, monitored: int) -> None:
+            if bar.total != monitored:
+                bar.total = monitored
+            bar.n = finished
+            bar.set_postfix_str(f"t {time_s / 3600:.1f} h", refresh=False)
+            bar.refresh() if finished == monitored else bar.update(0)
 
-def print_summary(table: list[dict[str, Any]]) -> None:
-    """One table: a row per (setting, mechanism), the settings that vary as columns, the rest in the title."""
-    columns = [c for c in SETTING_COLUMNS if c not in ("seed", "mechanism")]
-    swept = varying(table, columns)
-    fixed = [c for c in columns if c not in swept]
-    title = "seeds " + (table[0]["seeds"] if table else "") + " (means): " + ", ".join(
-        f"{column} {_shown(table[0][column])}" for column in fixed if table)
-    headers = [(column, column.replace("_", " ")) for column in swept] + list(_TABLE_HEADERS)
-    print_table(table, title=title, headers=headers, block=swept)
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return "-"
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def write_outputs(folder: Path, summaries: list[dict[str, Any]], table: list[dict[str, Any]],
-                  outcomes: list[RunOutcome], rounds: bool) -> list[Path]:
-    """``summary.csv`` (a row per run), ``table.csv`` (the printed table), ``jobs.csv`` (every job of every run)
-    and, when asked, ``rounds.csv``; returns their paths."""
-    paths = [write_csv(summaries, folder / "summary.csv", SUMMARY_COLUMNS),
-             write_csv(table, folder / "table.csv", TABLE_COLUMNS)]
-    frames: dict[str, tuple[list[pd.DataFrame], Sequence[str]]] = {
-        "jobs": ([o.jobs for o in outcomes], PER_JOB_COLUMNS)}
-    if rounds:
-        frames["rounds"] = ([o.rounds for o in outcomes], PER_ROUND_COLUMNS)
-    for name, (parts, columns) in frames.items():
-        path = folder / f"{name}.csv"
-        with atomic_open(path, newline="") as handle:
-            _stacked(parts, columns).to_csv(handle, index=False)
-        paths.append(path)
-    return paths
-
-
-def _stacked(parts: list[pd.DataFrame], columns: Sequence[str]) -> pd.DataFrame:
-    parts = [part for part in parts if len(part)]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(columns))
+        return run_one(run, progress=advance)
 

@@ -57,6 +57,8 @@ WARMUP_FRACTION = 0.2
 # overloaded cluster under a policy that starves old jobs (LAS) would otherwise never finish them.
 MAX_ARRIVALS_FACTOR = 10
 _FINISH_TOLERANCE = 1e-12
+# simulate(progress=...): called after each round with (time_s, monitored jobs finished, monitored jobs).
+Progress = Callable[[float, int, int], None]
 
 
 def _cluster(name: str, value: Any) -> Cluster | HeteroCluster:
@@ -82,6 +84,7 @@ def simulate(
     record_job_rounds: bool = False,
     max_rounds: int = MAX_ROUNDS,
     backfill: bool = True,
+    progress: Progress | None = None,
     **mechanism_options: Any,
 ) -> SimResult:
     """Replay ``trace`` on ``cluster`` round by round under ``policy`` and ``mechanism``.
@@ -125,12 +128,17 @@ def simulate(
     backfill
         True: a job that does not fit the free GPUs is passed over and the jobs behind it may run; False: the
         runnable set ends at the first job that does not fit (Gavel's FIFO, and many schedulers').
+    progress
+        Called after every simulated round with ``(time_s, monitored jobs finished, monitored jobs)``: what a
+        progress bar shows during a long run (the command line's).
     **mechanism_options
         Options of the mechanism (``run_mechanism``'s, or ``solve_ideal``'s / ``solve_joint``'s).
     """
     wall = time.perf_counter()
     if preemption_overhead_s >= round_s:
         raise InvalidInputError("preemption_overhead_s", preemption_overhead_s, f"must be < round_s ({round_s:g})")
+    if progress is not None and not callable(progress):
+        raise InvalidInputError("progress", progress, "must be a function (time_s, finished, monitored) or None")
     selector = None
     if isinstance(policy, str) and policy in GAVEL_POLICIES:
         # An LP policy of Gavel's: its round mechanism picks each round's jobs (sim/gavel_policies.py).
@@ -154,6 +162,7 @@ def simulate(
                (first, last), record_job_rounds, backfill, selector)
     run.mechanism_name = mechanism_name
     run.check_rounds_needed(max_rounds)
+    run.progress = progress
     run.loop(until_s, max_rounds)
     settings: dict[str, Any] = {
         "policy": policy_name, "mechanism": mechanism_name, "gpus": cluster.total_gpus, "round_s": round_s,
@@ -240,6 +249,7 @@ class _Run:
         self.arrivals_capped = False
         self.mechanism_name = "mechanism"
         self.stopped = "done"
+        self.progress: Progress | None = None
         self._grow(trace)
 
     def check_rounds_needed(self, max_rounds: int) -> None:
@@ -389,6 +399,8 @@ class _Run:
             if finished.size:
                 monitored_left -= int(np.count_nonzero((finished >= self.first) & (finished < self.last)))
                 active = np.setdiff1d(active, finished, assume_unique=True)
+            if self.progress is not None:
+                self.progress(now, self.last - self.first - monitored_left, self.last - self.first)
             if running.size == 0 and not solved and self.admitted == self.size and not self._can_extend:
                 self.stopped = "stuck"  # the same jobs, unrunnable, and nothing new will arrive
                 break

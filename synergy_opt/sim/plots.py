@@ -1,8 +1,11 @@
 """A sweep's figures: average JCT against load (paper Figures 7-9, 11), the JCT CDF, and GPU, CPU and memory
-use over time (Figure 10).
+use over time (Figure 10), and two sweeps' average JCT together (``compare``).
 
 One panel per setting that the sweep varies besides load (policy, split, CPU:GPU ratio, ...), one line per
-mechanism, in the same colour in every figure. Figures are drawn by Agg (no pyplot), as the bench's.
+mechanism, in the same colour, marker and dash in every figure; the settings that do not vary title the figure.
+Lines that coincide stay visible: each mechanism has its own dash pattern and marker, and the lines thin out in
+legend order, so a later one is drawn inside an earlier one. ``ideal`` is labelled as what the paper calls OPT
+(the ideal bound). Figures are drawn by Agg (no pyplot), as the bench's.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from synergy_opt.sim.sweep import SETTING_COLUMNS, varying
 
 Row = Mapping[str, Any]
 _MARKERS = "osD^vP*Xh<>"
+_DASHES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (1, 1)))
+# Legend names where the CLI's differ from the paper's.
+LABELS = {"ideal": "OPT (ideal bound)", "joint": "joint optimum", "tune": "TUNE", "proportional": "proportional"}
 # A panel per value of what the sweep varies, but load (the x axis) and the seed (averaged, or pooled).
 _PANEL_COLUMNS = tuple(c for c in SETTING_COLUMNS if c not in ("load", "seed", "mechanism", "trace_jobs"))
 MAX_USE_FIGURES = 12  # use-over-time figures drawn per sweep (one per setting, first seed)
@@ -32,6 +38,7 @@ def jct_vs_load_figure(table: Sequence[Row]) -> Figure:
     panels = _panels(table)
     mechanisms = _mechanisms(table)
     figure, axes = _grid(len(panels))
+    figure.suptitle(setting_title(table, ("load",)), fontsize=10)
     for axis, (title, rows) in zip(axes, panels.items(), strict=False):
         for mechanism in mechanisms:
             points = sorted((r["load"], r["avg_jct_h"]) for r in rows
@@ -49,18 +56,19 @@ def jct_vs_load_figure(table: Sequence[Row]) -> Figure:
 
 def jct_cdf_figure(jobs: pd.DataFrame) -> Figure:
     """The CDF of the monitored jobs' JCT (hours, log scale), pooled over seeds; a panel per setting and load."""
-    monitored = jobs[jobs["monitored"] & jobs["jct_s"].notna()]
+    monitored = jobs[jobs["monitored"].astype(bool) & jobs["jct_s"].notna()]
     rows = monitored[[*SETTING_COLUMNS]].drop_duplicates().to_dict("records")
     panel_columns = varying(rows, [c for c in SETTING_COLUMNS if c not in ("seed", "mechanism")])
     mechanisms = list(dict.fromkeys(monitored["mechanism"]))
     groups = list(monitored.groupby(panel_columns, sort=False, dropna=False)) if panel_columns else [((), monitored)]
-    figure, axes = _grid(len(groups))
+    figure, axes = _grid(len(groups), share_x=True)  # one JCT scale: panels compare at a glance
+    figure.suptitle(setting_title(rows, ()), fontsize=10)
     for axis, (key, group) in zip(axes, groups, strict=False):
         for mechanism in mechanisms:
             hours = np.sort(group.loc[group["mechanism"] == mechanism, "jct_s"].to_numpy() / 3600.0)
             if hours.size:
                 axis.step(hours, np.arange(1, hours.size + 1) / hours.size, where="post",
-                          **_style(mechanisms, mechanism, marker=False))
+                          markevery=max(hours.size // 8, 1), **_style(mechanisms, mechanism))
         axis.set_xscale("log")
         axis.set_xlabel("JCT (hours, log scale)")
         axis.set_ylabel("fraction of monitored jobs")
@@ -81,8 +89,8 @@ def use_figure(rounds: pd.DataFrame, title: str = "") -> Figure:
                                             ("mem_util_pct", "memory")), strict=True):
         for mechanism in mechanisms:
             mine = rounds[rounds["mechanism"] == mechanism]
-            axis.step(mine["time_s"] / 3600.0, mine[column], where="post", linewidth=0.8,
-                      **_style(mechanisms, mechanism, marker=False))
+            axis.step(mine["time_s"] / 3600.0, mine[column], where="post",
+                      **_style(mechanisms, mechanism, marker=False, thin=True))
         axis.set_ylabel(f"{label} in use (%)")
         axis.set_ylim(0, 105)
         axis.grid(True, alpha=0.3)
@@ -104,12 +112,68 @@ def save_sweep_plots(table: Sequence[Row], jobs: pd.DataFrame, rounds: pd.DataFr
         keys = varying(rows, [c for c in SETTING_COLUMNS if c not in ("seed", "mechanism")])
         first_seed = rounds[rounds["seed"] == rounds["seed"].iloc[0]]
         groups = list(first_seed.groupby(keys, sort=False, dropna=False)) if keys else [((), first_seed)]
+        fixed = setting_title(first_seed[[*SETTING_COLUMNS]].drop_duplicates().to_dict("records"), keys)
         for key, group in groups[:MAX_USE_FIGURES]:
             values = key if isinstance(key, tuple) else (key,)
             title = _title(dict(zip(keys, values, strict=True)))
             name = re.sub(r"[^A-Za-z0-9.=,-]+", "_", title.replace(" ", "")) or "all"
-            paths.append(save_figure(use_figure(group, title), folder / f"use_{name}.png"))
+            paths.append(save_figure(use_figure(group, "; ".join(t for t in (title, fixed) if t)),
+                                     folder / f"use_{name}.png"))
     return paths
+
+
+def compare_figure(first: Sequence[Row], second: Sequence[Row], names: tuple[str, str]) -> Figure:
+    """Two sweeps' average JCT against load (their tables): the first solid with circles, the second dashed with
+    squares, a colour per mechanism, a panel per other setting of the first."""
+    mechanisms = list(dict.fromkeys([*_mechanisms(first), *_mechanisms(second)]))
+    panels_first, panels_second = _panels(first), _panels(second)
+    titles = list(dict.fromkeys([*panels_first, *panels_second]))
+    figure, axes = _grid(len(titles))
+    figure.suptitle(f"{names[0]} (solid) against {names[1]} (dashed); {setting_title([*first, *second], ('load',))}",
+                    fontsize=10)
+    for axis, title in zip(axes, titles, strict=False):
+        for rows, dash, marker, name in ((panels_first.get(title, []), "-", "o", names[0]),
+                                         (panels_second.get(title, []), "--", "s", names[1])):
+            for mechanism in mechanisms:
+                points = sorted((r["load"], r["avg_jct_h"]) for r in rows
+                                if r["mechanism"] == mechanism and r["load"] is not None)
+                if points:
+                    colour = colormaps["tab10"](mechanisms.index(mechanism) % 10)
+                    solid = dash == "-"
+                    axis.plot([p[0] for p in points], [p[1] for p in points], color=colour, linestyle=dash,
+                              marker=marker, markersize=5 if solid else 3.5, linewidth=1.6 if solid else 1.0,
+                              label=f"{LABELS.get(mechanism, mechanism)} ({name})")
+        axis.set_xlabel("load (jobs/hour)")
+        axis.set_ylabel("average JCT (hours)")
+        axis.set_title(title, fontsize=9)
+        axis.grid(True, alpha=0.3)
+    shared_legend(figure, axes)
+    figure.tight_layout()
+    return figure
+
+
+# What a figure's title says of a setting that does not vary, in the order of SETTING_COLUMNS.
+_TITLE_WORDS = {
+    "trace": lambda v: "" if v == "generated" else f"trace {v}", "cluster_gpus": lambda v: f"{v} GPUs",
+    "cpu_per_gpu": lambda v: f"{v} CPUs/GPU", "policy": lambda v: str(v).upper(),
+    "load": lambda v: f"{_text(v)} jobs/h" if _text(v) != "static" else "static trace",
+    "split": lambda v: f"split ({v})", "multi_gpu": lambda v: "multi-GPU" if str(v) == "True" else "single-GPU",
+    "profile_noise": lambda v: "" if not v else f"noise {v:g}", "job_kind": lambda v: "" if v == "builtin" else str(v),
+    "round_s": lambda v: f"{_text(v)} s rounds",
+}
+
+
+def setting_title(rows: Sequence[Row], skip: Sequence[str]) -> str:
+    """The settings the rows share (but ``skip`` and what varies), as words: ``128 GPUs, FIFO, split (20,70,10),
+    single-GPU, 300 s rounds``; and the seeds."""
+    if not rows:
+        return ""
+    columns = [c for c in _TITLE_WORDS if c not in skip]
+    swept = set(varying(rows, columns))
+    words = [_TITLE_WORDS[c](rows[0][c]) for c in columns if c not in swept and c in rows[0]]
+    seeds = sorted({str(v) for row in rows for v in str(row.get("seeds", row.get("seed", ""))).split(",") if v})
+    text = ", ".join(word for word in words if word)
+    return text + (f"; seeds {','.join(seeds)}" if seeds else "")
 
 
 def _panels(table: Sequence[Row]) -> dict[str, list[Row]]:
@@ -134,19 +198,24 @@ def _mechanisms(rows: Sequence[Row]) -> list[str]:
     return list(dict.fromkeys(row["mechanism"] for row in rows))
 
 
-def _style(mechanisms: Sequence[str], mechanism: str, marker: bool = True) -> dict[str, Any]:
+def _style(mechanisms: Sequence[str], mechanism: str, marker: bool = True, thin: bool = False) -> dict[str, Any]:
+    """A mechanism's colour, dash and marker, the same in every figure; lines thin out in legend order, so that
+    one drawn over an equal one leaves the first visible around it."""
     index = mechanisms.index(mechanism)
-    style: dict[str, Any] = {"color": colormaps["tab10"](index % 10), "label": mechanism}
+    width = max(2.6 - 0.5 * index, 0.8) * (0.5 if thin else 1.0)
+    style: dict[str, Any] = {"color": colormaps["tab10"](index % 10), "label": LABELS.get(mechanism, mechanism),
+                             "linestyle": _DASHES[index % len(_DASHES)], "linewidth": width, "alpha": 0.9}
     if marker:
-        style.update(marker=_MARKERS[index % len(_MARKERS)], markersize=4, linewidth=1.2)
+        style.update(marker=_MARKERS[index % len(_MARKERS)], markersize=max(7.0 - 1.2 * index, 3.0),
+                     markerfacecolor="none" if index % 2 else None)
     return style
 
 
-def _grid(panels: int) -> tuple[Figure, list[Any]]:
+def _grid(panels: int, share_x: bool = False) -> tuple[Figure, list[Any]]:
     columns = min(max(panels, 1), 3)
     rows = -(-max(panels, 1) // columns)
-    figure = new_figure(5.0 * columns, 3.8 * rows)
-    axes = list(figure.subplots(rows, columns, squeeze=False).ravel())
+    figure = new_figure(5.0 * columns, 3.8 * rows + 0.4)
+    axes = list(figure.subplots(rows, columns, squeeze=False, sharex=share_x).ravel())
     for axis in axes[panels:]:
         axis.set_visible(False)
     return figure, axes[: max(panels, 1)]

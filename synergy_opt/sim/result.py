@@ -55,6 +55,10 @@ class SimResult:
     def monitored_jobs(self) -> pd.DataFrame:
         return self.jobs[self.jobs["monitored"]]
 
+    def to_frame(self) -> pd.DataFrame:
+        """The per-job table (``jobs``), as every result of the toolkit that is a table offers."""
+        return self.jobs
+
 
 def summarise(jobs: pd.DataFrame, rounds: pd.DataFrame, wall_s: float, settings: dict[str, Any]) -> dict[str, Any]:
     """The summary figures of a run (see :class:`SimResult`)."""

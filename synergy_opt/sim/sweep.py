@@ -19,7 +19,7 @@ import pandas as pd
 from synergy_opt.cli.parallel import run_in_order
 from synergy_opt.generate import GPUS_PER_SERVER, MEM_GB_PER_SERVER, JobKind
 from synergy_opt.instance import Cluster
-from synergy_opt.sim.engine import simulate
+from synergy_opt.sim.engine import Progress, simulate
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SUMMARY_KEYS
 from synergy_opt.sim.trace import Trace, generate_trace
 
@@ -40,7 +40,7 @@ WALL_TIME_COLUMNS = ("wall_s", "mechanism_s")
 GENERATED = "generated"
 REFERENCE_MECHANISM = "proportional"
 # Imported once by the fork server, so that every worker process starts with the simulator loaded.
-_PRELOAD = ["synergy_opt.sim.sweep", "synergy_opt.mechanisms", "synergy_opt.ideal"]
+PRELOAD = ["synergy_opt.sim.sweep", "synergy_opt.mechanisms", "synergy_opt.ideal"]
 
 
 @dataclass(frozen=True)
@@ -115,12 +115,12 @@ class RunOutcome:
     rounds: pd.DataFrame
 
 
-def run_one(run: SimRun) -> RunOutcome:
-    """Simulate ``run`` and label its results with its setting."""
+def run_one(run: SimRun, progress: Progress | None = None) -> RunOutcome:
+    """Simulate ``run`` and label its results with its setting (``progress``: as :func:`simulate`'s)."""
     s = run.setting
     result = simulate(run.make_trace(), s.cluster, policy=s.policy, mechanism=run.mechanism, round_s=s.round_s,
                       seed=s.seed, monitor=s.monitor, preemption_overhead_s=s.preemption_overhead_s,
-                      backfill=s.backfill, **run.options)
+                      backfill=s.backfill, progress=progress, **run.options)
     labels = {**s.columns(), "mechanism": run.mechanism}
     summary = {**result.summary, **labels}
     return RunOutcome(summary, _labelled(result.jobs, labels), _labelled(result.rounds, labels))
@@ -137,7 +137,7 @@ def run_sweep(
     progress: Callable[[RunOutcome], None] | None = None,
 ) -> list[RunOutcome]:
     """Run every simulation, in the order of ``runs`` (see :func:`synergy_opt.cli.parallel.run_in_order`)."""
-    return run_in_order(run_one, runs, workers=workers, dask=dask, progress=progress, preload=_PRELOAD)
+    return run_in_order(run_one, runs, workers=workers, dask=dask, progress=progress, preload=PRELOAD)
 
 
 def with_ratios(summaries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -1,0 +1,95 @@
+"""``python -m synergy_opt.bench plot DIR`` and ``python -m synergy_opt.bench compare DIR_A DIR_B``.
+
+``plot`` redraws a result folder's ``gap.png`` and ``time.png`` from its ``medians.csv`` (a run with ``--plot``
+draws them this way too). ``compare`` prints two folders' medians side by side, matched on (GPUs, trace,
+mechanism, solver): objective, % of the ideal ILP optimum and time per round of each, and the second's over the
+first's; it writes ``compare.csv``, ``compare_gap.png`` and ``compare_time.png`` to ``--out``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from synergy_opt.bench.table import GROUP, read_folder
+from synergy_opt.cli.compare import difference_text, side_by_side
+from synergy_opt.cli.errors import OneLineParser
+from synergy_opt.cli.table import print_table, write_csv
+
+FIGURES = ("objective", "pct_ideal", "pct_joint", "round_ms")
+NARROW = (("objective", "objective"), ("round_ms", "round ms"))
+WIDE = (("objective", "objective"), ("pct_ideal", "% ideal"), ("pct_joint", "% joint"), ("round_ms", "round ms"))
+
+
+def setting_title(rows: Sequence[dict[str, Any]]) -> str:
+    """The workload the rows ran on: split, noise and seeds (``split 20/70/10, seeds 0,1,2``)."""
+    def values(key: str) -> str:
+        return ",".join(dict.fromkeys(str(row.get(key)) for row in rows if row.get(key) not in (None, "")))
+
+    noise = values("profile_noise") if any(row.get("profile_noise") for row in rows) else ""
+    parts = [f"split {values('split')}" if values("split") else "", f"noise {noise}" if noise else "",
+             f"seeds {values('seed')}" if values("seed") else "saved instances"]
+    return ", ".join(part for part in parts if part)
+
+
+def plot_folder(folder: Path) -> list[Path]:
+    """Draw a result folder's ``gap.png`` and ``time.png`` from its CSVs."""
+    from synergy_opt.bench.plots import save_plots  # matplotlib only when drawing
+
+    rows, summary = read_folder(folder)
+    return save_plots(summary, folder, setting_title(rows))
+
+
+def compare_folders(first: Path, second: Path, out: Path, wide: bool = False, plot: bool = True) -> list[Path]:
+    """Print two bench folders' medians side by side; write ``compare.csv`` (and the figures) to ``out``."""
+    (_, medians_a), (_, medians_b) = read_folder(first), read_folder(second)
+    names = (first.name or str(first), second.name or str(second))
+    keys, differences, rows = side_by_side(medians_a, medians_b, GROUP, FIGURES)
+    headers = [(key, "GPUs" if key == "gpus" else key) for key in keys
+               if key not in ("gpus", "trace") or len({str(row.get(key)) for row in rows}) > 1]
+    for key, header in WIDE if wide else NARROW:
+        headers += [(f"a.{key}", f"{header} A"), (f"b.{key}", "B"), (f"ratio.{key}", "B/A")]
+    differ = difference_text(differences, ("A", "B"))
+    title = f"A = {names[0]}, B = {names[1]}" + (f"; {differ}" if differ else "")
+    caption = ("Each figure is its folder's median over seeds (medians.csv); B/A is B's over A's. Rows are "
+               "matched on GPUs, trace, mechanism and solver.")
+    print_table(rows, headers, title=title, caption=caption, wide=wide,
+                block=[key for key in ("gpus", "trace") if key in keys])
+    columns = [*keys, *(f"{side}.{figure}" for figure in FIGURES for side in ("a", "b", "ratio"))]
+    paths = [write_csv(rows, out / "compare.csv", columns)]
+    if plot:
+        from synergy_opt.bench.plots import compare_figure  # matplotlib only when drawing
+        from synergy_opt.cli.plots import save_figure
+
+        paths.append(save_figure(compare_figure(medians_a, medians_b, "pct_ideal", "% of the ideal ILP optimum",
+                                                names), out / "compare_gap.png"))
+        paths.append(save_figure(compare_figure(medians_a, medians_b, "round_ms", "time per round (ms, log scale)",
+                                                names, log=True), out / "compare_time.png"))
+    return paths
+
+
+def subcommand(prog: str, argv: Sequence[str]) -> int:
+    """Run ``plot DIR`` or ``compare DIR_A DIR_B [--out DIR] [--wide] [--no-plot]``; returns the exit code."""
+    command, rest = argv[0], list(argv[1:])
+    parser = OneLineParser(prog=f"{prog} {command}", allow_abbrev=False)
+    if command == "plot":
+        parser.description = "Redraw a bench result folder's gap.png and time.png from its CSVs."
+        parser.add_argument("folder", type=Path, metavar="DIR")
+        args = parser.parse_args(rest)
+        for path in plot_folder(args.folder):
+            print(f"wrote {path}")
+        return 0
+    parser.description = "Print two bench result folders side by side; write compare.csv and figures of both."
+    parser.add_argument("first", type=Path, metavar="DIR_A")
+    parser.add_argument("second", type=Path, metavar="DIR_B")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="folder for compare.csv and the figures (default results/compare-<time>)")
+    parser.add_argument("--wide", action="store_true", help="every figure (by default the table fits 100 columns)")
+    parser.add_argument("--no-plot", action="store_true", help="no figures")
+    args = parser.parse_args(rest)
+    out = args.out or Path("results") / f"compare-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    for path in compare_folders(args.first, args.second, out, wide=args.wide, plot=not args.no_plot):
+        print(f"wrote {path}")
+    return 0

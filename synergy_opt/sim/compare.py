@@ -1,0 +1,86 @@
+"""``python -m synergy_opt.sim plot DIR`` and ``python -m synergy_opt.sim compare DIR_A DIR_B``.
+
+``plot`` redraws a result folder's figures from its CSVs (the same figures a run with ``--plot`` draws: a run
+draws them this way too). ``compare`` prints two folders' tables side by side, matched on the settings they
+share: average, p95 and p99 JCT and the makespan of each, and the second's over the first's; it writes
+``compare.csv`` and ``jct_vs_load.png`` (both sweeps in one figure) to ``--out``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from synergy_opt.cli.compare import difference_text, side_by_side
+from synergy_opt.cli.errors import OneLineParser
+from synergy_opt.cli.table import print_table, write_csv
+from synergy_opt.sim.outputs import SETTING_HEADERS, read_folder
+from synergy_opt.sim.sweep import SETTING_COLUMNS
+
+FIGURES = ("avg_jct_h", "p95_jct_h", "p99_jct_h", "makespan_h", "proportional_ratio")
+# What the compare table prints: narrow (fits 100 columns) and --wide.
+NARROW = (("avg_jct_h", "avg JCT h"), ("p99_jct_h", "p99 h"))
+WIDE = (("avg_jct_h", "avg JCT h"), ("p95_jct_h", "p95 h"), ("p99_jct_h", "p99 h"), ("makespan_h", "makespan h"),
+        ("proportional_ratio", "prop/this"))
+
+
+def plot_folder(folder: Path) -> list[Path]:
+    """Draw a result folder's figures (``jct_vs_load.png``, ``jct_cdf.png``, ``use_*.png``) from its CSVs."""
+    from synergy_opt.sim.plots import save_sweep_plots  # matplotlib only when drawing
+
+    _, table, jobs, rounds = read_folder(folder)
+    return save_sweep_plots(table, jobs, rounds, folder)
+
+
+def compare_folders(first: Path, second: Path, out: Path, wide: bool = False, plot: bool = True) -> list[Path]:
+    """Print the two folders' tables side by side and write ``compare.csv`` (and the figure) to ``out``."""
+    _, table_a, _, _ = read_folder(first)
+    _, table_b, _, _ = read_folder(second)
+    names = (first.name or str(first), second.name or str(second))
+    candidates = [c for c in SETTING_COLUMNS if c != "seed"] + ["seeds"]
+    keys, differences, rows = side_by_side(table_a, table_b, candidates, FIGURES)
+    swept = [k for k in keys if len({str(row.get(k)) for row in rows}) > 1 or k == "mechanism"]
+    headers = [(key, SETTING_HEADERS.get(key, key.replace("_", " "))) for key in swept]
+    for key, header in WIDE if wide else NARROW:
+        headers += [(f"a.{key}", f"{header} A"), (f"b.{key}", "B"), (f"ratio.{key}", "B/A")]
+    differ = difference_text(differences, ("A", "B"))
+    title = f"A = {names[0]}, B = {names[1]}" + (f"; {differ}" if differ else "")
+    caption = ("Each figure is its folder's mean over seeds (table.csv); B/A is B's over A's. "
+               "Rows are matched on the settings the folders share.")
+    print_table(rows, headers, title=title, caption=caption, wide=wide,
+                block=[key for key, _ in headers if key in SETTING_COLUMNS and key != "mechanism"])
+    columns = [*keys, *(f"{side}.{figure}" for figure in FIGURES for side in ("a", "b", "ratio"))]
+    paths = [write_csv(rows, out / "compare.csv", columns)]
+    if plot:
+        from synergy_opt.cli.plots import save_figure  # matplotlib only when drawing
+        from synergy_opt.sim.plots import compare_figure
+
+        paths.append(save_figure(compare_figure(table_a, table_b, names), out / "jct_vs_load.png"))
+    return paths
+
+
+def subcommand(prog: str, argv: Sequence[str]) -> int:
+    """Run ``plot DIR`` or ``compare DIR_A DIR_B [--out DIR] [--wide] [--no-plot]``; returns the exit code."""
+    command, rest = argv[0], list(argv[1:])
+    parser = OneLineParser(prog=f"{prog} {command}", allow_abbrev=False)
+    if command == "plot":
+        parser.description = "Redraw a result folder's figures from its CSVs (written into the folder)."
+        parser.add_argument("folder", type=Path, metavar="DIR")
+        args = parser.parse_args(rest)
+        for path in plot_folder(args.folder):
+            print(f"wrote {path}")
+        return 0
+    parser.description = "Print two result folders side by side; write compare.csv and a figure of both."
+    parser.add_argument("first", type=Path, metavar="DIR_A")
+    parser.add_argument("second", type=Path, metavar="DIR_B")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="folder for compare.csv and jct_vs_load.png (default results/compare-<time>)")
+    parser.add_argument("--wide", action="store_true", help="every figure (by default the table fits 100 columns)")
+    parser.add_argument("--no-plot", action="store_true", help="no figure")
+    args = parser.parse_args(rest)
+    out = args.out or Path("results") / f"compare-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    for path in compare_folders(args.first, args.second, out, wide=args.wide, plot=not args.no_plot):
+        print(f"wrote {path}")
+    return 0
+
