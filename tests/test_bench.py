@@ -25,12 +25,12 @@ HEURISTICS = ("proportional", "greedy", "tune", "drf", "tetris", "near-opt")
 
 def _bench(out: Path, *flags: str) -> list[dict[str, Any]]:
     assert main([*SMALL, "--out", str(out), *flags]) == 0
-    return read_csv(out)
+    return read_csv(out / "rows.csv")
 
 
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    return _bench(tmp_path_factory.mktemp("serial") / "rows.csv")
+    return _bench(tmp_path_factory.mktemp("serial"))
 
 
 def _direct(instance: RoundInstance, mechanism: str, solver: str) -> float | None:
@@ -79,17 +79,18 @@ def test_references_and_percentages(serial: list[dict[str, Any]]) -> None:
 
 
 def test_table_and_paths_are_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "one.csv"
+    out = tmp_path / "one"
     assert main(["--gpus", "8", "--seeds", "1", "--mechanisms", "tune,ideal", "--solvers", "highs",
                  "--no-progress", "--out", str(out), "--plot"]) == 0
     text = capsys.readouterr().out
-    assert "medians over seeds" in text and "% ideal" in text and "round ms" in text
-    assert str(out) in text
-    medians = read_csv(tmp_path / "one_medians.csv")
+    assert "medians over 1 seed(s)" in text and "% ideal" in text and "round ms" in text
+    assert "its own column's median" in text  # what a row's figures are
+    assert str(out / "rows.csv") in text
+    medians = read_csv(out / "medians.csv")
     assert {(r["mechanism"], r["trace"]) for r in medians} == {(m, t) for m in ("tune", "ideal")
                                                                for t in ("single", "multi")}
-    for name in ("one_gap.png", "one_time.png"):
-        assert (tmp_path / name).stat().st_size > 1000
+    for name in ("gap.png", "time.png"):
+        assert (out / name).stat().st_size > 1000
 
 
 def test_saved_instances_give_the_rows_of_direct_calls(tmp_path: Path) -> None:
@@ -97,10 +98,10 @@ def test_saved_instances_give_the_rows_of_direct_calls(tmp_path: Path) -> None:
     folder.mkdir()
     for name in ("paper_example.json", "round_16gpu_multi_seed0.json"):
         (folder / name).write_text((REPO / "instances" / name).read_text())
-    out = tmp_path / "saved.csv"
+    out = tmp_path / "saved"
     assert main(["--instances", str(folder), "--mechanisms", "tune,proportional,ideal", "--solvers", "highs",
                  "--no-progress", "--out", str(out)]) == 0
-    rows = read_csv(out)
+    rows = read_csv(out / "rows.csv")
     assert {r["instance"] for r in rows} == {"paper_example", "round_16gpu_multi_seed0"}
     for row in rows:
         instance = load_instance(folder / f"{row['instance']}.json")
@@ -140,7 +141,8 @@ def test_medians_leave_a_score_empty_when_a_run_has_none() -> None:
         ["--no-such-flag"],
         ["--instances", "/no/such/dir"],
         ["--instances", "instances", "--gpus", "16"],
-        ["--gpus", "8", "--out", "/proc/no/such/place.csv"],
+        ["--gpus", "8", "--out", "/proc/no/such/place"],
+        ["--gpus", "8", "--out", "rows.csv"],  # the old form: --out is a folder now, as the simulator's
     ],
 )
 def test_bad_flags_exit_2_with_one_line(flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -155,7 +157,7 @@ def _without_timings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_workers_give_the_serial_rows(serial: list[dict[str, Any]], tmp_path: Path) -> None:
-    rows = _bench(tmp_path / "workers.csv", "--workers", "2")
+    rows = _bench(tmp_path / "workers", "--workers", "2")
     assert _without_timings(rows) == _without_timings(serial)
 
 
@@ -164,15 +166,15 @@ def test_dask_gives_the_serial_rows(serial: list[dict[str, Any]], tmp_path: Path
     # In-process workers (threads): no process start-up, the same scheduling path as a remote cluster.
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
     with cluster:
-        rows = _bench(tmp_path / "dask.csv", "--dask", cluster.scheduler_address)
+        rows = _bench(tmp_path / "dask", "--dask", cluster.scheduler_address)
     assert _without_timings(rows) == _without_timings(serial)
 
 
 def test_a_time_limited_solve_is_reported_not_dropped(tmp_path: Path) -> None:
-    out = tmp_path / "limited.csv"
+    out = tmp_path / "limited"
     assert main(["--gpus", "256", "--seeds", "1", "--multi-gpu", "yes", "--mechanisms", "joint", "--solvers",
                  "highs", "--time-limit", "0.05", "--no-progress", "--out", str(out)]) == 0
-    (row,) = read_csv(out)
+    (row,) = read_csv(out / "rows.csv")
     assert row["mechanism"] == "joint" and row["status"] in ("optimal", "feasible", "no_solution")
     if row["status"] == "no_solution":
         assert row["objective"] is None or math.isnan(row["objective"])

@@ -616,7 +616,7 @@ def test_input(case: Case) -> None:
         ["--gpus", "100"], ["--gpus", "99999999992"], ["--profile-noise", "1000"], ["--profile-noise", "nan"],
         ["--split", "abc"], ["--split", "1e400,1,1"], ["--seeds", "-1"], ["--mechanisms", "bogus"],
         ["--solvers", "gurobi"], ["--time-limit", "x"], ["--workers", "0"], ["--instances", "{bad}"],
-        ["--instances", "{missing}"], ["--out", "{folder}"],
+        ["--instances", "{missing}"], ["--out", "{file}"],
     ],
 )
 def test_bench_bad_input_is_one_line_and_exit_code_2(
@@ -625,8 +625,9 @@ def test_bench_bad_input_is_one_line_and_exit_code_2(
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "round.json").write_bytes(json.dumps(EXAMPLE).encode("utf-16"))
-    given = [arg.format(bad=bad, missing=tmp_path / "missing", folder=tmp_path) for arg in argv]
-    code = bench_main([*given, "--mechanisms", "proportional", "--no-progress", "--out", str(tmp_path / "o.csv")]
+    (tmp_path / "file").write_text("")  # --out is a folder: a file there cannot be one
+    given = [arg.format(bad=bad, missing=tmp_path / "missing", file=tmp_path / "file") for arg in argv]
+    code = bench_main([*given, "--mechanisms", "proportional", "--no-progress", "--out", str(tmp_path / "o")]
                       if "--mechanisms" not in given and "--out" not in given else [*given, "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "error:" in err, err

@@ -42,10 +42,11 @@ def plot_folder(folder: Path) -> list[Path]:
     return save_plots(summary, folder, setting_title(rows))
 
 
-def compare_folders(first: Path, second: Path, out: Path, wide: bool = False, plot: bool = True) -> list[Path]:
-    """Print two bench folders' medians side by side; write ``compare.csv`` (and the figures) to ``out``."""
-    (_, medians_a), (_, medians_b) = read_folder(first), read_folder(second)
-    names = (first.name or str(first), second.name or str(second))
+def compare_table(
+    medians_a: Sequence[dict[str, Any]], medians_b: Sequence[dict[str, Any]], names: tuple[str, str],
+    wide: bool = False,
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]], str, str]:
+    """The side-by-side rows, the headers to print (narrow or ``wide``), the title and the caption."""
     keys, differences, rows = side_by_side(medians_a, medians_b, GROUP, FIGURES)
     headers = [(key, "GPUs" if key == "gpus" else key) for key in keys
                if key not in ("gpus", "trace") or len({str(row.get(key)) for row in rows}) > 1]
@@ -55,8 +56,17 @@ def compare_folders(first: Path, second: Path, out: Path, wide: bool = False, pl
     title = f"A = {names[0]}, B = {names[1]}" + (f"; {differ}" if differ else "")
     caption = ("Each figure is its folder's median over seeds (medians.csv); B/A is B's over A's. Rows are "
                "matched on GPUs, trace, mechanism and solver.")
+    return rows, headers, title, caption
+
+
+def compare_folders(first: Path, second: Path, out: Path, wide: bool = False, plot: bool = True) -> list[Path]:
+    """Print two bench folders' medians side by side; write ``compare.csv`` (and the figures) to ``out``."""
+    (_, medians_a), (_, medians_b) = read_folder(first), read_folder(second)
+    names = (first.name or str(first), second.name or str(second))
+    rows, headers, title, caption = compare_table(medians_a, medians_b, names, wide)
     print_table(rows, headers, title=title, caption=caption, wide=wide,
-                block=[key for key in ("gpus", "trace") if key in keys])
+                block=[key for key in ("gpus", "trace") if key in dict(headers)])
+    keys = [key for key in rows[0] if "." not in key] if rows else []
     columns = [*keys, *(f"{side}.{figure}" for figure in FIGURES for side in ("a", "b", "ratio"))]
     paths = [write_csv(rows, out / "compare.csv", columns)]
     if plot:

@@ -46,6 +46,7 @@ def render_table(
     if against_bound:
         notes.append(">= % joint: against the joint model's proven bound (its optimum was not proven in time)")
     table = Table(title=title or None, caption="\n".join(notes) or None, header_style="bold", pad_edge=False,
+                  collapse_padding=True,
                   box=box.SIMPLE_HEAD, title_justify="left", caption_justify="left")
     for index, (key, header) in enumerate(headers):
         justify: Literal["left", "right"] = "left" if key in _TEXT_KEYS else "right"

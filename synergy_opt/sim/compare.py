@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from synergy_opt.cli.compare import difference_text, side_by_side
 from synergy_opt.cli.errors import OneLineParser
@@ -33,11 +34,10 @@ def plot_folder(folder: Path) -> list[Path]:
     return save_sweep_plots(table, jobs, rounds, folder)
 
 
-def compare_folders(first: Path, second: Path, out: Path, wide: bool = False, plot: bool = True) -> list[Path]:
-    """Print the two folders' tables side by side and write ``compare.csv`` (and the figure) to ``out``."""
-    _, table_a, _, _ = read_folder(first)
-    _, table_b, _, _ = read_folder(second)
-    names = (first.name or str(first), second.name or str(second))
+def compare_table(
+    table_a: Sequence[dict[str, Any]], table_b: Sequence[dict[str, Any]], names: tuple[str, str], wide: bool = False
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]], str, str]:
+    """The side-by-side rows, the headers to print (narrow or ``wide``), the title and the caption."""
     candidates = [c for c in SETTING_COLUMNS if c != "seed"] + ["seeds"]
     keys, differences, rows = side_by_side(table_a, table_b, candidates, FIGURES)
     swept = [k for k in keys if len({str(row.get(k)) for row in rows}) > 1 or k == "mechanism"]
@@ -48,8 +48,18 @@ def compare_folders(first: Path, second: Path, out: Path, wide: bool = False, pl
     title = f"A = {names[0]}, B = {names[1]}" + (f"; {differ}" if differ else "")
     caption = ("Each figure is its folder's mean over seeds (table.csv); B/A is B's over A's. "
                "Rows are matched on the settings the folders share.")
+    return rows, headers, title, caption
+
+
+def compare_folders(first: Path, second: Path, out: Path, wide: bool = False, plot: bool = True) -> list[Path]:
+    """Print the two folders' tables side by side and write ``compare.csv`` (and the figure) to ``out``."""
+    _, table_a, _, _ = read_folder(first)
+    _, table_b, _, _ = read_folder(second)
+    names = (first.name or str(first), second.name or str(second))
+    rows, headers, title, caption = compare_table(table_a, table_b, names, wide)
     print_table(rows, headers, title=title, caption=caption, wide=wide,
                 block=[key for key, _ in headers if key in SETTING_COLUMNS and key != "mechanism"])
+    keys = [key for key in rows[0] if "." not in key] if rows else []
     columns = [*keys, *(f"{side}.{figure}" for figure in FIGURES for side in ("a", "b", "ratio"))]
     paths = [write_csv(rows, out / "compare.csv", columns)]
     if plot:

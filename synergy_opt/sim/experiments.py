@@ -22,6 +22,7 @@ from synergy_opt.files import read_text
 
 EXPERIMENTS_DIR = Path(__file__).with_name("experiments")
 SUFFIX = ".toml"
+MAX_EXPERIMENT_BYTES = 2**20  # an experiment file is a few settings: 1 MiB is far beyond any
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,11 @@ def load_experiment(name: str) -> Experiment:
             "experiment", name, f"neither a named experiment ({', '.join(experiment_names())}) nor a TOML file"
         )
     try:
-        data = tomllib.loads(read_text(path))
+        data = tomllib.loads(read_text(path, MAX_EXPERIMENT_BYTES))
     except tomllib.TOMLDecodeError as error:
         raise InvalidInputError("experiment", str(path), f"is not valid TOML: {error}") from None
+    except RecursionError:  # tomllib parses nested arrays recursively
+        raise InvalidInputError("experiment", str(path), "nests arrays too deep to read") from None
     description = data.pop("description", "")
     if not isinstance(description, str):
         raise InvalidInputError(f"{path}: description", description, "must be a string")

@@ -1,0 +1,299 @@
+"""Long runs of both command lines: each finished run kept as it finishes, Ctrl-C and a killed worker keep what
+finished, ``--resume`` ends with the files of an uninterrupted run; ``plot`` and ``compare`` on folders the tests
+write; tables that fit 100 columns with every number whole; help that states each default once."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from synergy_opt.bench import main as bench_main
+from synergy_opt.bench.compare import compare_table as bench_compare_table
+from synergy_opt.bench.table import headers as bench_headers
+from synergy_opt.bench.table import render_table as bench_render
+from synergy_opt.bench.table import title as bench_title
+from synergy_opt.cli.table import read_csv, render_table
+from synergy_opt.sim.cli import main as sim_main
+from synergy_opt.sim.compare import compare_table
+from synergy_opt.sim.experiments import experiment_names
+from synergy_opt.sim.outputs import CAPTION as SIM_CAPTION
+from synergy_opt.sim.outputs import table_layout
+from synergy_opt.sim.sweep import WALL_TIME_COLUMNS
+
+# 12 simulations of about a second each: 3 loads x 2 seeds x 2 mechanisms on 16 GPUs.
+SWEEP = ["--gpus", "16", "--jobs", "24", "--load", "0.5,1,1.5", "--seeds", "0,3", "--mechanisms", "proportional,tune",
+         "--no-progress"]
+BENCH = ["--gpus", "8,16", "--seeds", "2", "--solvers", "highs", "--no-progress"]
+TIMING = {"build_ms", "solve_ms", "round_ms"}
+
+
+def _rows(path: Path, drop: set[str] | frozenset[str] = frozenset()) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return [{k: v for k, v in row.items() if k not in drop} for row in csv.DictReader(handle)]
+
+
+def _journal(folder: Path, name: str) -> list[dict[str, Any]]:
+    path = folder / f"{name}.jsonl"
+    if not path.exists():
+        return []
+    lines = []
+    for line in path.read_text().splitlines():
+        try:
+            lines.append(json.loads(line))
+        except ValueError:
+            pass
+    return lines
+
+
+def _same_sim_files(first: Path, second: Path) -> None:
+    for name in ("summary.csv", "table.csv", "jobs.csv"):
+        assert _rows(first / name, set(WALL_TIME_COLUMNS)) == _rows(second / name, set(WALL_TIME_COLUMNS)), name
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("whole") / "sim"
+    assert sim_main([*SWEEP, "--out", str(out)]) == 0
+    return out
+
+
+def _start(tool: str, argv: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", f"synergy_opt.{tool}", *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def _wait_for_records(folder: Path, name: str, process: subprocess.Popen[str], count: int = 1) -> None:
+    deadline = time.monotonic() + 120
+    while len(_journal(folder, name)) < count:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no run finished in 120 s"
+        time.sleep(0.05)
+
+
+def test_an_interrupted_sweep_keeps_what_finished_and_resumes_to_the_same_files(
+    uninterrupted: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "sim"
+    process = _start("sim", [*SWEEP, "--out", str(out)])
+    _wait_for_records(out, "runs", process)
+    process.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, (stdout, stderr)
+    assert len(stderr.strip().splitlines()) == 1 and "interrupted" in stderr and "Traceback" not in stderr, stderr
+    assert "--resume" in stderr and str(out) in stderr
+    kept = _journal(out, "runs")
+    assert 1 <= len(kept) < 12, len(kept)  # the finished runs are on disk, not all of them
+    assert all(record["record"]["summary"]["unfinished"] == 0 for record in kept)
+    assert json.loads((out / "command.json").read_text())["argv"][:2] == ["--gpus", "16"]
+    assert sim_main(["--resume", str(out)]) == 0
+    assert len(_journal(out, "runs")) == 12  # only the missing runs ran
+    _same_sim_files(out, uninterrupted)
+
+
+def test_a_killed_worker_is_one_line_exit_1_and_the_finished_runs_are_kept(uninterrupted: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sim"
+    process = _start("sim", [*SWEEP, "--workers", "2", "--out", str(out)])
+    _wait_for_records(out, "runs", process)
+    workers = _pool_workers(process.pid)
+    assert workers, "no worker processes found"
+    os.kill(workers[0], signal.SIGKILL)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1, (stdout, stderr)
+    assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr, stderr
+    assert "failed: WorkerDiedError" in stderr and "kept in" in stderr, stderr
+    assert len(_journal(out, "runs")) >= 1
+    assert sim_main(["--resume", str(out)]) == 0  # what finished is kept; the rest runs now
+    _same_sim_files(out, uninterrupted)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        text = (task / "children").read_text() if (task / "children").exists() else ""
+        found += [int(child) for child in text.split()]
+    return found
+
+
+def _pool_workers(pid: int) -> list[int]:
+    """The pool's worker processes: the fork server's children (the fork server is a child of the CLI)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for child in _children(pid):
+            try:
+                command = Path(f"/proc/{child}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"forkserver" in command and _children(child):
+                return _children(child)
+        time.sleep(0.05)
+    return []
+
+
+def test_a_bench_run_resumes_to_the_rows_of_an_uninterrupted_one(tmp_path: Path) -> None:
+    whole, partial = tmp_path / "whole", tmp_path / "partial"
+    assert bench_main([*BENCH, "--mechanisms", "proportional,tune,ideal", "--out", str(whole)]) == 0
+    assert bench_main([*BENCH, "--mechanisms", "proportional,tune,ideal", "--out", str(partial)]) == 0
+    lines = (partial / "cells.jsonl").read_text().splitlines()
+    # Keep the first half and a line cut short mid-write, as a kill would leave them.
+    (partial / "cells.jsonl").write_text("\n".join(lines[: len(lines) // 2]) + "\n" + lines[-1][:40])
+    (partial / "rows.csv").unlink()
+    assert bench_main(["--resume", str(partial), "--workers", "2"]) == 0
+    for name in ("rows.csv", "medians.csv"):
+        assert _rows(partial / name, TIMING) == _rows(whole / name, TIMING), name
+
+
+def test_resume_takes_only_the_flags_that_do_not_change_the_results(uninterrupted: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert sim_main(["--resume", str(uninterrupted), "--load", "3"]) == 2
+    assert "--load cannot change it" in capsys.readouterr().err
+    assert sim_main([*SWEEP, "--out", str(uninterrupted)]) == 2  # a new sweep does not overwrite kept runs
+    assert "--resume" in capsys.readouterr().err
+    assert bench_main(["--resume", str(uninterrupted)]) == 2  # a simulator folder is not a bench one
+    assert "holds a sweep of 'sim'" in capsys.readouterr().err
+
+
+def test_a_long_single_run_shows_progress_within_the_run(tmp_path: Path) -> None:
+    process = _start("sim", ["--gpus", "16", "--jobs", "40", "--load", "1", "--mechanisms", "tune",
+                             "--out", str(tmp_path / "one")])
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert "t " in stderr and " h]" in stderr and "/32" in stderr  # monitored jobs finished, simulated hours
+
+
+# --- plot and compare ------------------------------------------------------------------------------------------
+
+
+def test_sim_plot_redraws_a_folder_and_compare_puts_two_side_by_side(
+    uninterrupted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "other"
+    assert sim_main([*SWEEP, "--round-s", "600", "--out", str(other)]) == 0
+    capsys.readouterr()
+    assert sim_main(["plot", str(other)]) == 0
+    assert {"jct_vs_load.png", "jct_cdf.png"} <= {p.name for p in other.glob("*.png")}
+    assert sim_main(["compare", str(uninterrupted), str(other), "--out", str(tmp_path / "cmp")]) == 0
+    printed = capsys.readouterr().out
+    assert "round_s: 300 (A) against 600 (B)" in printed and "B/A" in printed
+    rows = read_csv(tmp_path / "cmp" / "compare.csv")
+    table_a, table_b = read_csv(uninterrupted / "table.csv"), read_csv(other / "table.csv")
+    assert len(rows) == len(table_a) == 6
+    for row, a in zip(rows, table_a, strict=True):
+        (b,) = [r for r in table_b if (r["load"], r["mechanism"]) == (a["load"], a["mechanism"])]
+        assert (row["load"], row["mechanism"]) == (a["load"], a["mechanism"])
+        assert row["a.avg_jct_h"] == a["avg_jct_h"] and row["b.p99_jct_h"] == b["p99_jct_h"]
+        assert row["ratio.makespan_h"] == pytest.approx(b["makespan_h"] / a["makespan_h"])
+    assert (tmp_path / "cmp" / "jct_vs_load.png").stat().st_size > 1000
+
+
+def test_bench_plot_and_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    for out, seeds in ((first, "1"), (second, "2")):
+        assert bench_main(["--gpus", "8", "--seeds", seeds, "--solvers", "highs", "--mechanisms", "tune,ideal",
+                           "--no-progress", "--out", str(out)]) == 0
+    assert bench_main(["plot", str(first)]) == 0
+    assert (first / "gap.png").stat().st_size > 1000 and (first / "time.png").stat().st_size > 1000
+    capsys.readouterr()
+    assert bench_main(["compare", str(first), str(second), "--out", str(tmp_path / "cmp")]) == 0
+    assert "B/A" in capsys.readouterr().out
+    rows = read_csv(tmp_path / "cmp" / "compare.csv")
+    medians_a, medians_b = read_csv(first / "medians.csv"), read_csv(second / "medians.csv")
+    assert len(rows) == len(medians_a) == 4
+    for row, a, b in zip(rows, medians_a, medians_b, strict=True):
+        assert row["a.objective"] == a["objective"] and row["b.objective"] == b["objective"]
+        assert row["ratio.objective"] == pytest.approx(b["objective"] / a["objective"])
+    assert bench_main(["plot", str(tmp_path / "nothing")]) == 2
+
+
+# --- tables ------------------------------------------------------------------------------------------------------
+
+
+def _quantum(cell: str) -> float:
+    return float(Decimal(1).scaleb(Decimal(cell).as_tuple().exponent)) / 2  # half the last printed digit
+
+
+def _check_width_100(table: Any, keys: list[str], csv_rows: list[dict[str, Any]]) -> int:
+    """Render at 100 columns: no ellipsis, no line over 100, and every number printed whole and equal to the CSV's
+    value at its printed precision. Returns the widest line."""
+    console = Console(width=100, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "…" not in text, text
+    width = max(len(line.rstrip()) for line in text.splitlines())
+    assert width <= 100
+    for key, column in zip(keys, table.columns, strict=True):
+        for cell, row in zip((str(c) for c in column.cells), csv_rows, strict=True):
+            value = row.get(key)
+            number = cell.removeprefix(">=")
+            if cell == "-":
+                assert value in (None, "") or value != value, (key, value)
+                continue
+            if isinstance(value, str) or isinstance(value, bool) or value is None:
+                assert cell == str(value), (key, cell, value)
+                continue
+            assert number in text, (key, number)
+            scale = 100.0 if key.removeprefix("a.").removeprefix("b.").endswith("_util") else 1.0
+            assert abs(float(number) - scale * value) <= _quantum(number) * (1 + 1e-9), (key, cell, value)
+    return width
+
+
+def test_every_cli_table_fits_100_columns_with_every_number_whole(uninterrupted: Path, tmp_path: Path) -> None:
+    widest = 0
+    # The bench's default table on the default grid's kind of run (two traces, every mechanism).
+    out = tmp_path / "bench"
+    assert bench_main(["--gpus", "8,16", "--seeds", "2", "--solvers", "highs", "--no-progress",
+                       "--out", str(out)]) == 0
+    medians = read_csv(out / "medians.csv")
+    headers = bench_headers(medians)
+    widest = max(widest, _check_width_100(bench_render(medians, bench_title(medians), wide=False),
+                                          [k for k, _ in headers], medians))
+    # The simulator's table, with three swept settings.
+    table = read_csv(uninterrupted / "table.csv")
+    title, sim_headers = table_layout(table)
+    widest = max(widest, _check_width_100(render_table(table, sim_headers, title, caption=SIM_CAPTION),
+                                          [k for k, _ in sim_headers], table))
+    # Both compare tables.
+    for rows, cmp_headers, cmp_title, caption in (compare_table(table, table, ("a", "b")),
+                                                 bench_compare_table(medians, medians, ("a", "b"))):
+        widest = max(widest, _check_width_100(render_table(rows, cmp_headers, cmp_title, caption=caption),
+                                              [k for k, _ in cmp_headers], rows))
+    print(f"widest table at default settings: {widest} columns")
+
+
+def test_the_printed_table_is_at_most_100_columns(uninterrupted: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert sim_main(["--resume", str(uninterrupted)]) == 0  # every run there: prints the table again
+    lines = capsys.readouterr().out.splitlines()[1:]  # the table, then the paths written
+    table = [line for line in lines if not line.startswith(("wrote ", "wall time "))]
+    assert max(len(line) for line in table) <= 100 and not any("…" in line for line in table)
+    assert any("mean over the seeds" in line for line in lines)  # a row's figures are explained
+
+
+# --- help and listings -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("main", [bench_main, sim_main])
+def test_help_states_each_default_once(main: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    options = re.split(r"\n  (?=-)", capsys.readouterr().out)  # one chunk per option and its help
+    assert len(options) > 15
+    for option in options:
+        assert option.count("default") <= 1 and "(default: None)" not in option, option
+
+
+def test_experiments_are_listed_in_natural_order(capsys: pytest.CaptureFixture[str]) -> None:
+    assert experiment_names()[:7] == ["fig7", "fig8", "fig9", "fig10", "fig11", "fig12", "fig13"]
+    assert sim_main(["--experiment", "list"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == experiment_names()
