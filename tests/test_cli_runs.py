@@ -4,6 +4,7 @@ write; tables that fit 100 columns with every number whole; help that states eac
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -50,10 +51,8 @@ def _journal(folder: Path, name: str) -> list[dict[str, Any]]:
         return []
     lines = []
     for line in path.read_text().splitlines():
-        try:
+        with contextlib.suppress(ValueError):  # a line cut short
             lines.append(json.loads(line))
-        except ValueError:
-            pass
     return lines
 
 
@@ -239,7 +238,7 @@ def _check_width_100(table: Any, keys: list[str], csv_rows: list[dict[str, Any]]
             if cell == "-":
                 assert value in (None, "") or value != value, (key, value)
                 continue
-            if isinstance(value, str) or isinstance(value, bool) or value is None:
+            if isinstance(value, (str, bool)) or value is None:
                 assert cell == str(value), (key, cell, value)
                 continue
             assert number in text, (key, number)
