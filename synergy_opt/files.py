@@ -9,9 +9,13 @@ full disk, a bad value found while writing, an interrupt) leaves the old file, o
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
+import re
+import socket
 import stat
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -93,25 +97,81 @@ def _file_kind(mode: int) -> str:
     return next((text for test, text in kinds if test(mode)), "not a regular file")
 
 
+# A temporary file is named ``.<target name>.<host>-<pid>.<random>.tmp<suffix>`` beside its target, so that a
+# later write to the same target can tell one left by a killed process (removed) from a live writer's (kept).
+_HOST = re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname())[:40] or "host"
+_ACTIVE: set[Path] = set()  # this process's temporary files still being written
+STALE_UNTAGGED_S = 3600.0  # a temporary file of the old, untagged form is stale after an hour untouched
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary path beside ``target`` (same suffix) to write to; renamed onto ``target`` on success.
 
     The folder is created if missing. On any exception the temporary file is removed and ``target`` is
-    untouched.
+    untouched; an ``OSError`` (a full disk, a file-size limit, no permission) is raised again naming ``target``,
+    not the hidden temporary file. Temporary files of earlier writes to ``target`` whose writer is gone (killed
+    mid-write on this host) are removed first.
     """
     final = Path(target)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=f".tmp{final.suffix}", dir=final.parent)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temporaries(final)
+        handle, name = tempfile.mkstemp(prefix=f".{final.name}.{_HOST}-{os.getpid()}.", suffix=f".tmp{final.suffix}",
+                                        dir=final.parent)
+    except OSError as error:
+        raise _naming(error, final) from None
     os.close(handle)
     temporary = Path(name)
-    temporary.chmod(0o666 & ~_UMASK)
+    _ACTIVE.add(temporary)
     try:
+        temporary.chmod(0o666 & ~_UMASK)
         yield temporary
         os.replace(temporary, final)
+    except OSError as error:
+        temporary.unlink(missing_ok=True)
+        raise _naming(error, final) from None
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
+    finally:
+        _ACTIVE.discard(temporary)
+
+
+def _naming(error: OSError, target: Path) -> OSError:
+    """The same error (errno, so the same subclass) naming ``target``: a message the user can act on."""
+    return OSError(error.errno, error.strerror or str(error), str(target)) if error.errno else OSError(
+        f"{target}: {error}")
+
+
+def _remove_stale_temporaries(final: Path) -> None:
+    """Remove ``final``'s temporary files left by writers that are gone: tagged with this host and a process that
+    no longer runs (or this process, not writing it now), or untagged and untouched for ``STALE_UNTAGGED_S``."""
+    prefix = f".{final.name}."
+    for path in final.parent.glob(f"{glob.escape(prefix)}*.tmp{glob.escape(final.suffix)}"):
+        tag = path.name[len(prefix):].split(".", 1)[0]
+        host, _, pid = tag.rpartition("-")
+        try:
+            if host == _HOST and pid.isdigit():
+                stale = path not in _ACTIVE if int(pid) == os.getpid() else not _alive(int(pid))
+            elif host:
+                stale = False  # another host's writer: it may be alive
+            else:
+                stale = time.time() - path.stat().st_mtime > STALE_UNTAGGED_S
+            if stale:
+                path.unlink(missing_ok=True)
+        except OSError:
+            continue  # not ours to remove, or gone already
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 @contextlib.contextmanager

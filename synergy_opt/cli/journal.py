@@ -14,6 +14,7 @@ is simply run again); so is a line that is not a record of this format.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -92,11 +93,21 @@ class Journal:
 
     def append(self, key: str, record: Any) -> None:
         """Add one finished run, on disk before this returns (one write of one line, then fsync)."""
-        line = json.dumps({"format": FORMAT, "key": key, "record": record}, default=_plain) + "\n"
-        descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        data = (json.dumps({"format": FORMAT, "key": key, "record": record}, default=_plain) + "\n").encode()
         try:
-            os.write(descriptor, line.encode())
+            descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        except OSError as error:
+            raise OSError(error.errno, error.strerror, str(self.path)) from None
+        start = os.lseek(descriptor, 0, os.SEEK_END)
+        try:
+            written = 0
+            while written < len(data):  # a write may stop short (a size limit): finish it or fail
+                written += os.write(descriptor, data[written:])
             os.fsync(descriptor)
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.ftruncate(descriptor, start)  # no half line: the run counts as not finished
+            raise OSError(error.errno, error.strerror, str(self.path)) from None
         finally:
             os.close(descriptor)
 
