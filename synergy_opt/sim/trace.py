@@ -195,6 +195,8 @@ def generate_trace(
         ``profiling_s`` is then one minute per point that profiler measures on the job's matrix
         (:func:`with_profiling_delay`).
 
+    Notes
+    -----
     Durations at the proportional share are ``10^x`` minutes, ``x ~ U[1.5, 3]`` with probability 0.8 and
     ``U[3, 4]`` otherwise. The first ``k`` jobs do not depend on ``jobs``: a longer trace extends a shorter one.
     """
@@ -242,6 +244,8 @@ def with_profiling_delay(
     threshold
         The optimistic profiler's flatness threshold.
 
+    Notes
+    -----
     The metadata records ``profiling`` (the method), and costs other than the defaults as
     ``profiling_minutes_per_point`` and ``profiling_threshold``, so that :meth:`Trace.extend` profiles the
     new jobs alike.
