@@ -9,13 +9,12 @@ first's; it writes ``compare.csv``, ``compare_gap.png`` and ``compare_time.png``
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from synergy_opt.bench.table import GROUP, read_folder
-from synergy_opt.cli.compare import difference_text, side_by_side
-from synergy_opt.cli.errors import OneLineParser
+from synergy_opt.cli.compare import compare_title, figure_headers, side_by_side
+from synergy_opt.cli.compare import subcommand as run_subcommand
 from synergy_opt.cli.table import print_table, write_csv
 
 FIGURES = ("objective", "pct_ideal", "pct_joint", "round_ms")
@@ -50,10 +49,8 @@ def compare_table(
     keys, differences, rows = side_by_side(medians_a, medians_b, GROUP, FIGURES)
     headers = [(key, "GPUs" if key == "gpus" else key) for key in keys
                if key not in ("gpus", "trace") or len({str(row.get(key)) for row in rows}) > 1]
-    for key, header in WIDE if wide else NARROW:
-        headers += [(f"a.{key}", f"{header} A"), (f"b.{key}", "B"), (f"ratio.{key}", "B/A")]
-    differ = difference_text(differences, ("A", "B"))
-    title = f"A = {names[0]}, B = {names[1]}" + (f"; {differ}" if differ else "")
+    headers += figure_headers(WIDE if wide else NARROW)
+    title = compare_title(names, differences)
     caption = ("Each figure is its folder's median over seeds (medians.csv); B/A is B's over A's. Rows are "
                "matched on GPUs, trace, mechanism and solver.")
     return rows, headers, title, caption
@@ -82,24 +79,4 @@ def compare_folders(first: Path, second: Path, out: Path, wide: bool = False, pl
 
 def subcommand(prog: str, argv: Sequence[str]) -> int:
     """Run ``plot DIR`` or ``compare DIR_A DIR_B [--out DIR] [--wide] [--no-plot]``; returns the exit code."""
-    command, rest = argv[0], list(argv[1:])
-    parser = OneLineParser(prog=f"{prog} {command}", allow_abbrev=False)
-    if command == "plot":
-        parser.description = "Redraw a bench result folder's gap.png and time.png from its CSVs."
-        parser.add_argument("folder", type=Path, metavar="DIR")
-        args = parser.parse_args(rest)
-        for path in plot_folder(args.folder):
-            print(f"wrote {path}")
-        return 0
-    parser.description = "Print two bench result folders side by side; write compare.csv and figures of both."
-    parser.add_argument("first", type=Path, metavar="DIR_A")
-    parser.add_argument("second", type=Path, metavar="DIR_B")
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help="folder for compare.csv and the figures (default results/compare-<time>)")
-    parser.add_argument("--wide", action="store_true", help="every figure (by default the table fits 100 columns)")
-    parser.add_argument("--no-plot", action="store_true", help="no figures")
-    args = parser.parse_args(rest)
-    out = args.out or Path("results") / f"compare-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    for path in compare_folders(args.first, args.second, out, wide=args.wide, plot=not args.no_plot):
-        print(f"wrote {path}")
-    return 0
+    return run_subcommand(prog, argv, plot_folder, compare_folders, "compare.csv, compare_gap.png and compare_time.png")

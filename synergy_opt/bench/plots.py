@@ -59,16 +59,7 @@ def compare_figure(first: Sequence[Row], second: Sequence[Row], column: str, yla
                     axis.plot([p[0] for p in points], [p[1] for p in points], color=colormaps["tab20"](index % 20),
                               linestyle=dash, marker=marker, markersize=5 if dash == "-" else 3.5,
                               linewidth=1.6 if dash == "-" else 1.0, label=f"{_label(mechanism, solver)} ({name})")
-        axis.set_xscale("log", base=2)
-        sizes = sorted({r["gpus"] for r in [*first, *second] if r["trace"] == trace})
-        axis.set_xticks(sizes, [str(size) for size in sizes])
-        axis.xaxis.set_minor_locator(NullLocator())
-        if log:
-            axis.set_yscale("log")
-        axis.set_xlabel("cluster size (GPUs)")
-        axis.set_ylabel(ylabel)
-        axis.set_title(f"{trace}-GPU trace" if trace in ("single", "multi") else trace)
-        axis.grid(True, which="both", alpha=0.3)
+        _size_axis(axis, trace, sorted({r["gpus"] for r in [*first, *second] if r["trace"] == trace}), ylabel, log)
     figure.suptitle(f"{names[0]} (solid) against {names[1]} (dashed)", fontsize=10)
     shared_legend(figure, list(axes[0]))
     figure.tight_layout()
@@ -119,17 +110,21 @@ def _figure(summary: Sequence[Row], column: str, transform: Any, ylabel: str, *,
                     markersize=max(7.0 - 0.6 * m_index, 3.0), linewidth=max(2.6 - 0.25 * m_index, 0.8),
                     markerfacecolor="none" if m_index % 2 else None, alpha=0.9, label=_label(mechanism, solver),
                 )
-        axis.set_xscale("log", base=2)
-        sizes = sorted({r["gpus"] for r in summary if r["trace"] == trace})
-        axis.set_xticks(sizes, [str(size) for size in sizes])
-        axis.xaxis.set_minor_locator(NullLocator())  # the sizes themselves label the x axis
-        if log:
-            axis.set_yscale("log")
-        axis.set_xlabel("cluster size (GPUs)")
-        axis.set_ylabel(ylabel)
-        axis.set_title(f"{trace}-GPU trace" if trace in ("single", "multi") else trace)
-        axis.grid(True, which="both", alpha=0.3)
+        _size_axis(axis, trace, sorted({r["gpus"] for r in summary if r["trace"] == trace}), ylabel, log)
     figure.suptitle("; ".join(t for t in (title, _setting_title(summary)) if t), fontsize=10)
     shared_legend(figure, list(axes[0]))
     figure.tight_layout()
     return figure
+
+
+def _size_axis(axis: Any, trace: str, sizes: Sequence[int], ylabel: str, log: bool) -> None:
+    """Cluster size on a log-2 axis labelled by the sizes themselves; a panel per trace."""
+    axis.set_xscale("log", base=2)
+    axis.set_xticks(sizes, [str(size) for size in sizes])
+    axis.xaxis.set_minor_locator(NullLocator())
+    if log:
+        axis.set_yscale("log")
+    axis.set_xlabel("cluster size (GPUs)")
+    axis.set_ylabel(ylabel)
+    axis.set_title(f"{trace}-GPU trace" if trace in ("single", "multi") else trace)
+    axis.grid(True, which="both", alpha=0.3)

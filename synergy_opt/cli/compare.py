@@ -9,8 +9,12 @@ is what was compared, and goes in the title); a row of one folder with no match 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
 from typing import Any
+
+from synergy_opt.cli.errors import OneLineParser
 
 Row = dict[str, Any]
 
@@ -70,7 +74,48 @@ def _text(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def figure_headers(figures: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(key, header)`` of each figure as three columns: A's, B's and B/A."""
+    return [item for key, header in figures
+            for item in ((f"a.{key}", f"{header} A"), (f"b.{key}", "B"), (f"ratio.{key}", "B/A"))]
+
+
+def compare_title(names: tuple[str, str], differences: Mapping[str, tuple[list[str], list[str]]]) -> str:
+    """``A = run1, B = run2; round_s: 300 (A) against 600 (B)``."""
+    differ = difference_text(differences, ("A", "B"))
+    return f"A = {names[0]}, B = {names[1]}" + (f"; {differ}" if differ else "")
+
+
 def difference_text(differences: Mapping[str, tuple[list[str], list[str]]], names: tuple[str, str]) -> str:
     """``round_s: 300 (a) against 600 (b)``, one clause per setting that differs."""
     return "; ".join(f"{column}: {','.join(a) or '-'} ({names[0]}) against {','.join(b) or '-'} ({names[1]})"
                      for column, (a, b) in differences.items())
+
+
+def subcommand(
+    prog: str, argv: Sequence[str], plot_folder: Callable[[Path], list[Path]],
+    compare_folders: Callable[[Path, Path, Path, bool, bool], list[Path]], outputs: str,
+) -> int:
+    """Run ``plot DIR`` or ``compare DIR_A DIR_B [--out DIR] [--wide] [--no-plot]`` with a tool's functions
+    (``outputs``: what compare writes, for the help); returns the exit code."""
+    command, rest = argv[0], list(argv[1:])
+    parser = OneLineParser(prog=f"{prog} {command}", allow_abbrev=False)
+    if command == "plot":
+        parser.description = "Redraw a result folder's figures from its CSVs (written into the folder)."
+        parser.add_argument("folder", type=Path, metavar="DIR")
+        args = parser.parse_args(rest)
+        for path in plot_folder(args.folder):
+            print(f"wrote {path}")
+        return 0
+    parser.description = f"Print two result folders side by side; write {outputs}."
+    parser.add_argument("first", type=Path, metavar="DIR_A")
+    parser.add_argument("second", type=Path, metavar="DIR_B")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help=f"folder for {outputs} (default results/compare-<time>)")
+    parser.add_argument("--wide", action="store_true", help="every figure (by default the table fits 100 columns)")
+    parser.add_argument("--no-plot", action="store_true", help="no figures")
+    args = parser.parse_args(rest)
+    out = args.out or Path("results") / f"compare-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    for path in compare_folders(args.first, args.second, out, args.wide, not args.no_plot):
+        print(f"wrote {path}")
+    return 0

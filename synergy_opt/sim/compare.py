@@ -9,12 +9,11 @@ share: average, p95 and p99 JCT and the makespan of each, and the second's over 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from synergy_opt.cli.compare import difference_text, side_by_side
-from synergy_opt.cli.errors import OneLineParser
+from synergy_opt.cli.compare import compare_title, figure_headers, side_by_side
+from synergy_opt.cli.compare import subcommand as run_subcommand
 from synergy_opt.cli.table import print_table, write_csv
 from synergy_opt.sim.outputs import SETTING_HEADERS, read_folder
 from synergy_opt.sim.sweep import SETTING_COLUMNS
@@ -42,10 +41,8 @@ def compare_table(
     keys, differences, rows = side_by_side(table_a, table_b, candidates, FIGURES)
     swept = [k for k in keys if len({str(row.get(k)) for row in rows}) > 1 or k == "mechanism"]
     headers = [(key, SETTING_HEADERS.get(key, key.replace("_", " "))) for key in swept]
-    for key, header in WIDE if wide else NARROW:
-        headers += [(f"a.{key}", f"{header} A"), (f"b.{key}", "B"), (f"ratio.{key}", "B/A")]
-    differ = difference_text(differences, ("A", "B"))
-    title = f"A = {names[0]}, B = {names[1]}" + (f"; {differ}" if differ else "")
+    headers += figure_headers(WIDE if wide else NARROW)
+    title = compare_title(names, differences)
     caption = ("Each figure is its folder's mean over seeds (table.csv); B/A is B's over A's. "
                "Rows are matched on the settings the folders share.")
     return rows, headers, title, caption
@@ -72,25 +69,4 @@ def compare_folders(first: Path, second: Path, out: Path, wide: bool = False, pl
 
 def subcommand(prog: str, argv: Sequence[str]) -> int:
     """Run ``plot DIR`` or ``compare DIR_A DIR_B [--out DIR] [--wide] [--no-plot]``; returns the exit code."""
-    command, rest = argv[0], list(argv[1:])
-    parser = OneLineParser(prog=f"{prog} {command}", allow_abbrev=False)
-    if command == "plot":
-        parser.description = "Redraw a result folder's figures from its CSVs (written into the folder)."
-        parser.add_argument("folder", type=Path, metavar="DIR")
-        args = parser.parse_args(rest)
-        for path in plot_folder(args.folder):
-            print(f"wrote {path}")
-        return 0
-    parser.description = "Print two result folders side by side; write compare.csv and a figure of both."
-    parser.add_argument("first", type=Path, metavar="DIR_A")
-    parser.add_argument("second", type=Path, metavar="DIR_B")
-    parser.add_argument("--out", type=Path, metavar="DIR",
-                        help="folder for compare.csv and jct_vs_load.png (default results/compare-<time>)")
-    parser.add_argument("--wide", action="store_true", help="every figure (by default the table fits 100 columns)")
-    parser.add_argument("--no-plot", action="store_true", help="no figure")
-    args = parser.parse_args(rest)
-    out = args.out or Path("results") / f"compare-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    for path in compare_folders(args.first, args.second, out, wide=args.wide, plot=not args.no_plot):
-        print(f"wrote {path}")
-    return 0
-
+    return run_subcommand(prog, argv, plot_folder, compare_folders, "compare.csv and jct_vs_load.png")

@@ -45,13 +45,8 @@ def jct_vs_load_figure(table: Sequence[Row]) -> Figure:
                             if r["mechanism"] == mechanism and r["load"] is not None)
             if points:
                 axis.plot([p[0] for p in points], [p[1] for p in points], **_style(mechanisms, mechanism))
-        axis.set_xlabel("load (jobs/hour)")
-        axis.set_ylabel("average JCT (hours)")
-        axis.set_title(title, fontsize=9)
-        axis.grid(True, alpha=0.3)
-    shared_legend(figure, axes)
-    figure.tight_layout()
-    return figure
+        _load_axis(axis, title)
+    return _finished(figure, axes)
 
 
 def jct_cdf_figure(jobs: pd.DataFrame) -> Figure:
@@ -143,10 +138,18 @@ def compare_figure(first: Sequence[Row], second: Sequence[Row], names: tuple[str
                     axis.plot([p[0] for p in points], [p[1] for p in points], color=colour, linestyle=dash,
                               marker=marker, markersize=5 if solid else 3.5, linewidth=1.6 if solid else 1.0,
                               label=f"{LABELS.get(mechanism, mechanism)} ({name})")
-        axis.set_xlabel("load (jobs/hour)")
-        axis.set_ylabel("average JCT (hours)")
-        axis.set_title(title, fontsize=9)
-        axis.grid(True, alpha=0.3)
+        _load_axis(axis, title)
+    return _finished(figure, axes)
+
+
+def _load_axis(axis: Any, title: str) -> None:
+    axis.set_xlabel("load (jobs/hour)")
+    axis.set_ylabel("average JCT (hours)")
+    axis.set_title(title, fontsize=9)
+    axis.grid(True, alpha=0.3)
+
+
+def _finished(figure: Figure, axes: Sequence[Any]) -> Figure:
     shared_legend(figure, axes)
     figure.tight_layout()
     return figure
