@@ -227,7 +227,7 @@ def _main(argv: Sequence[str] | None) -> int:
     journal.start(resume=args.resume is not None)
     write_command(the_plan.out, TOOL, args.recorded)
     keys = [run_key(cell_fields(cell, the_plan.options)) for cell in cells]
-    done = sum(1 for key in keys if key in journal.records())
+    done = journal.count(keys)
     where = f"Dask at {args.dask}" if args.dask else f"{args.workers} process(es)"
     limit = the_plan.options.time_limit
     print(f"{len(the_plan.specs)} instances, {len(cells)} cells, on {where}; "
@@ -258,7 +258,7 @@ def _run(cells: list[Any], keys: list[str], journal: Journal, options: RunOption
 
     with tqdm(total=len(cells), desc="bench", unit="cell", disable=args.no_progress, file=sys.stderr,
               dynamic_ncols=True, mininterval=0.5) as bar:
-        bar.update(sum(1 for key in keys if key in journal.records()))
+        bar.update(journal.count(keys))
 
         def done(row: dict[str, Any]) -> None:
             bar.set_postfix_str(f"{row['gpus']} GPUs {row['mechanism']} {row['solver']}".rstrip(), refresh=False)

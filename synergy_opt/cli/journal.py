@@ -67,6 +67,11 @@ class Journal:
         """Every complete record by key (a later record of the same key wins)."""
         return dict(self._read())
 
+    def count(self, keys: Sequence[str]) -> int:
+        """How many of ``keys`` have a record (read once)."""
+        records = self.records()
+        return sum(1 for key in keys if key in records)
+
     def _read(self) -> Iterator[tuple[str, Any]]:
         if not self.path.exists():
             return

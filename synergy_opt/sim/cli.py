@@ -410,7 +410,7 @@ def _main(argv: Sequence[str] | None) -> int:
     journal.start(resume=args.resume is not None)
     write_command(the_plan.out, TOOL, args.recorded)
     where = f"Dask at {args.dask}" if args.dask else f"{args.workers or 1} process(es)"
-    done = sum(1 for key in the_plan.keys if key in journal.records())
+    done = journal.count(the_plan.keys)
     print(f"{len(the_plan.runs)} simulations on {where}, results in {the_plan.out}"
           + (f" ({done} already there)" if done else ""), flush=True)
     try:
@@ -437,7 +437,7 @@ def _run(the_plan: Plan, journal: Journal, args: argparse.Namespace, rounds: boo
     quiet = bool(args.no_progress)
     with tqdm(total=len(the_plan.runs), desc="sim", unit="run", disable=quiet, file=sys.stderr,
               dynamic_ncols=True, mininterval=0.5) as bar:
-        bar.update(sum(1 for key in the_plan.keys if key in journal.records()))
+        bar.update(journal.count(the_plan.keys))
 
         def finished(outcome: Any) -> None:
             s = outcome.summary
