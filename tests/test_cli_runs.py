@@ -68,9 +68,15 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def _interactive() -> None:
+    """Ctrl-C as at a terminal: a test runner's worker may ignore SIGINT, and its children would inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(tool: str, argv: list[str]) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", f"synergy_opt.{tool}", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=_interactive)
 
 
 def _wait_for_records(folder: Path, name: str, process: subprocess.Popen[str], count: int = 1) -> None:
