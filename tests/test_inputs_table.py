@@ -257,9 +257,13 @@ def save_cases(folder: Path) -> Iterator[Case]:
 # ----------------------------------------------------------------------------------------- generate_round
 
 
+def _assert_equal(value: object, expected: object) -> None:
+    assert value == expected, f"{value!r} != {expected!r}"
+
+
 def generator_cases() -> Iterator[Case]:
     bad = {
-        "gpus": [*NOT_NUMBERS, ("100", 100), ("0", 0), ("-8", -8), ("8.0", 8.0), ("1e30", 10**30 * 8)],
+        "gpus": [*(case for case in NOT_NUMBERS if case[1] is not None), ("100", 100), ("0", 0), ("-8", -8), ("8.0", 8.0), ("1e30", 10**30 * 8)],
         "split": [("abc", "abc"), ("two", (50, 50)), ("negative", (1, -1, 0)), ("zeros", (0, 0, 0)),
                   ("str entry", (20, "70", 10)), ("bool entry", (True, 70, 10)), ("nan", (math.nan, 1, 1)),
                   ("None", None), ("dict", {"a": 1})],
@@ -275,6 +279,8 @@ def generator_cases() -> Iterator[Case]:
             field = f"{name}[0]" if name == "split" and kind in ("bool entry", "nan") else field
             yield rejects(f"generate {name}={kind}", lambda n=name, v=value: so.generate_round(16, **{n: v})
                           if n != "gpus" else so.generate_round(v), field)
+    # gpus=None is the documented default: 128 GPUs, or with types their servers' GPUs.
+    yield accepts("generate gpus=None", lambda: _assert_equal(so.generate_round(None).cluster.total_gpus, 128))
     yield accepts("generate np.int64 gpus", lambda: so.generate_round(gpus=np.int64(128)))
     yield accepts("generate numpy arguments", lambda: so.generate_round(
         np.int32(16), split=np.array([20, 70, 10]), multi_gpu=np.bool_(True), seed=np.int64(3),

@@ -81,7 +81,6 @@ def load_experiment(name: str) -> Experiment:
 # --- what a setting may hold, by TOML type --------------------------------------------------------------------
 
 
-
 @dataclass(frozen=True)
 class Kind:
     """The TOML types one setting takes: scalars of ``scalar`` (a predicate and its description), or lists of
@@ -122,6 +121,7 @@ SETTINGS: dict[str, Kind] = {
     "round_s": Kind(_NUMBER),
     "monitor": Kind(_INTEGER, length=2),
     "preemption_overhead": Kind(_NUMBER),
+    "backfill": Kind(("boolean", "string")),
     "time_limit": Kind(_NUMBER, words=("none",)),
     "plot": Kind(_BOOLEAN),
     "rounds_csv": Kind(_BOOLEAN),
