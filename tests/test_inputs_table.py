@@ -263,7 +263,8 @@ def _assert_equal(value: object, expected: object) -> None:
 
 def generator_cases() -> Iterator[Case]:
     bad = {
-        "gpus": [*(case for case in NOT_NUMBERS if case[1] is not None), ("100", 100), ("0", 0), ("-8", -8), ("8.0", 8.0), ("1e30", 10**30 * 8)],
+        "gpus": [*(case for case in NOT_NUMBERS if case[1] is not None), ("100", 100), ("0", 0), ("-8", -8),
+                 ("8.0", 8.0), ("1e30", 10**30 * 8)],
         "split": [("abc", "abc"), ("two", (50, 50)), ("negative", (1, -1, 0)), ("zeros", (0, 0, 0)),
                   ("str entry", (20, "70", 10)), ("bool entry", (True, 70, 10)), ("nan", (math.nan, 1, 1)),
                   ("None", None), ("dict", {"a": 1})],

@@ -263,7 +263,7 @@ def test_splits_on_patterns_reach_the_direct_optimum(multi_gpu: bool) -> None:
 def test_same_optimum_as_the_direct_model(gpus: int, multi_gpu: bool, noise: float, seed: int) -> None:
     instance = so.generate_round(gpus, multi_gpu=multi_gpu, seed=seed, profile_noise=noise)
     for consolidate in (True, False):
-        direct = so.solve_joint(instance, consolidate=consolidate, method="direct", mip_gap=1e-9, time_limit=60)
+        direct = so.solve_joint(instance, consolidate=consolidate, method="direct", mip_gap=1e-9, time_limit=600)
         assert direct.status is Status.OPTIMAL and direct.objective is not None
         ours = so.solve_joint(instance, consolidate=consolidate, method="decomposition", mip_gap=1e-9)
         assert ours.bound is not None and ours.objective is not None
@@ -282,7 +282,7 @@ def test_a_loose_gap_still_reports_a_bound_on_every_solution(gpus: int, multi_gp
     """With ``mip_gap`` 2% the tree closes nodes and fixes columns early; the bound it reports must still be at
     least the true optimum (not merely within the gap of it), and the objective within the gap."""
     instance = so.generate_round(gpus, multi_gpu=multi_gpu, seed=seed, profile_noise=0.05)
-    direct = so.solve_joint(instance, consolidate=True, method="direct", mip_gap=1e-9, time_limit=60)
+    direct = so.solve_joint(instance, consolidate=True, method="direct", mip_gap=1e-9, time_limit=600)
     assert direct.status is Status.OPTIMAL and direct.objective is not None
     params = SolverParams(mip_gap=0.02)
     _, result, _ = solve_decomposition(instance, params, consolidate=True, split_penalty=0.0, objective="job",
@@ -421,7 +421,7 @@ def test_a_node_beyond_the_pricing_flags_stays_open_with_a_valid_bound(monkeypat
 
     monkeypatch.setattr(branching, "MAX_FLAGS", 2)
     instance = so.generate_round(16, multi_gpu=True, seed=3, profile_noise=0.05)
-    direct = so.solve_joint(instance, consolidate=True, method="direct", mip_gap=1e-9, time_limit=60)
+    direct = so.solve_joint(instance, consolidate=True, method="direct", mip_gap=1e-9, time_limit=600)
     assert direct.status is Status.OPTIMAL and direct.objective is not None
     result = decompose(instance, "forced branching on patterns")
     assert result.status in (Status.OPTIMAL, Status.FEASIBLE), result.solve.message
