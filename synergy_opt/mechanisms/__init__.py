@@ -5,6 +5,8 @@
 - ``proportional``: GPU-proportional shares, GPUs best-fit on one server when possible.
 - ``greedy``: Synergy-GREEDY, first fit of best-case demands; may skip jobs.
 - ``tune``: Synergy-TUNE, best-fit with fallbacks to proportional and demotion; never below a floor.
+- ``tune-artifact``: Synergy-TUNE as the paper's artifact runs it (policy order, first fit, the best case or
+  the share; :mod:`~synergy_opt.mechanisms.tune_artifact`).
 - ``drf``, ``tetris``: the big-data baselines with best-case demands as static demands.
 - ``opt``: Synergy-OPT, ``synergy_opt.placement.solve.solve_opt(instance).allocation`` (imported when first used).
 - ``near-opt``: close to the joint optimum at scheduler speed, never below TUNE
@@ -39,6 +41,7 @@ from synergy_opt.mechanisms.proportional import pack_proportional
 from synergy_opt.mechanisms.spare import spend_spare
 from synergy_opt.mechanisms.tetris import pack_tetris
 from synergy_opt.mechanisms.tune import pack_tune
+from synergy_opt.mechanisms.tune_artifact import pack_tune_artifact
 from synergy_opt.packing.order import policy_order
 from synergy_opt.packing.state import ServerState
 from synergy_opt.placement.solve import solve_opt
@@ -106,6 +109,8 @@ MECHANISMS: dict[str, Mechanism] = {
         Mechanism("proportional", _packed(pack_proportional), True, "GPU-proportional shares, GPUs best-fit"),
         Mechanism("greedy", _packed(pack_greedy), False, "Synergy-GREEDY: first fit of best-case demands"),
         Mechanism("tune", _packed(pack_tune), True, "Synergy-TUNE: best fit, proportional fallback, demotion"),
+        Mechanism("tune-artifact", _packed(pack_tune_artifact), True,
+                  "Synergy-TUNE as the paper's artifact: policy order, first fit, best case or share"),
         Mechanism("drf", _packed(pack_drf), True, "DRF: dominant-share order, static best-case demands"),
         Mechanism("tetris", _packed(pack_tetris), True, "Tetris: alignment-score packing of static demands"),
         Mechanism("opt", _opt, True, "Synergy-OPT: ideal ILP, placement LP, rounding"),

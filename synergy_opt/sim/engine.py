@@ -9,10 +9,12 @@ At each round boundary ``t = k * round_s``:
 3. the mechanism allocates the runnable set, unless the set and its order are those of the previous round,
    whose allocation is then reused (a deterministic mechanism would return the same);
 4. each placed job progresses for the round at its speedup, its throughput at the allocated config over its
-   throughput at the GPU-proportional share (a split job at its poorest server). A job that finishes inside
-   the round records that exact time; its resources free at the next boundary. A job that ran in the
-   previous round and does not run now is preempted; when it next runs, the first
-   ``preemption_overhead_s`` seconds of that round make no progress (checkpoint restore; default 0).
+   throughput at the GPU-proportional share (a split job at its poorest server), by the run's accounting
+   (:mod:`synergy_opt.sim.progress`): exactly, a job that finishes inside the round recording that time, or
+   as the artifact does, in whole iterations with a finish at the round's end. Its resources free at the
+   next boundary. A job that ran in the previous round and does not run now is preempted; when it next
+   runs, the first ``preemption_overhead_s`` seconds of that round make no progress (checkpoint restore;
+   default 0).
 
 Rounds with no job in the system are skipped to the next arrival. The run ends when every monitored job has
 finished (a generated trace draws more arrivals as long as needed), at ``until_s``, after ``max_rounds``
@@ -45,6 +47,7 @@ from synergy_opt.sim.bounds import (
 )
 from synergy_opt.sim.gavel_policies import AGNOSTIC_POLICIES, GAVEL_POLICIES, GavelSelector, gavel_weights
 from synergy_opt.sim.policies import POLICIES, JobStates, Policy, ranking, resolve_policy
+from synergy_opt.sim.progress import PROGRESS, Accounting, ExactProgress, make_accounting
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
 from synergy_opt.sim.state import JobArrays
 from synergy_opt.sim.throughput import ThroughputTable
@@ -56,7 +59,6 @@ WARMUP_FRACTION = 0.2
 # A generated trace draws arrivals up to this many times the monitored window's end, then arrivals stop: an
 # overloaded cluster under a policy that starves old jobs (LAS) would otherwise never finish them.
 MAX_ARRIVALS_FACTOR = 10
-_FINISH_TOLERANCE = 1e-12
 # simulate(progress=...): called after each round with (time_s, monitored jobs finished, monitored jobs).
 Progress = Callable[[float, int, int], None]
 
@@ -69,7 +71,7 @@ def _cluster(name: str, value: Any) -> Cluster | HeteroCluster:
 
 @checked(trace=InstanceOf(Trace), cluster=_cluster, round_s=ROUND_S, seed=SEED,
          preemption_overhead_s=NON_NEGATIVE, until_s=Optional(POSITIVE), record_job_rounds=boolean,
-         max_rounds=ROUNDS, backfill=boolean)
+         max_rounds=ROUNDS, backfill=boolean, accounting=PROGRESS)
 def simulate(
     trace: Trace,
     cluster: Cluster | HeteroCluster,
@@ -85,6 +87,7 @@ def simulate(
     max_rounds: int = MAX_ROUNDS,
     backfill: bool = True,
     progress: Progress | None = None,
+    accounting: str = "exact",
     **mechanism_options: Any,
 ) -> SimResult:
     """Replay ``trace`` on ``cluster`` round by round under ``policy`` and ``mechanism``.
@@ -131,6 +134,10 @@ def simulate(
     progress
         Called after every simulated round with ``(time_s, monitored jobs finished, monitored jobs)``: what a
         progress bar shows during a long run (the command line's).
+    accounting
+        ``"exact"`` (seconds of progress at the speedup, a finish when it happens) or ``"artifact"`` (the
+        paper's artifact: whole iterations per round, a finish at the round's end, whole-second arrivals;
+        :mod:`synergy_opt.sim.progress`).
     **mechanism_options
         Options of the mechanism (``run_mechanism``'s, or ``solve_ideal``'s / ``solve_joint``'s).
     """
@@ -157,9 +164,11 @@ def simulate(
     first, last = _monitor_window(trace, monitor)
     if last > len(trace):
         trace = trace.extend(last)
+    ratio = trace.metadata.get("cpu_per_gpu", 3)
+    rule = make_accounting(accounting, ratio if isinstance(ratio, int) else 3)
     kind = RUNS[type(cluster)]
     run = kind(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s,  # type: ignore[arg-type]
-               (first, last), record_job_rounds, backfill, selector)
+               (first, last), record_job_rounds, backfill, selector, rule)
     run.mechanism_name = mechanism_name
     run.check_rounds_needed(max_rounds)
     run.progress = progress
@@ -167,7 +176,7 @@ def simulate(
     settings: dict[str, Any] = {
         "policy": policy_name, "mechanism": mechanism_name, "gpus": cluster.total_gpus, "round_s": round_s,
         "monitor_first": first, "monitor_last": last, "preemption_overhead_s": preemption_overhead_s, "seed": seed,
-        "backfill": backfill,
+        "backfill": backfill, "accounting": accounting,
     }
     if isinstance(cluster, HeteroCluster):
         settings["types"] = ",".join(f"{t.name}:{t.servers}" for t in cluster.types)
@@ -225,9 +234,10 @@ class _Run:
     def __init__(
         self, trace: Trace, cluster: Cluster, policy: Policy, allocate: Callable[[RoundInstance], RoundPlan],
         round_s: float, overhead: float, window: tuple[int, int], record_job_rounds: bool, backfill: bool = True,
-        selector: GavelSelector | None = None,
+        selector: GavelSelector | None = None, accounting: Accounting | None = None,
     ) -> None:
         self.cluster = cluster
+        self.accounting = ExactProgress() if accounting is None else accounting
         self.policy = policy
         self.allocate = allocate
         self.round_s = round_s
@@ -289,7 +299,7 @@ class _Run:
                 f"throughput 0 at the GPU-proportional share ({c_p:g} CPUs, {m_p:g} GB per GPU): its duration "
                 "there, and so its speedup, is undefined",
             )
-        fresh = JobArrays.of(new_jobs, floors)
+        fresh = JobArrays.of(new_jobs, floors, self.accounting.arrivals(new_jobs, old))
         self.state = self.state.extended(fresh)
         self.jobs.extend([None] * len(new_jobs))
         # Admission follows ready time; jobs already admitted keep their place at the front.
@@ -437,15 +447,12 @@ class _Run:
         resumed = ~np.isin(running, ran_last, assume_unique=True) & (self.state.run_s[running] > 0)
         delay = np.where(resumed, self.overhead, 0.0)
         span = self.round_s - delay
-        need = self.state.remaining[running] / rate
-        # A job due within float rounding of the round's end finishes in it, not one round later.
-        done = need <= span * (1 + _FINISH_TOLERANCE)
-        progress_time = np.where(done, need, span)
+        done, remaining, progress_time = self.accounting.advance(running, rate, self.state.remaining[running], span)
         held = delay + progress_time
         before = self.state.remaining[running]
-        after = np.where(done, 0.0, before - rate * span)
-        check_progress(before, after, done, rate, lambda i: self.trace.jobs[int(running[i])].id, self.mechanism_name)
-        self.state.remaining[running] = after
+        check_progress(before, remaining, done, rate, lambda i: self.trace.jobs[int(running[i])].id,
+                       self.mechanism_name)
+        self.state.remaining[running] = remaining
         self.state.progress_s[running] += progress_time
         self.state.run_s[running] += held
         self.state.attained[running] += self.state.gpus[running] * held

@@ -26,6 +26,7 @@ from synergy_opt.sim.allocators import RoundPlan
 from synergy_opt.sim.engine import RUNS, _Run
 from synergy_opt.sim.gavel_policies import GavelSelector
 from synergy_opt.sim.policies import JobStates, Policy, ranking
+from synergy_opt.sim.progress import Accounting
 from synergy_opt.sim.result import ROUND_COLUMNS
 from synergy_opt.sim.throughput import ThroughputTable
 from synergy_opt.sim.trace import Trace
@@ -40,7 +41,7 @@ class HeteroRun(_Run):
     def __init__(
         self, trace: Trace, cluster: HeteroCluster, policy: Policy, allocate: Callable[[RoundInstance], RoundPlan],
         round_s: float, overhead: float, window: tuple[int, int], record_job_rounds: bool, backfill: bool,
-        selector: GavelSelector | None,
+        selector: GavelSelector | None, accounting: Accounting | None = None,
     ) -> None:
         self.hetero = cluster
         self.names = cluster.names
@@ -49,7 +50,7 @@ class HeteroRun(_Run):
         self.type_jobs: dict[tuple[int, int], Job] = {}
         self.types_of = np.empty(0, dtype=np.int64)
         super().__init__(trace, cluster, policy, allocate, round_s, overhead, window,  # type: ignore[arg-type]
-                         record_job_rounds, backfill, selector)
+                         record_job_rounds, backfill, selector, accounting)
 
     def _capacity(self) -> np.ndarray:
         per_type = np.array([[t.total_gpus, t.servers * t.cpus_per_server, t.servers * t.mem_gb_per_server]

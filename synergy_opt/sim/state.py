@@ -42,11 +42,12 @@ class JobArrays:
     preemptions: np.ndarray
 
     @classmethod
-    def of(cls, jobs: Sequence[TraceJob], floors: np.ndarray) -> JobArrays:
-        """Fresh state for ``jobs`` (nothing run yet)."""
+    def of(cls, jobs: Sequence[TraceJob], floors: np.ndarray, arrivals: np.ndarray | None = None) -> JobArrays:
+        """Fresh state for ``jobs`` (nothing run yet); ``arrivals`` replaces their arrival times (the run's
+        accounting may round them)."""
         count = len(jobs)
         duration = np.array([job.duration_s for job in jobs], dtype=float)
-        arrival = np.array([job.arrival_s for job in jobs], dtype=float)
+        arrival = np.array([job.arrival_s for job in jobs], dtype=float) if arrivals is None else arrivals
         return cls(
             floor=np.asarray(floors, dtype=float),
             arrival=arrival,

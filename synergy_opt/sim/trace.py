@@ -1,8 +1,10 @@
 """Traces: the jobs a simulation replays, and the production-derived trace generator (SPEC 5, paper 5.1).
 
 A trace is a table of jobs: ``id``, ``arrival_s``, ``gpus``, ``duration_s`` (its run time alone at the
-GPU-proportional share), ``model`` (a built-in profile) or an explicit ``profile``, and ``profiling_s`` (time
-spent profiling it on arrival before it can first run; 0 unless the trace says so).
+GPU-proportional share), ``model`` (a built-in profile) or an explicit ``profile``, ``profiling_s`` (time
+spent profiling it on arrival before it can first run; 0 unless the trace says so) and ``iter_time_s`` (its
+iteration time at the GPU-proportional share, when the trace records iterations: the artifact's progress
+accounting counts whole iterations; ``None`` takes the built-in model's).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ __all__ = ["GENERATOR", "MAX_TRACE_JOBS", "PROFILING", "TRACE_COLUMNS", "Profili
 # Jobs are drawn in blocks, each from its own seed: the first k jobs of a longer trace are those of a k-job
 # trace, so a simulation can draw more arrivals when its monitored jobs are still running.
 _BLOCK = 1024
-TRACE_COLUMNS = ("id", "arrival_s", "gpus", "duration_s", "model", "profiling_s")
+TRACE_COLUMNS = ("id", "arrival_s", "gpus", "duration_s", "model", "profiling_s", "iter_time_s")
 
 
 
@@ -62,6 +64,7 @@ class TraceJob:
     profile: Profile
     model: str | None = None
     profiling_s: float = 0.0
+    iter_time_s: float | None = None
 
     def __post_init__(self) -> None:
         text("id", self.id)
@@ -69,6 +72,7 @@ class TraceJob:
         object.__setattr__(self, "gpus", Integer(1)("gpus", self.gpus))
         object.__setattr__(self, "duration_s", POSITIVE("duration_s", self.duration_s))
         object.__setattr__(self, "profiling_s", NON_NEGATIVE("profiling_s", self.profiling_s))
+        object.__setattr__(self, "iter_time_s", Optional(POSITIVE)("iter_time_s", self.iter_time_s))
         InstanceOf(Profile)("profile", self.profile)
         Optional(text)("model", self.model)
 
@@ -82,7 +86,8 @@ class TraceJob:
 
     @property
     def _key(self) -> tuple[Any, ...]:
-        return (self.id, self.arrival_s, self.gpus, self.duration_s, self.profile, self.model, self.profiling_s)
+        return (self.id, self.arrival_s, self.gpus, self.duration_s, self.profile, self.model, self.profiling_s,
+                self.iter_time_s)
 
 
 @dataclass(frozen=True, eq=False)
@@ -152,7 +157,8 @@ class Trace:
     def to_frame(self) -> pd.DataFrame:
         """One row per job: the columns of ``TRACE_COLUMNS``."""
         rows = [
-            (job.id, job.arrival_s, job.gpus, job.duration_s, job.model, job.profiling_s) for job in self.jobs
+            (job.id, job.arrival_s, job.gpus, job.duration_s, job.model, job.profiling_s, job.iter_time_s)
+            for job in self.jobs
         ]
         return pd.DataFrame(rows, columns=list(TRACE_COLUMNS))
 
@@ -284,6 +290,7 @@ def trace_job_from_fields(where: str, fields: Mapping[str, Any], profile: Profil
         return TraceJob(
             fields["id"], fields["arrival_s"], fields["gpus"], fields["duration_s"], profile,
             model=fields.get("model"), profiling_s=fields.get("profiling_s", 0.0),
+            iter_time_s=fields.get("iter_time_s"),
         )
     except InvalidInputError as error:
         raise prefixed(error, where) from None

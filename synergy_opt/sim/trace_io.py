@@ -1,4 +1,5 @@
-"""Traces as files: versioned JSON and CSV (both lossless), and the public Philly trace's job log.
+"""Traces as files: versioned JSON and CSV (both lossless), the public Philly trace's job log, and the
+Synergy artifact's recorded traces (:mod:`synergy_opt.sim.artifact_trace`).
 
 JSON (``synergy-trace/1``)::
 
@@ -6,13 +7,13 @@ JSON (``synergy-trace/1``)::
      "duration_s": 14521.5, "model": "transformer", "profiling_s": 0.0}, ...]}
 
 CSV: a first line ``# synergy-trace/1 {metadata as JSON}``, then the columns ``id, arrival_s, gpus,
-duration_s, model, profiling_s, profile`` (``profile``: the matrix as JSON, empty when the job's built-in model
-has it; text cells are quoted). In both, a job whose profile is its model's built-in one is saved by name;
-floats are written with ``repr`` so that a trace reads back exactly. Reading goes through
-:func:`synergy_opt.files.read_text` (a regular file, UTF-8, the size limit), and every JSON text (the file,
-the CSV's metadata line and ``profile`` cells) and every CSV number cell through the one JSON reader
-(:func:`synergy_opt.validation.parse_json`: depth, integer digits, ASCII digits only), so a CSV is held to
-the JSON reader's limits; a cell may be as long as the file. Writing is atomic.
+duration_s, model, profiling_s, iter_time_s, profile`` (``profile``: the matrix as JSON, empty when the job's
+built-in model has it; ``iter_time_s`` empty when the trace records no iterations; text cells are quoted). In
+both, a job whose profile is its model's built-in one is saved by name; floats are written with ``repr`` so that
+a trace reads back exactly. Reading goes through :func:`synergy_opt.files.read_text` (a regular file, UTF-8, the
+size limit), and every JSON text (the file, the CSV's metadata line and ``profile`` cells) and every CSV number
+cell through the one JSON reader (:func:`synergy_opt.validation.parse_json`: depth, integer digits, ASCII digits
+only), so a CSV is held to the JSON reader's limits; a cell may be as long as the file. Writing is atomic.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from synergy_opt.files import MAX_TEXT_BYTES, atomic_open, read_text
 from synergy_opt.generate import GENERATOR_ARGUMENTS
 from synergy_opt.io import job_profile, profile_entry, read_json
 from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO
+from synergy_opt.sim.artifact_trace import artifact_trace, looks_like_artifact_record
 from synergy_opt.sim.gavel import FORMAT_COLUMNS as GAVEL_FORMATS
 from synergy_opt.sim.gavel import REFERENCE_TYPE, GavelThroughputs, read_gavel_trace
 from synergy_opt.sim.gavel import SUFFIX as GAVEL_SUFFIX
@@ -45,6 +47,9 @@ _CSV_COLUMNS = (*TRACE_COLUMNS, "profile")
 _SUFFIXES = (".json", ".csv")
 # csv's field limit is process-wide: raised to the file limit while a trace is read, one reader at a time.
 _FIELD_LIMIT = threading.Lock()
+#: What ``load_trace(format=...)`` reads: this toolkit's JSON or CSV, the Philly job log, the artifact's record,
+#: a Gavel trace (columns detected, or named).
+TRACE_FORMATS = ("json", "csv", "philly", "artifact", *GAVEL_FORMATS)
 
 
 @checked(trace=InstanceOf(Trace), path=path)
@@ -61,7 +66,7 @@ def save_trace(trace: Trace, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-@checked(path=path, split=Optional(GENERATOR_ARGUMENTS["split"]), format=Optional(OneOf(tuple(GAVEL_FORMATS))),
+@checked(path=path, split=Optional(GENERATOR_ARGUMENTS["split"]), format=Optional(OneOf(TRACE_FORMATS)),
          **PHILLY_ARGUMENTS)
 def load_trace(
     path: str | os.PathLike[str],
@@ -75,23 +80,26 @@ def load_trace(
     gpu_type: str = REFERENCE_TYPE,
     job_models: Mapping[str, str] | None = None,
 ) -> Trace:
-    """Read a trace: this toolkit's JSON or CSV, the Philly trace's ``cluster_job_log`` (a JSON list), or a
-    Gavel trace.
+    """Read a trace: this toolkit's JSON or CSV, the Philly trace's ``cluster_job_log`` (a JSON list), a Gavel
+    trace, or the Synergy artifact's recorded trace (``job_id,model,arrival_s,total_iters,gpus``, no header).
 
     Parameters
     ----------
     path
-        A ``.csv`` file is read as CSV, a ``.trace`` file as a Gavel trace; anything else as JSON (an object:
-        ``synergy-trace/1``; a list: Philly).
+        A ``.csv`` file is read as CSV (an artifact record when its first line is five fields starting with an
+        integer job id, this toolkit's CSV otherwise), a ``.trace`` file as a Gavel trace; anything else as JSON
+        (an object: ``synergy-trace/1``; a list: Philly).
     format
-        ``"gavel"`` (7 or 10 columns detected), ``"gavel-7"`` or ``"gavel-10"``: read ``path`` as a Gavel trace
-        whatever its suffix.
+        Name the format instead of detecting it from the suffix: ``"json"``, ``"csv"``, ``"philly"``,
+        ``"artifact"`` (the artifact's own record files), or ``"gavel"`` (7 or 10 columns detected),
+        ``"gavel-7"``, ``"gavel-10"``.
     split, seed
         For the Philly log only (see :func:`synergy_opt.sim.philly.philly_trace`): the workload split the
         models are drawn by (default (20, 70, 10)) and its seed.
     cpu_per_gpu, max_gpus
         For the Philly log and Gavel traces: the CPU:GPU ratio of the built-in profiles, and the largest GPU
-        demand kept (larger jobs are skipped and counted).
+        demand kept (larger jobs are skipped and counted). ``cpu_per_gpu`` also picks the profiles of an
+        artifact record's models.
     throughputs, gpu_type, job_models
         For Gavel traces only (see :func:`synergy_opt.sim.gavel.parse_gavel_trace`): Gavel's throughputs (a
         file, default the shipped copy), the type whose run time is ``duration_s`` (``v100``), and the built-in
@@ -103,15 +111,22 @@ def load_trace(
         Naming the file, or the JSON path / CSV row and field at fault.
     """
     source = Path(path)
-    if format is not None or source.suffix.lower() == GAVEL_SUFFIX:
+    if format in GAVEL_FORMATS or (format is None and source.suffix.lower() == GAVEL_SUFFIX):
         return read_gavel_trace(source, format=format, throughputs=throughputs, gpu_type=gpu_type,
                                 job_models=job_models, cpu_per_gpu=cpu_per_gpu, max_gpus=max_gpus)
-    if source.suffix.lower() == ".csv":
+    if format is None:
+        format = "csv" if source.suffix.lower() == ".csv" else "json"
+    if format in ("csv", "artifact"):
+        content = read_text(source)
+        if format == "artifact" or looks_like_artifact_record(content):
+            return artifact_trace(content, cpu_per_gpu=cpu_per_gpu)
         try:
-            return _trace_from_csv(read_text(source))
+            return _trace_from_csv(content)
         except csv.Error as error:
             raise InvalidInputError("path", str(source), f"malformed CSV: {error}") from None
     data = read_json(source)
+    if format == "philly" and not isinstance(data, list):
+        raise InvalidInputError("trace", str(source), "a Philly cluster_job_log is a JSON list of jobs")
     if isinstance(data, list):
         return philly_trace(data, split=split or (20, 70, 10), seed=seed, cpu_per_gpu=cpu_per_gpu,
                             max_gpus=max_gpus)
@@ -127,6 +142,8 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
                                  "duration_s": job.duration_s, **profile_entry(job.model, job.profile, ratio)}
         if job.profiling_s:
             entry["profiling_s"] = job.profiling_s
+        if job.iter_time_s is not None:
+            entry["iter_time_s"] = job.iter_time_s
         jobs.append(entry)
     return {"format": FORMAT, "metadata": json_value("metadata", dict(trace.metadata)), "jobs": jobs}
 
@@ -181,7 +198,9 @@ def _csv_text(trace: Trace) -> str:
     for job in trace.jobs:
         inline = profile_entry(job.model, job.profile, ratio).get("profile")
         profile = "" if inline is None else json.dumps(inline)
-        writer.writerow((job.id, job.arrival_s, job.gpus, job.duration_s, job.model or "", job.profiling_s, profile))
+        iter_time = "" if job.iter_time_s is None else job.iter_time_s
+        writer.writerow((job.id, job.arrival_s, job.gpus, job.duration_s, job.model or "", job.profiling_s,
+                         iter_time, profile))
     return buffer.getvalue()
 
 
@@ -224,6 +243,8 @@ def _trace_from_csv(text: str) -> Trace:
             raw["model"] = row["model"]
         if row.get("profiling_s"):
             raw["profiling_s"] = json_number(f"{where}.profiling_s", row["profiling_s"])
+        if row.get("iter_time_s"):
+            raw["iter_time_s"] = json_number(f"{where}.iter_time_s", row["iter_time_s"])
         if row.get("profile"):
             cell = row["profile"]
             raw["profile"] = parse_json((f"{where}.profile", cell[:80]), cell, f"{where}.profile")

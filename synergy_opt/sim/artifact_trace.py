@@ -1,0 +1,86 @@
+"""The Synergy artifact's recorded traces (msr-fiddle/synergy ``simulator/runner.py --record_trace``).
+
+One job a line, no header: ``job_id,model,arrival_s,total_iters,gpus`` (integers but the model name; the
+artifact writes ``runner.record_job``'s fields as they are). A job's duration at the GPU-proportional share
+is ``total_iters x`` its model's fair-share iteration time (the artifact's ``models/<model>_1.py``
+``iter_time``, carried by the built-in profiles as ``iter_time_s``); the trace keeps that iteration time per
+job (``TraceJob.iter_time_s``), so that the artifact's accounting (``simulate(progress="artifact")``) counts
+the same whole iterations. Job ids are the artifact's numbers as strings; trace order is file order.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.generate import GENERATOR_ARGUMENTS
+from synergy_opt.instance import prefixed
+from synergy_opt.profiles import model_info
+from synergy_opt.sim.trace import Trace, TraceJob
+from synergy_opt.validation import checked, text
+
+SOURCE = "synergy artifact record"
+FIELDS = ("job_id", "model", "arrival_s", "total_iters", "gpus")
+
+
+def looks_like_artifact_record(content: str) -> bool:
+    """Whether a CSV text is an artifact record: its first line five fields, the first an integer job id."""
+    first = content.lstrip("\ufeff").partition("\n")[0].strip()
+    cells = first.split(",")
+    return len(cells) == len(FIELDS) and cells[0].strip().isdigit()
+
+
+@checked(content=text, cpu_per_gpu=GENERATOR_ARGUMENTS["cpu_per_gpu"])
+def artifact_trace(content: str, cpu_per_gpu: int = 3) -> Trace:
+    """The jobs of an artifact record (the file's text) as a :class:`Trace`.
+
+    Parameters
+    ----------
+    content
+        The record's text: ``job_id,model,arrival_s,total_iters,gpus`` per line, no header.
+    cpu_per_gpu
+        Which CPU:GPU variant of the built-in profiles the jobs carry (the artifact's ``models-<ratio>``).
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the row and field (``rows[3].total_iters``) of a malformed line: a wrong number of fields, a
+        value that is not a whole number in range, an unknown model, a repeated job id.
+    """
+    jobs: list[TraceJob] = []
+    seen: set[str] = set()
+    for index, cells in enumerate(csv.reader(io.StringIO(content.lstrip("\ufeff"), newline=""))):
+        if not cells or all(not cell.strip() for cell in cells):
+            continue
+        where = f"rows[{index}]"
+        if len(cells) != len(FIELDS):
+            reason = f"must have the {len(FIELDS)} fields {','.join(FIELDS)}"
+            raise InvalidInputError(where, ",".join(cells)[:80], reason)
+        job_id = str(_whole(where, "job_id", cells[0], 0))
+        if job_id in seen:
+            raise InvalidInputError(f"{where}.job_id", job_id, "duplicate job id")
+        seen.add(job_id)
+        name = cells[1].strip()
+        try:
+            info = model_info(name, cpu_per_gpu)
+        except InvalidInputError as error:
+            raise prefixed(error, where) from None
+        iterations = _whole(where, "total_iters", cells[3], 1)
+        jobs.append(TraceJob(
+            job_id, float(_whole(where, "arrival_s", cells[2], 0)), _whole(where, "gpus", cells[4], 1),
+            iterations * info.iter_time_s, info.profile, model=name, iter_time_s=info.iter_time_s,
+        ))
+    metadata: dict[str, Any] = {"source": SOURCE, "jobs_read": len(jobs), "cpu_per_gpu": cpu_per_gpu}
+    return Trace(tuple(jobs), metadata)
+
+
+def _whole(where: str, name: str, cell: str, low: int) -> int:
+    try:
+        value = int(cell.strip())
+    except ValueError:
+        raise InvalidInputError(f"{where}.{name}", cell, "must be a whole number") from None
+    if value < low:
+        raise InvalidInputError(f"{where}.{name}", value, f"must be >= {low}")
+    return value
