@@ -30,7 +30,7 @@ def pack_first_fit(
     for start, stop in runs(demand):
         jobs = order[start:stop]
         g, c, m = int(demand[start, 0]), float(demand[start, 1]), float(demand[start, 2])
-        done = fill_servers(state, jobs, g, c, m, best_fit=False)
+        done = fill_servers(state, jobs, g, c, m, fit="first")
         for job in jobs[done:]:
             spread = first_fit_spread(state, g, c, m) if g > 1 else None
             if spread is not None:

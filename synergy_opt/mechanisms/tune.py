@@ -27,28 +27,40 @@ import numpy as np
 
 from synergy_opt.instance import RoundInstance
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
-from synergy_opt.packing.order import runs, tune_order
-from synergy_opt.packing.place import fill_servers, place_run_with_fallback
+from synergy_opt.packing.order import Sort, runs, tune_order
+from synergy_opt.packing.place import Fit, fill_servers, place_run_with_fallback
 from synergy_opt.packing.state import ServerState
+
+#: TUNE's packing order and server choice by default: the paper's (section 4.2).
+DEFAULT_SORT: Sort = "demand"
+DEFAULT_FIT: Fit = "best"
 
 
 def pack_tune(
-    instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE
+    instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE,
+    sort: Sort = DEFAULT_SORT, fit: Fit = DEFAULT_FIT,
 ) -> ServerState:
-    """Synergy-TUNE on ``instance``, ``order`` (job indices) being the policy's priority order."""
+    """Synergy-TUNE on ``instance``, ``order`` (job indices) being the policy's priority order.
+
+    ``sort`` is the packing order (``"demand"``, the paper's, or ``"policy"``) and ``fit`` the server choice
+    (``"best"``, the paper's, ``"first"`` or ``"spread"``); see the module's docstring.
+    """
     cpu, mem = best_case_demands(instance, best_case_tolerance)
-    return pack_tune_demands(instance, order, cpu, mem)
+    return pack_tune_demands(instance, order, cpu, mem, sort, fit)
 
 
-def pack_tune_demands(instance: RoundInstance, order: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> ServerState:
+def pack_tune_demands(
+    instance: RoundInstance, order: np.ndarray, cpu: np.ndarray, mem: np.ndarray,
+    sort: Sort = DEFAULT_SORT, fit: Fit = DEFAULT_FIT,
+) -> ServerState:
     """:func:`pack_tune` with the best-case demands per GPU given (near-opt computes them once for its bound
     on TUNE and for TUNE)."""
     state = ServerState(instance)
-    ranked = tune_order(instance, order, cpu, mem)
+    ranked = tune_order(instance, order, cpu, mem, sort)
     demand = np.column_stack((instance.gpus[ranked], cpu[ranked], mem[ranked]))
     for start, stop in runs(demand):
         jobs = ranked[start:stop]
         g, c, m = int(demand[start, 0]), float(demand[start, 1]), float(demand[start, 2])
-        done = fill_servers(state, jobs, g, c, m)
-        place_run_with_fallback(state, jobs[done:], g, c, m)
+        done = fill_servers(state, jobs, g, c, m, fit)
+        place_run_with_fallback(state, jobs[done:], g, c, m, fit)
     return state

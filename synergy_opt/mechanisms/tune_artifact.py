@@ -38,7 +38,8 @@ import numpy as np
 from synergy_opt.instance import RoundInstance
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.packing.demotion import is_above_proportional
-from synergy_opt.packing.place import first_fit_spread, place_with_fallback
+from synergy_opt.packing.order import runs
+from synergy_opt.packing.place import fill_servers, first_fit_spread, place_with_fallback
 from synergy_opt.packing.state import ServerState
 
 
@@ -48,8 +49,18 @@ def pack_tune_artifact(
     """The artifact's Synergy-TUNE on ``instance``, jobs taken in ``order`` (job indices, policy order)."""
     cpu, mem = best_case_demands(instance, best_case_tolerance)
     packer = _ArtifactTune(instance, cpu, mem)
-    for job in order.tolist():
-        packer.place(job)
+    demand = np.column_stack((instance.gpus[order], cpu[order], mem[order]))
+    for start, stop in runs(demand):
+        jobs = order[start:stop]
+        done = 0
+        if demand[start, 0] == 1:
+            # Consecutive single-GPU jobs of one demand, first fit one by one, in one pass.
+            done = fill_servers(packer.state, jobs, 1, float(demand[start, 1]), float(demand[start, 2]),
+                                fit="first")
+            for job in jobs[:done].tolist():
+                packer.record(job, packer.state.placement(job).servers)
+        for job in jobs[done:].tolist():
+            packer.place(job)
     return packer.state
 
 
@@ -82,17 +93,24 @@ class _ArtifactTune:
         # The artifact exits here (never on its Figure 9 trace); TUNE's demotion places the job instead.
         result = place_with_fallback(state, job, gpus, cpu, mem)
         assert result is not None  # its GPUs are free
-        self._record(job, result.placement.servers)
+        self.record(job, result.placement.servers)
 
     def _first_fit(self, job: int, gpus: int, cpu: float, mem: float) -> bool:
-        spread = first_fit_spread(self.state, gpus, cpu, mem)
-        if spread is None:
-            return False
-        placed = self.state.place(job, spread[0], spread[1], cpu, mem)
-        self._record(job, placed.servers)
+        state = self.state
+        if gpus == 1:
+            fits = np.flatnonzero(state.fits(1, cpu, mem))
+            if fits.size == 0:
+                return False
+            spread: tuple[np.ndarray, np.ndarray] | None = (fits[:1], np.ones(1, dtype=np.int64))
+        else:
+            spread = first_fit_spread(state, gpus, cpu, mem)
+            if spread is None:
+                return False
+        placed = state.place(job, spread[0], spread[1], cpu, mem)
+        self.record(job, placed.servers)
         return True
 
-    def _record(self, job: int, servers: tuple[int, ...]) -> None:
+    def record(self, job: int, servers: tuple[int, ...]) -> None:
         for server in servers:
             self.placed_on[server].append(job)
 

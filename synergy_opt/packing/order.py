@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
+from typing import Literal, get_args
 
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import RoundInstance
+
+#: The order TUNE packs jobs in: ``"demand"`` (the paper's section 4.2: GPU, then CPU, then memory demand,
+#: largest first, ties in policy order) or ``"policy"`` (the policy's order, as the artifact's TUNE).
+Sort = Literal["demand", "policy"]
+SORTS: tuple[str, ...] = get_args(Sort)
 
 
 def policy_order(instance: RoundInstance, order: Iterable[str] | None = None) -> np.ndarray:
@@ -52,8 +58,15 @@ def runs(values: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
 
 
-def tune_order(instance: RoundInstance, order: np.ndarray, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
-    """Job indices sorted by GPU, CPU and memory demand, largest first; ``order`` breaks ties (stable)."""
+def tune_order(
+    instance: RoundInstance, order: np.ndarray, cpu: np.ndarray, mem: np.ndarray, sort: Sort = "demand"
+) -> np.ndarray:
+    """Job indices sorted by GPU, CPU and memory demand, largest first; ``order`` breaks ties (stable).
+
+    ``sort="policy"`` returns ``order`` itself.
+    """
+    if sort == "policy":
+        return order
     gpus = instance.gpus[order]
     # lexsort is stable and takes its last key as the primary one.
     return order[np.lexsort((-(gpus * mem[order]), -(gpus * cpu[order]), -gpus))]

@@ -6,8 +6,11 @@ are vectorised over servers; ``candidates`` (a boolean mask or an index array) r
 
 Server choice (nothing is booked)
 ---------------------------------
+``fit_server(state, gpus, cpu_per_gpu, mem_per_gpu, candidates=None, fit="best") -> int | None``
+    The one server that fits the whole job, chosen by ``fit`` (``FITS``): ``"best"`` the least free
+    resources, ``"first"`` the lowest index, ``"spread"`` the most free resources (worst fit).
 ``best_fit_server(state, gpus, cpu_per_gpu, mem_per_gpu, candidates=None) -> int | None``
-    The one server with the least free resources that fits the whole job.
+    ``fit_server`` with ``fit="best"``.
 ``fewest_servers(state, gpus, cpu_per_gpu, mem_per_gpu, candidates=None) -> (servers, gpus) | None``
     The fewest servers that together fit the job; the last one is chosen best-fit.
 ``first_fit_spread(...) -> (servers, gpus) | None``
@@ -15,16 +18,16 @@ Server choice (nothing is booked)
 
 Placing (books the resources)
 -----------------------------
-``place_best_fit(state, job, gpus, cpu_per_gpu, mem_per_gpu, candidates=None) -> JobPlacement | None``
-    Best-fit server, else (multi-GPU) the fewest servers; ``None`` if the demand fits nowhere.
-``fill_servers(state, jobs, gpus, cpu_per_gpu, mem_per_gpu, best_fit=True) -> int``
-    Identical jobs, each on one server, servers filled in best-fit (or first-fit) order; returns how many of
-    ``jobs`` (a prefix) were placed. The same result as placing them one by one, in one pass.
+``place_best_fit(state, job, gpus, cpu_per_gpu, mem_per_gpu, candidates=None, fit="best") -> JobPlacement | None``
+    One server chosen by ``fit``, else (multi-GPU) the fewest servers; ``None`` if the demand fits nowhere.
+``fill_servers(state, jobs, gpus, cpu_per_gpu, mem_per_gpu, fit="best") -> int``
+    Identical jobs, each on one server chosen by ``fit``; returns how many of ``jobs`` (a prefix) were
+    placed. The same result as placing them one by one, in one pass (``"spread"``: one heap pass).
 ``place_leftover(state, job, gpus, cpu_per_gpu, mem_per_gpu) -> JobPlacement | None``
     The static baselines' last resort: free GPUs with whatever CPU and memory is left there (up to the demand).
-``place_with_fallback(state, job, gpus, cpu_per_gpu, mem_per_gpu, servers_hint=None) -> FallbackResult | None``
-    Synergy-TUNE's placement of one job: its demand best-fit; else GPU-proportional if the demand was above
-    it; else servers with enough free GPUs are chosen and above-proportional jobs there are demoted just
+``place_with_fallback(state, job, gpus, cpu_per_gpu, mem_per_gpu, servers_hint=None, fit="best") -> ...``
+    Synergy-TUNE's placement of one job: its demand on a server chosen by ``fit``; else GPU-proportional if
+    the demand was above it; else servers with enough free GPUs are chosen and above-proportional jobs there are demoted just
     enough (:mod:`synergy_opt.packing.demotion`). Never fails while the cluster has ``gpus`` free GPUs;
     the job's throughput is never below its floor and neither is any demoted job's. ``servers_hint`` (e.g.
     the servers an LP put a split job on) is tried first at every stage.
@@ -34,8 +37,9 @@ Placing (books the resources)
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 
@@ -44,6 +48,10 @@ from synergy_opt.packing.state import JobPlacement, ServerState
 
 Candidates = np.ndarray | list[int] | tuple[int, ...] | None
 Stage = Literal["ideal", "proportional", "demoted"]
+#: How one server is chosen among those that fit a job: the least free resources (best fit, the paper's),
+#: the lowest index (first fit, the artifact's), or the most free resources (worst fit: spreads the jobs).
+Fit = Literal["best", "first", "spread"]
+FITS: tuple[str, ...] = get_args(Fit)
 
 
 @dataclass(frozen=True)
@@ -98,16 +106,29 @@ def _fits_among(
     return index, state.fits(gpus, cpu_per_gpu, mem_per_gpu, index)
 
 
+def fit_server(
+    state: ServerState, gpus: int, cpu_per_gpu: float, mem_per_gpu: float, candidates: Candidates = None,
+    fit: Fit = "best",
+) -> int | None:
+    """The server that fits the whole job chosen by ``fit``: the least free resources (GPU + CPU + memory
+    fractions; ``"best"``), the lowest index (``"first"``) or the most free resources (``"spread"``); ties
+    to the lower index."""
+    index, ok = _fits_among(state, gpus, cpu_per_gpu, mem_per_gpu, candidates)
+    if not ok.any():
+        return None
+    if fit == "first":
+        chosen = int(ok.argmax())
+    else:
+        score = state.free_score(index)
+        chosen = int(np.where(ok, score, np.inf).argmin() if fit == "best" else np.where(ok, score, -np.inf).argmax())
+    return chosen if index is None else int(index[chosen])
+
+
 def best_fit_server(
     state: ServerState, gpus: int, cpu_per_gpu: float, mem_per_gpu: float, candidates: Candidates = None
 ) -> int | None:
     """The server with the least free resources (GPU + CPU + memory fractions) that fits the whole job."""
-    index, ok = _fits_among(state, gpus, cpu_per_gpu, mem_per_gpu, candidates)
-    if not ok.any():
-        return None
-    score = state.free_score(index)
-    best = int(np.where(ok, score, np.inf).argmin())
-    return best if index is None else int(index[best])
+    return fit_server(state, gpus, cpu_per_gpu, mem_per_gpu, candidates, "best")
 
 
 def _capacity(state: ServerState, cpu_per_gpu: float, mem_per_gpu: float, candidates: Candidates) -> np.ndarray:
@@ -163,10 +184,12 @@ def first_fit_spread(
 
 # -- placing ---------------------------------------------------------------------------------------------------
 def place_best_fit(
-    state: ServerState, job: int, gpus: int, cpu_per_gpu: float, mem_per_gpu: float, candidates: Candidates = None
+    state: ServerState, job: int, gpus: int, cpu_per_gpu: float, mem_per_gpu: float, candidates: Candidates = None,
+    fit: Fit = "best",
 ) -> JobPlacement | None:
-    """Place ``job`` on its best-fit server, else (multi-GPU) on the fewest servers; ``None`` if it fits nowhere."""
-    server = best_fit_server(state, gpus, cpu_per_gpu, mem_per_gpu, candidates)
+    """Place ``job`` on its best-fit server (or the one ``fit`` chooses), else (multi-GPU) on the fewest
+    servers; ``None`` if it fits nowhere."""
+    server = fit_server(state, gpus, cpu_per_gpu, mem_per_gpu, candidates, fit)
     if server is not None:
         return state.place(job, (server,), (gpus,), cpu_per_gpu, mem_per_gpu)
     if gpus == 1:
@@ -183,21 +206,52 @@ def fill_servers(
     gpus: int,
     cpu_per_gpu: float,
     mem_per_gpu: float,
-    best_fit: bool = True,
+    fit: Fit = "best",
 ) -> int:
-    """Place identical jobs one server each, as one-by-one best fit (or first fit) would; return how many.
+    """Place identical jobs one server each, as one-by-one placement by ``fit`` would; return how many.
 
     One by one, best fit keeps filling the tightest server that fits (placing there only makes it tighter)
     and moves to the next tightest when it is full; first fit fills servers in index order. So the jobs,
-    in order, go to the servers sorted by free score (or index), each taking as many copies as fit.
+    in order, go to the servers sorted by free score (or index), each taking as many copies as fit. Spread
+    (worst fit) takes the roomiest server each time, which placing there changes: a heap of the servers by
+    their free score, recomputed as :meth:`ServerState.free_score` would after each placement.
     """
     copies = state.capacity_for(cpu_per_gpu, mem_per_gpu) // gpus
     usable = np.flatnonzero(copies > 0)
-    if best_fit:
-        usable = usable[np.argsort(state.free_score()[usable], kind="stable")]
-    slots = np.repeat(usable, copies[usable])[: len(jobs)]
+    if fit == "spread":
+        slots = _spread_slots(state, usable, copies, len(jobs), gpus, cpu_per_gpu, mem_per_gpu)
+    else:
+        if fit == "best":
+            usable = usable[np.argsort(state.free_score()[usable], kind="stable")]
+        slots = np.repeat(usable, copies[usable])[: len(jobs)]
     state.place_many(jobs[: slots.size], slots, gpus, cpu_per_gpu, mem_per_gpu)
     return int(slots.size)
+
+
+def _spread_slots(
+    state: ServerState, usable: np.ndarray, copies: np.ndarray, count: int, gpus: int, cpu: float, mem: float
+) -> np.ndarray:
+    """The servers ``count`` identical jobs go to one by one under worst fit (most free score, lower index)."""
+    cluster = state.cluster
+    g_cap, c_cap, m_cap = cluster.gpus_per_server, cluster.cpus_per_server, cluster.mem_gb_per_server
+    free = {int(s): [float(state.free_gpus[s]), float(state.free_cpus[s]), float(state.free_mem[s])] for s in usable}
+    left = {int(s): int(copies[s]) for s in usable}
+    heap = [(-(f[0] / g_cap + f[1] / c_cap + f[2] / m_cap), s) for s, f in free.items()]
+    heapq.heapify(heap)
+    slots: list[int] = []
+    while heap and len(slots) < count:
+        _, server = heapq.heappop(heap)
+        slots.append(server)
+        left[server] -= 1
+        if left[server] == 0:
+            continue
+        # Booked as ServerState books it, then scored as free_score scores it: the same floats.
+        f = free[server]
+        f[0] -= gpus
+        f[1] -= gpus * cpu
+        f[2] -= gpus * mem
+        heapq.heappush(heap, (-(f[0] / g_cap + f[1] / c_cap + f[2] / m_cap), server))
+    return np.array(slots, dtype=np.int64)
 
 
 def place_leftover(
@@ -268,6 +322,7 @@ def place_with_fallback(
     cpu_per_gpu: float,
     mem_per_gpu: float,
     servers_hint: Candidates = None,
+    fit: Fit = "best",
 ) -> FallbackResult | None:
     """Place ``job`` as Synergy-TUNE does (paper section 4.2); see the module docstring.
 
@@ -282,6 +337,8 @@ def place_with_fallback(
         floor for the floor guarantee to hold.
     servers_hint
         Servers to try first at every stage (mask or indices), e.g. where an LP placed the job.
+    fit
+        How the one server of the first two stages is chosen (``FITS``; default best fit, the paper's).
 
     Returns
     -------
@@ -291,14 +348,14 @@ def place_with_fallback(
     hint = _mask(state, servers_hint)
     tries = (hint, None) if hint is not None else (None,)
     for candidates in tries:
-        placed = place_best_fit(state, job, gpus, cpu_per_gpu, mem_per_gpu, candidates)
+        placed = place_best_fit(state, job, gpus, cpu_per_gpu, mem_per_gpu, candidates, fit)
         if placed is not None:
             return FallbackResult(placed, "ideal")
     c_p, m_p = state.proportional
     if is_above_proportional(state, cpu_per_gpu, mem_per_gpu):
         cpu_per_gpu, mem_per_gpu = c_p, m_p
         for candidates in tries:
-            placed = place_best_fit(state, job, gpus, c_p, m_p, candidates)
+            placed = place_best_fit(state, job, gpus, c_p, m_p, candidates, fit)
             if placed is not None:
                 return FallbackResult(placed, "proportional")
     return _demote_and_place(state, job, gpus, cpu_per_gpu, mem_per_gpu, hint)
@@ -320,7 +377,8 @@ def _demote_and_place(
 
 
 def place_run_with_fallback(
-    state: ServerState, jobs: np.ndarray | list[int], gpus: int, cpu_per_gpu: float, mem_per_gpu: float
+    state: ServerState, jobs: np.ndarray | list[int], gpus: int, cpu_per_gpu: float, mem_per_gpu: float,
+    fit: Fit = "best",
 ) -> list[FallbackResult | None]:
     """:func:`place_with_fallback` for identical jobs, in order, in fewer steps.
 
@@ -332,7 +390,7 @@ def place_run_with_fallback(
     fewest-servers search spans servers, go one call each.
     """
     if gpus != 1:
-        return [place_with_fallback(state, int(job), gpus, cpu_per_gpu, mem_per_gpu) for job in jobs]
+        return [place_with_fallback(state, int(job), gpus, cpu_per_gpu, mem_per_gpu, fit=fit) for job in jobs]
     stages: list[tuple[float, float, Stage]] = [(cpu_per_gpu, mem_per_gpu, "ideal")]
     if is_above_proportional(state, cpu_per_gpu, mem_per_gpu):
         stages.append((*state.proportional, "proportional"))
@@ -348,7 +406,7 @@ def place_run_with_fallback(
             clock = state.clock
             server = None
             if candidates is None or candidates.size:
-                server = best_fit_server(state, 1, c, m, candidates)
+                server = fit_server(state, 1, c, m, candidates, fit)
             if server is None:
                 failed_at[stage] = clock
                 continue
