@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 from typing import Any
 
 from synergy_opt.errors import InvalidInputError
+from synergy_opt.files import read_text
 from synergy_opt.generate import GENERATOR_ARGUMENTS
 from synergy_opt.instance import prefixed
 from synergy_opt.profiles import model_info
@@ -23,6 +25,14 @@ from synergy_opt.validation import checked, text
 
 SOURCE = "synergy artifact record"
 FIELDS = ("job_id", "model", "arrival_s", "total_iters", "gpus")
+#: The artifact's recorded Figure 9 run, shipped with the package (its README says how it was recorded).
+ARTIFACT_DATA = Path(__file__).resolve().parents[1] / "data" / "artifact"
+FIG9_TRACE = ARTIFACT_DATA / "fig9_load9_seed42_trace.csv"
+#: The artifact's per-job JCT files by the mechanism that reproduces them here.
+FIG9_JCTS = {"proportional": ARTIFACT_DATA / "fig9_load9_seed42_jct_fair.csv",
+             "tune-artifact": ARTIFACT_DATA / "fig9_load9_seed42_jct_tune.csv"}
+#: Its setting: FIFO, 16 x (8 GPUs, 24 CPUs, 500 GB), 300 s rounds, these trace positions monitored.
+FIG9_MONITOR = (4000, 5000)
 
 
 def looks_like_artifact_record(content: str) -> bool:
@@ -84,3 +94,17 @@ def _whole(where: str, name: str, cell: str, low: int) -> int:
     if value < low:
         raise InvalidInputError(f"{where}.{name}", value, f"must be >= {low}")
     return value
+
+
+def fig9_trace() -> Trace:
+    """The artifact's recorded Figure 9 trace (9 jobs/h, seed 42, 6925 jobs)."""
+    return artifact_trace(read_text(FIG9_TRACE))
+
+
+def fig9_jcts(mechanism: str) -> dict[str, float]:
+    """The artifact's JCT in seconds of each monitored job (id -> seconds) under ``"proportional"`` (its
+    ``FIFO+fair``) or ``"tune-artifact"`` (its ``FIFO+tune``)."""
+    if mechanism not in FIG9_JCTS:
+        raise InvalidInputError("mechanism", mechanism, f"the artifact recorded {', '.join(FIG9_JCTS)}")
+    rows = csv.DictReader(io.StringIO(read_text(FIG9_JCTS[mechanism])))
+    return {row["job_id"]: float(row["jct_s"]) for row in rows}

@@ -7,6 +7,7 @@ Examples::
         --jobs 3000 --seeds 0,1,2 --plot
     python -m synergy_opt.sim --load 2,4,6,8,9 --policy fifo,srtf,las,ftf --workers 2
     python -m synergy_opt.sim --experiment fig9 --load 9        # the paper's Figure 9 setting, at one load
+    python -m synergy_opt.sim --experiment fig9-fidelity --workers 2   # the artifact's Figure 9, factor by factor
     python -m synergy_opt.sim --experiment list
     python -m synergy_opt.sim --resume results/sim-20260101-120000   # continue an interrupted sweep
     python -m synergy_opt.sim plot results/sim-20260101-120000       # redraw a result folder's figures
@@ -39,6 +40,8 @@ from synergy_opt.generate import JOB_KIND
 from synergy_opt.sim import compare as sim_compare
 from synergy_opt.sim.allocators import mechanism_names
 from synergy_opt.sim.experiments import check_setting, experiment_names, flag_text, load_experiment
+from synergy_opt.sim.fidelity import DESCRIPTION as FIDELITY_DESCRIPTION
+from synergy_opt.sim.fidelity import NAME as FIDELITY
 from synergy_opt.sim.gavel import GAVEL_TRACES, gavel_trace_file
 from synergy_opt.sim.gavel import SOURCE as GAVEL_SOURCE
 from synergy_opt.sim.outputs import JOURNAL, file_digest, print_summary, run_fields, to_record, write_folder
@@ -235,6 +238,8 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, _Parser]:
     else:
         recorded = recorded_argv(given, ("--workers", "--dask", "--out"), ("--no-progress", "--wide"))
     args.recorded = recorded
+    if args.experiment == FIDELITY:
+        return args, parser  # a fixed setting of its own (synergy_opt.sim.fidelity)
     if args.experiment is not None and args.experiment != "list":
         experiment = load_experiment(args.experiment)
         parser.context = f"experiment {experiment.path.name}"
@@ -402,7 +407,12 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.experiment == "list":
         for name in experiment_names():
             print(f"{name:8} {load_experiment(name).description}")
+        print(f"{FIDELITY} {FIDELITY_DESCRIPTION}")
         return 0
+    if args.experiment == FIDELITY:
+        from synergy_opt.sim.fidelity import cli_main  # its own runs, table and figure
+
+        return cli_main(args, parser.error)
     the_plan = plan(args, parser)
     started = time.perf_counter()
     rounds = bool(args.rounds_csv or args.plot)

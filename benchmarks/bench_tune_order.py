@@ -1,0 +1,139 @@
+"""Which TUNE packing rule gives the shortest JCTs (issue 19): the paper's, policy order, spread.
+
+    python benchmarks/bench_tune_order.py [--workers 1] [--seeds 0-9] [--parts fig9,split,multi]
+
+Every run: 128 GPUs (16 x (8, 24, 500)), FIFO, 300 s rounds, exact progress, jobs 4000-4999 monitored, the run
+ending when the last of them finishes, seeds 0-9. Rules (``run_mechanism(..., "tune", sort=, fit=)``):
+
+- ``paper``: the paper's section 4.2, jobs sorted by GPU, CPU, memory demand, largest first, best fit;
+- ``policy``: the policy's order (FIFO: arrival), best fit (what the artifact's TUNE does, but best fit);
+- ``spread``: the paper's sort, each job on the server with the most free resources (worst fit), which
+  spreads the CPU-hungry jobs, placed first, over the servers instead of filling a few with them.
+
+Parts: ``fig9``, Figure 9's setting (single-GPU, split (20,70,10)) at 6, 8, 9 and 10 jobs/h; ``split``, the
+(50,0,50) split, single-GPU, at 8 jobs/h; ``multi``, the multi-GPU mix, (20,70,10), at 3.5 jobs/h.
+
+Each run's row is appended to ``results/tune_order_runs.csv`` as it finishes (a run already there is not run
+again: the script resumes); ``results/tune_order.csv`` holds, per setting and rule, the mean, min and max of
+the average JCT over the seeds, the mean ratio to ``paper``'s on the same seed, and how many seeds the rule
+beats ``paper`` on. The mean speedup of the image and speech jobs is there too (their work over their time
+running). Every row records the load average when its run finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from synergy_opt.cli.parallel import run_in_order
+from synergy_opt.sim.sweep import SimRun, SimSetting, run_one
+
+RESULTS = Path(__file__).resolve().parent / "results"
+RUNS_CSV = RESULTS / "tune_order_runs.csv"
+TABLE_CSV = RESULTS / "tune_order.csv"
+RULES: dict[str, dict[str, str]] = {
+    "paper": {"sort": "demand", "fit": "best"},
+    "policy": {"sort": "policy", "fit": "best"},
+    "spread": {"sort": "demand", "fit": "spread"},
+}
+PARTS: dict[str, list[tuple[str, SimSetting]]] = {
+    "fig9": [(f"fig9 {load:g}/h", SimSetting(load=load, jobs=5000, monitor=(4000, 5000)))
+             for load in (6.0, 8.0, 9.0, 10.0)],
+    "split": [("split (50,0,50) 8/h", SimSetting(load=8.0, split=(50, 0, 50), jobs=5000, monitor=(4000, 5000)))],
+    "multi": [("multi-GPU 3.5/h", SimSetting(load=3.5, multi_gpu=True, jobs=5000, monitor=(4000, 5000)))],
+}
+KEY = ("setting", "rule", "seed")
+SENSITIVE = {"alexnet", "res18", "res50", "mobilenet", "shufflenet", "m5", "deepspeech"}
+
+
+def run_rule(item: tuple[str, str, SimSetting]) -> dict[str, Any]:
+    """One run: the setting's trace under TUNE with the rule's options; its summary row."""
+    name, rule, setting = item
+    outcome = run_one(SimRun(setting, "tune", options=RULES[rule]))
+    s = outcome.summary
+    jobs = outcome.jobs[outcome.jobs["monitored"]]
+    sensitive = jobs[jobs["model"].isin(SENSITIVE)]
+    return {"setting": name, "rule": rule, "seed": setting.seed, "load": setting.load,
+            "split": s["split"], "multi_gpu": setting.multi_gpu, **RULES[rule],
+            "avg_jct_h": s["avg_jct_h"], "p95_jct_h": s["p95_jct_h"], "makespan_h": s["makespan_h"],
+            "unfinished": s["unfinished"], "sensitive_mean_speedup": float(sensitive["mean_speedup"].mean()),
+            "rounds": s["rounds"], "wall_s": s["wall_s"], "loadavg_1m": round(os.getloadavg()[0], 2)}
+
+
+def _done() -> dict[tuple[str, str, int], dict[str, Any]]:
+    if not RUNS_CSV.exists():
+        return {}
+    with RUNS_CSV.open() as handle:
+        return {(row["setting"], row["rule"], int(row["seed"])): row for row in csv.DictReader(handle)}
+
+
+def _append(row: dict[str, Any]) -> None:
+    new = not RUNS_CSV.exists()
+    with RUNS_CSV.open("a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(row))
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+    print(f"{row['setting']:<22} {row['rule']:<7} seed {row['seed']}: {float(row['avg_jct_h']):7.2f} h "
+          f"({float(row['wall_s']):.0f} s)", flush=True)
+
+
+def table(rows: dict[tuple[str, str, int], dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per setting and rule: the average JCT's mean, min and max over seeds, its mean ratio to ``paper``'s."""
+    out = []
+    settings = list(dict.fromkeys(key[0] for key in rows))
+    for setting in settings:
+        for rule in RULES:
+            mine = {seed: float(row["avg_jct_h"]) for (s, r, seed), row in rows.items() if s == setting and r == rule}
+            paper = {seed: float(row["avg_jct_h"]) for (s, r, seed), row in rows.items()
+                     if s == setting and r == "paper"}
+            if not mine:
+                continue
+            common = sorted(set(mine) & set(paper))
+            speedups = [float(row["sensitive_mean_speedup"]) for (s, r, _), row in rows.items()
+                        if s == setting and r == rule]
+            out.append({
+                "setting": setting, "rule": rule, **RULES[rule], "seeds": len(mine),
+                "mean_avg_jct_h": statistics.fmean(mine.values()), "min_avg_jct_h": min(mine.values()),
+                "max_avg_jct_h": max(mine.values()),
+                "mean_ratio_to_paper": statistics.fmean(mine[k] / paper[k] for k in common) if common else None,
+                "seeds_better_than_paper": sum(mine[k] < paper[k] - 1e-9 for k in common),
+                "sensitive_mean_speedup": statistics.fmean(speedups),
+            })
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--seeds", default="0-9", help="FIRST-LAST")
+    parser.add_argument("--parts", default="fig9,split,multi")
+    args = parser.parse_args(argv)
+    first, last = (int(v) for v in args.seeds.split("-"))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    done = _done()
+    items = [(name, rule, replace(setting, seed=seed))
+             for part in args.parts.split(",") for name, setting in PARTS[part]
+             for seed in range(first, last + 1) for rule in RULES
+             if (name, rule, seed) not in done]
+    print(f"{len(items)} runs to do ({len(done)} recorded in {RUNS_CSV.name})", flush=True)
+    run_in_order(run_rule, items, workers=args.workers, progress=_append, preload=["synergy_opt.sim.sweep"])
+    rows = table(_done())
+    with TABLE_CSV.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    for row in rows:
+        print(f"{row['setting']:<22} {row['rule']:<7} mean {row['mean_avg_jct_h']:7.2f} h "
+              f"[{row['min_avg_jct_h']:.2f}, {row['max_avg_jct_h']:.2f}]  ratio to paper "
+              f"{row['mean_ratio_to_paper']:.3f}  better on {row['seeds_better_than_paper']}/{row['seeds']}")
+    print(f"wrote {TABLE_CSV}")
+
+
+if __name__ == "__main__":
+    main()

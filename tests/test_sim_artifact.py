@@ -1,0 +1,170 @@
+"""The Synergy artifact's Figure 9 run, reproduced job for job; its record format; its progress accounting.
+
+The exact replay (two full Figure 9 runs, about a minute) is in the ``slow`` group: ``pytest -m slow``, which
+``.ci/run`` runs after the suite.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from synergy_opt import Cluster, InvalidInputError, Job, RoundInstance, builtin_profile, evaluate, run_mechanism
+from synergy_opt.profiles import model_info
+from synergy_opt.sim import Trace, TraceJob, generate_trace, load_trace, save_trace, simulate
+from synergy_opt.sim.artifact_trace import FIG9_MONITOR, FIG9_TRACE, artifact_trace, fig9_jcts, fig9_trace
+
+ROUND_S = 300.0
+
+
+# -- the exact replay --------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize(("mechanism", "average_h"), [("proportional", 81.09), ("tune-artifact", 21.88)])
+def test_the_artifacts_figure_9_run_is_reproduced_job_for_job(mechanism: str, average_h: float) -> None:
+    result = simulate(fig9_trace(), Cluster(16, 8, 24, 500), policy="fifo", mechanism=mechanism, round_s=ROUND_S,
+                      monitor=FIG9_MONITOR, progress="artifact")
+    ours = result.monitored_jobs.set_index("id")["jct_s"]
+    theirs = fig9_jcts(mechanism)
+    assert sorted(ours.index) == sorted(theirs)
+    off = {job: float(ours[job]) - jct for job, jct in theirs.items() if abs(float(ours[job]) - jct) > 1.0}
+    assert not off, f"{len(off)} JCTs differ by more than 1 s, e.g. {list(off.items())[:5]}"
+    assert round(result.summary["avg_jct_h"], 2) == average_h
+    assert round(float(np.mean(list(theirs.values()))) / 3600, 2) == average_h
+
+
+# -- the record format -------------------------------------------------------------------------------------
+def test_the_record_reads_iterations_times_the_models_iteration_time() -> None:
+    trace = artifact_trace("0,alexnet,409,3447,1\n1,gnmt,951,34181,2\n")
+    first, second = trace.jobs
+    assert (first.id, first.model, first.arrival_s, first.gpus) == ("0", "alexnet", 409.0, 1)
+    assert first.iter_time_s == 0.6 and first.duration_s == 3447 * 0.6
+    assert second.gpus == 2 and second.iter_time_s == model_info("gnmt").iter_time_s
+    assert second.profile == builtin_profile("gnmt")
+    assert trace.metadata["source"] == "synergy artifact record"
+
+
+def test_the_shipped_trace_is_the_artifacts_run() -> None:
+    trace = fig9_trace()
+    assert len(trace) == 6925
+    # The artifact's first 5000 jobs average 16.36 h at the proportional share (issue 19).
+    assert round(sum(job.duration_s for job in trace.jobs[:5000]) / 5000 / 3600, 2) == 16.36
+    assert all(job.gpus == 1 for job in trace.jobs)
+
+
+def test_load_trace_detects_the_record_or_is_told_its_format(tmp_path: Path) -> None:
+    assert load_trace(FIG9_TRACE) == fig9_trace()
+    other = tmp_path / "record.txt"
+    other.write_text("7,res50,12,100,1\n")
+    trace = load_trace(other, format="artifact")
+    assert trace.jobs[0].id == "7" and trace.jobs[0].iter_time_s == 0.78
+    with pytest.raises(InvalidInputError, match="format"):
+        load_trace(other, format="yaml")
+
+
+@pytest.mark.parametrize("suffix", [".json", ".csv"])
+def test_a_loaded_record_saves_and_reads_back_with_its_iteration_times(tmp_path: Path, suffix: str) -> None:
+    trace = artifact_trace("0,alexnet,409,3447,1\n1,lstm,951,34181,1\n")
+    path = save_trace(trace, tmp_path / f"trace{suffix}")
+    assert load_trace(path) == trace
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("0,alexnet,409,3447\n", "rows[0]"),
+    ("0,alexnet,409,3447,1\n1,vgg,1,2,1\n", "rows[1].model"),
+    ("0,alexnet,4.5,3447,1\n", "rows[0].arrival_s"),
+    ("0,alexnet,409,0,1\n", "rows[0].total_iters"),
+    ("0,alexnet,409,10,0\n", "rows[0].gpus"),
+    ("0,alexnet,409,10,1\n0,gnmt,500,10,1\n", "rows[1].job_id"),
+])
+def test_a_malformed_record_names_the_row_and_field(text: str, field: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        artifact_trace(text)
+    assert caught.value.field == field
+
+
+# -- the accounting, by hand -------------------------------------------------------------------------------
+def one_job(model: str, iterations: int, arrival_s: float) -> Trace:
+    info = model_info(model)
+    return Trace((TraceJob("a", arrival_s, 1, iterations * info.iter_time_s, info.profile, model=model,
+                           iter_time_s=info.iter_time_s),))
+
+
+def test_artifact_progress_counts_whole_iterations_and_finishes_at_the_rounds_end() -> None:
+    # 1200 ResNet-50 iterations of 0.78 s at the share: floor(300 / 0.78) = 384 a round, so 4 rounds; the
+    # arrival at 10.4 s counts as 11 s, the first round starts at 300 s, the finish is noticed at 1500 s.
+    trace = one_job("res50", 1200, 10.4)
+    result = simulate(trace, Cluster(1), mechanism="proportional", progress="artifact")
+    job = result.jobs.iloc[0]
+    assert math.floor(300 / 0.78) == 384 and 3 * 384 < 1200 <= 4 * 384
+    assert job["arrival_s"] == 11.0 and job["first_start_s"] == 300.0
+    assert job["finish_s"] == 1500.0 and job["jct_s"] == 1489.0
+    exact = simulate(trace, Cluster(1), mechanism="proportional").jobs.iloc[0]
+    assert exact["finish_s"] == pytest.approx(300.0 + 1200 * 0.78) and exact["arrival_s"] == 10.4
+
+
+def test_artifact_progress_divides_the_iteration_time_by_the_speedup() -> None:
+    # Alone on a server, TUNE gives AlexNet its best case (12 CPUs, 125 GB): 2.94x, so floor(300 / (0.6 / 2.94))
+    # iterations a round; 3000 of them take 3 rounds.
+    per_round = math.floor(300 / (0.6 / 2.94))
+    assert per_round == 1470
+    result = simulate(one_job("alexnet", 3000, 0.0), Cluster(1), mechanism="tune-artifact", progress="artifact")
+    assert result.jobs.iloc[0]["jct_s"] == 900.0
+    slower = simulate(one_job("alexnet", 3000, 0.0), Cluster(1), mechanism="proportional", progress="artifact")
+    assert slower.jobs.iloc[0]["jct_s"] == 300.0 * math.ceil(3000 / math.floor(300 / 0.6))
+
+
+def test_generated_traces_take_their_models_iteration_times() -> None:
+    trace = generate_trace(jobs=30, load=40.0, seed=3)
+    exact = simulate(trace, Cluster(1), mechanism="proportional").jobs.set_index("id")
+    artifact = simulate(trace, Cluster(1), mechanism="proportional", progress="artifact").jobs.set_index("id")
+    finished = artifact["finish_s"].notna()
+    # Whole iterations and round ends only ever delay a finish, and by less than a round plus one iteration per
+    # round run; arrivals are whole seconds.
+    assert (artifact.loc[finished, "finish_s"] >= exact.loc[finished, "finish_s"] - 1e-6).all()
+    assert (artifact["arrival_s"] == np.ceil(exact["arrival_s"])).all()
+    assert (artifact["finish_s"].dropna() % ROUND_S == 0).all()
+
+
+def test_artifact_progress_needs_an_iteration_time() -> None:
+    job = TraceJob("x", 0.0, 1, 600.0, builtin_profile("res18"))
+    with pytest.raises(InvalidInputError) as caught:
+        simulate(Trace((job,)), Cluster(1), progress="artifact")
+    assert caught.value.field == "trace.jobs[0].iter_time_s"
+    with pytest.raises(InvalidInputError, match="progress"):
+        simulate(Trace((job,)), Cluster(1), progress="rounded")
+
+
+# -- the artifact's TUNE, by hand --------------------------------------------------------------------------
+def round_of(cluster: Cluster, models: list[str]) -> RoundInstance:
+    return RoundInstance(cluster, tuple(Job(f"j{k}", 1, builtin_profile(m), model=m) for k, m in enumerate(models)))
+
+
+def test_tune_artifact_places_in_policy_order_first_fit_at_the_best_case_or_the_share() -> None:
+    # Two servers (8 GPUs, 24 CPUs), jobs in arrival order: two AlexNets (12 CPUs each at their best) fill
+    # server 0's CPUs; ResNet-18 (9) goes to server 1, first fit; the third AlexNet still fits its best case
+    # there (15 CPUs left); the fourth does not (3 left), so it is switched to the share (3 CPUs), and fits.
+    instance = round_of(Cluster(2, 8, 24, 500), ["alexnet", "alexnet", "res18", "alexnet", "alexnet"])
+    allocation = run_mechanism(instance, "tune-artifact")
+    servers = {job: allocation.servers_of(job) for job in allocation.jobs}
+    assert servers == {"j0": (0,), "j1": (0,), "j2": (1,), "j3": (1,), "j4": (1,)}
+    cpus = {job: sum(p.cpus for p in placed) for job, placed in allocation.jobs.items()}
+    assert cpus == {"j0": 12.0, "j1": 12.0, "j2": 9.0, "j3": 12.0, "j4": 3.0}
+    scores = evaluate(instance, allocation).jobs
+    assert scores["j4"].throughput == pytest.approx(1.0)  # the share: speedup 1, all or nothing
+    assert scores["j0"].throughput == pytest.approx(model_info("alexnet").speedup_at_best)
+    # The paper's TUNE sorts by demand and fits best: not the same allocation.
+    assert run_mechanism(instance, "tune", sort="demand", fit="best") != allocation
+
+
+def test_tune_artifact_reverts_peers_when_nothing_fits_at_the_share() -> None:
+    # One 8-GPU server: two AlexNets at 12 CPUs hold all 24; a language job (1 CPU) fits nowhere, so the
+    # server's jobs are reverted most-CPUs-first until one frees enough: the first AlexNet goes to the share.
+    instance = round_of(Cluster(1, 8, 24, 500), ["alexnet", "alexnet", "gnmt"])
+    allocation = run_mechanism(instance, "tune-artifact")
+    cpus = [sum(p.cpus for p in allocation.jobs[f"j{k}"]) for k in range(3)]
+    assert cpus == [3.0, 12.0, 1.0]
+    result = evaluate(instance, allocation)
+    assert result.valid and not result.unplaced and not result.floors_violated
