@@ -1,0 +1,111 @@
+"""The highest load each mechanism sustains at Figure 9's setting (issue 19): measured, and bounded.
+
+    python benchmarks/bench_capacity.py [--seeds 0,1,2] [--workers 1] [--mechanisms ...]
+
+Figure 9's setting: 128 GPUs (16 x (8, 24, 500)), FIFO, single-GPU jobs, split (20,70,10), 300 s rounds,
+exact progress.
+
+- ``measured``: :func:`synergy_opt.sim.capacity.saturated_throughput`, arrivals at 20 jobs/h (far past every
+  mechanism's capacity, so the queue never empties), the jobs finished per hour between 150 h and 450 h;
+  mean and range over ``--seeds``.
+- ``bound``: :func:`synergy_opt.sim.capacity.fluid_capacity`, the pooled cluster's LP: the share alone
+  (proportional), the best case or the share (tune-artifact), any config at or above the floor (every
+  other mechanism; it bounds them all, the ideal bound included).
+
+Writes ``results/capacity.csv`` (a row per mechanism: measured mean/min/max, its bound and which LP) and
+``results/capacity_runs.csv`` (a row per run, appended as each finishes; recorded runs are not run again).
+``bench_sim.py --parts plot`` draws them on the Figure 9 plot. Each run row records the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from synergy_opt.cli.parallel import run_in_order
+from synergy_opt.instance import Cluster
+from synergy_opt.sim.capacity import fluid_capacity, saturated_throughput
+
+RESULTS = Path(__file__).resolve().parent / "results"
+RUNS_CSV = RESULTS / "capacity_runs.csv"
+TABLE_CSV = RESULTS / "capacity.csv"
+CLUSTER = Cluster(16, 8, 24, 500)
+# label -> (mechanism, options, the LP that bounds it)
+MECHANISMS: dict[str, tuple[str, dict[str, str], str]] = {
+    "proportional": ("proportional", {}, "proportional"),
+    "tune-artifact": ("tune-artifact", {}, "best-or-share"),
+    "tune (paper's order)": ("tune", {"sort": "demand", "fit": "best"}, "grid"),
+    "tune (policy order)": ("tune", {"sort": "policy", "fit": "best"}, "grid"),
+    "tune (spread)": ("tune", {"sort": "demand", "fit": "spread"}, "grid"),
+    "near-opt": ("near-opt", {}, "grid"),
+    "ideal": ("ideal", {}, "grid"),
+}
+
+
+def measure(item: tuple[str, int]) -> dict[str, Any]:
+    label, seed = item
+    mechanism, options, _ = MECHANISMS[label]
+    started = time.perf_counter()
+    rate = saturated_throughput(mechanism, CLUSTER, seed=seed, **options)
+    return {"mechanism": label, "seed": seed, "jobs_per_h": rate, "wall_s": time.perf_counter() - started,
+            "loadavg_1m": round(os.getloadavg()[0], 2)}
+
+
+def _recorded() -> dict[tuple[str, int], dict[str, Any]]:
+    if not RUNS_CSV.exists():
+        return {}
+    with RUNS_CSV.open() as handle:
+        return {(row["mechanism"], int(row["seed"])): row for row in csv.DictReader(handle)}
+
+
+def _append(row: dict[str, Any]) -> None:
+    new = not RUNS_CSV.exists()
+    with RUNS_CSV.open("a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(row))
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+    print(f"{row['mechanism']:<22} seed {row['seed']}: {row['jobs_per_h']:.3f} jobs/h ({row['wall_s']:.0f} s, "
+          f"load avg {row['loadavg_1m']})", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--mechanisms", default=",".join(MECHANISMS))
+    args = parser.parse_args(argv)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    labels = args.mechanisms.split(",")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    recorded = _recorded()
+    todo = [(label, seed) for label in labels for seed in seeds if (label, seed) not in recorded]
+    print(f"{len(todo)} saturated runs to do ({len(recorded)} recorded)", flush=True)
+    run_in_order(measure, todo, workers=args.workers, progress=_append, preload=["synergy_opt.sim.capacity"])
+    recorded = _recorded()
+    rows = []
+    for label, (_, _, configs) in MECHANISMS.items():
+        rates = [float(row["jobs_per_h"]) for (name, _), row in recorded.items() if name == label]
+        rows.append({"mechanism": label, "seeds": len(rates),
+                     "measured_jobs_per_h": statistics.fmean(rates) if rates else None,
+                     "measured_min": min(rates) if rates else None, "measured_max": max(rates) if rates else None,
+                     "bound_jobs_per_h": fluid_capacity(CLUSTER, configs=configs), "bound_configs": configs})
+    with TABLE_CSV.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    for row in rows:
+        measured = "-" if row["measured_jobs_per_h"] is None else (
+            f"{row['measured_jobs_per_h']:.2f} [{row['measured_min']:.2f}-{row['measured_max']:.2f}]")
+        print(f"{row['mechanism']:<22} measured {measured:>20} jobs/h   bound {row['bound_jobs_per_h']:.2f} "
+              f"({row['bound_configs']})")
+    print(f"wrote {TABLE_CSV}")
+
+
+if __name__ == "__main__":
+    main()
