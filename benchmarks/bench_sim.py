@@ -32,10 +32,13 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from synergy_opt.sim.sweep import RunOutcome, SimRun, SimSetting, run_one, run_sweep
+from synergy_opt.cli.parallel import run_in_order
+from synergy_opt.cli.table import read_csv
+from synergy_opt.sim.sweep import RunOutcome, SimRun, SimSetting, run_one
 from synergy_opt.sim.trace import Trace, generate_trace
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -45,6 +48,14 @@ SPLIT = SimSetting(gpus=128, policy="fifo", load=4.0, split=(50, 0, 50), multi_g
                    round_s=300.0, monitor=(4000, 5000))
 FIG9_LOADS = (2, 3, 4, 5, 6, 7, 8, 9, 10)
 SPLIT_LOADS = (2, 3, 4, 5)
+FIG9_MECHANISMS = ("proportional", "tune", "tune (paper's order)", "ideal")
+# Labels of the fig9 sweep's lines that are not a mechanism's bare name: (mechanism, options).
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "tune (paper's order)": ("tune", {"sort": "demand", "fit": "best"}),
+}
+# The capacity markers drawn on the Figure 9 plot: bench_capacity.py's labels -> the plot's lines.
+CAPACITY_LINES = {"proportional": "proportional", "tune (spread)": "tune",
+                  "tune (paper's order)": "tune (paper's order)", "ideal": "ideal"}
 # The paper's Figure 9 at 9 jobs/h and the artifact's simulator run on that setting (the issue's figures).
 PAPER = {"proportional": 81.0, "tune": 22.0, "ideal": 20.0}
 ARTIFACT = {"proportional": (81.1, 465.0), "tune": (21.9, 496.0)}
@@ -72,24 +83,33 @@ def _write(rows: list[dict[str, Any]], name: str) -> Path:
     return path
 
 
-def _plot(rows: list[dict[str, Any]], name: str) -> None:
+def _plot(rows: list[dict[str, Any]], name: str, capacities: Sequence[tuple[str, float, str]] = ()) -> None:
     from synergy_opt.cli.plots import save_figure
     from synergy_opt.sim.plots import jct_vs_load_figure
 
-    print(f"wrote {save_figure(jct_vs_load_figure(rows), RESULTS / name)}")
+    print(f"wrote {save_figure(jct_vs_load_figure(rows, capacities), RESULTS / name)}")
+
+
+def _labelled_run(item: tuple[str, SimRun]) -> tuple[str, RunOutcome]:
+    label, run = item
+    return label, run_one(run)
 
 
 def _sweep(base: SimSetting, loads: Sequence[float], mechanisms: Sequence[str], workers: int) -> list[dict[str, Any]]:
-    runs = [SimRun(SimSetting(**{**base.__dict__, "load": float(load)}), m) for load in loads for m in mechanisms]
+    """Each mechanism (a label of ``VARIANTS`` or a mechanism's name) at each load; rows named by the label."""
+    items = [(m, SimRun(replace(base, load=float(load)), *VARIANTS.get(m, (m, {}))))
+             for load in loads for m in mechanisms]
     rows: dict[tuple[float, str], dict[str, Any]] = {}
 
-    def done(outcome: RunOutcome) -> None:
+    def done(result: tuple[str, RunOutcome]) -> None:
+        label, outcome = result
         row = _row(outcome)
-        rows[(row["load"], row["mechanism"])] = row
-        print(f"  load {row['load']:>4g} {row['mechanism']:12} avg JCT {row['avg_jct_h']:7.2f} h  "
+        row["mechanism"] = label
+        rows[(row["load"], label)] = row
+        print(f"  load {row['load']:>4g} {label:22} avg JCT {row['avg_jct_h']:7.2f} h  "
               f"{row['rounds']:6d} rounds  {row['wall_s']:6.1f} s  (load avg {row['loadavg_1m']})", flush=True)
 
-    run_sweep(runs, workers=workers, progress=done)
+    run_in_order(_labelled_run, items, workers=workers, progress=done, preload=["synergy_opt.sim.sweep"])
     return [rows[(float(load), m)] for load in loads for m in mechanisms]
 
 
@@ -108,9 +128,15 @@ def _print(rows: list[dict[str, Any]], loads: Sequence[float], ratios: list[tupl
               + "".join(f"{mine[m][column]:14.3f}" for _, m, column in ratios))
 
 
-def fig9(loads: Sequence[float], workers: int) -> None:
+def fig9(loads: Sequence[float], workers: int, mechanisms: Sequence[str]) -> None:
+    """The sweep of ``mechanisms``, merged into ``sim_fig9.csv`` (rows of other mechanisms or loads kept)."""
     print("Figure 9 setting: FIFO, single-GPU, (20,70,10), 128 GPUs, seed 42, jobs 4000-4999")
-    rows = _sweep(FIG9, loads, ("proportional", "tune", "ideal"), workers)
+    fresh = _sweep(FIG9, loads, mechanisms, workers)
+    path = RESULTS / "sim_fig9.csv"
+    kept = [row for row in (read_csv(path) if path.exists() else [])
+            if (float(row["load"]), row["mechanism"]) not in {(r["load"], r["mechanism"]) for r in fresh}]
+    rows = sorted(kept + fresh, key=lambda row: (float(row["load"]), _order(row["mechanism"])))
+    loads = sorted({float(row["load"]) for row in rows})
     for row in rows:
         load = row["load"]
         row["prop_over_tune"] = _ratio(rows, load, "proportional", "tune")
@@ -120,7 +146,28 @@ def fig9(loads: Sequence[float], workers: int) -> None:
         row["artifact_avg_jct_h"] = ARTIFACT[row["mechanism"]][0] if at_9 and row["mechanism"] in ARTIFACT else None
     _print(rows, loads, [("prop/tune", "tune", "prop_over_tune"), ("tune/ideal", "tune", "tune_over_ideal")])
     _write(rows, "sim_fig9.csv")
-    _plot(rows, "sim_fig9.png")
+    plot_fig9()
+
+
+def _order(label: str) -> int:
+    return FIG9_MECHANISMS.index(label) if label in FIG9_MECHANISMS else len(FIG9_MECHANISMS)
+
+
+def plot_fig9() -> None:
+    """``sim_fig9.png`` from ``sim_fig9.csv``, with each mechanism's capacity (``capacity.csv``, from
+    ``bench_capacity.py``: measured, else the fluid bound) marked on the load axis."""
+    rows = read_csv(RESULTS / "sim_fig9.csv")
+    capacities = []
+    path = RESULTS / "capacity.csv"
+    for row in read_csv(path) if path.exists() else []:
+        line = CAPACITY_LINES.get(row["mechanism"])
+        if line is None:
+            continue
+        if row["measured_jobs_per_h"] is not None:
+            capacities.append((line, float(row["measured_jobs_per_h"]), "measured"))
+        if line in ("proportional", "ideal"):
+            capacities.append((line, float(row["bound_jobs_per_h"]), "bound"))
+    _plot(rows, "sim_fig9.png", capacities)
 
 
 def split(loads: Sequence[float], workers: int) -> None:
@@ -169,7 +216,10 @@ def speed(repeats: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--parts", default="fig9,split,speed")
+    parser.add_argument("--parts", default="fig9,split,speed",
+                        help="fig9, split, speed, and plot (sim_fig9.png redrawn from the recorded CSVs)")
+    parser.add_argument("--fig9-mechanisms", default=",".join(FIG9_MECHANISMS),
+                        help="the fig9 sweep's lines: mechanisms or labels of VARIANTS")
     parser.add_argument("--loads", default=None, help="fig9's loads (default 2-10); split's are 2,3,4,5")
     parser.add_argument("--split-loads", default=None)
     parser.add_argument("--workers", type=int, default=1, help="processes for the fig9 and split sweeps")
@@ -178,7 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parts = args.parts.split(",")
     started = time.perf_counter()
     if "fig9" in parts:
-        fig9([float(v) for v in args.loads.split(",")] if args.loads else FIG9_LOADS, args.workers)
+        fig9([float(v) for v in args.loads.split(",")] if args.loads else FIG9_LOADS, args.workers,
+             args.fig9_mechanisms.split(","))
+    if "plot" in parts:
+        plot_fig9()
     if "split" in parts:
         split([float(v) for v in args.split_loads.split(",")] if args.split_loads else SPLIT_LOADS, args.workers)
     if "speed" in parts:

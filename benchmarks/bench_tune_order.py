@@ -11,7 +11,11 @@ ending when the last of them finishes, seeds 0-9. Rules (``run_mechanism(..., "t
   spreads the CPU-hungry jobs, placed first, over the servers instead of filling a few with them.
 
 Parts: ``fig9``, Figure 9's setting (single-GPU, split (20,70,10)) at 6, 8, 9 and 10 jobs/h; ``split``, the
-(50,0,50) split, single-GPU, at 8 jobs/h; ``multi``, the multi-GPU mix, (20,70,10), at 3.5 jobs/h.
+(50,0,50) split, single-GPU, at 8 jobs/h; ``multi``, the multi-GPU mix, (20,70,10), at 3.5 jobs/h; and
+``rounds`` (deterministic, no timing): single full-load rounds (``generate_round``) at 128 and 1024 GPUs,
+single-GPU, multi-GPU, noisy (``profile_noise=0.05``) and split (50,0,50), seeds 0-9, each rule's total
+throughput over ``paper``'s, with ``tune-artifact`` and near-opt beside them and how often near-opt is below
+each rule (``results/tune_order_rounds.csv``).
 
 Each run's row is appended to ``results/tune_order_runs.csv`` as it finishes (a run already there is not run
 again: the script resumes); ``results/tune_order.csv`` holds, per setting and rule, the mean, min and max of
@@ -109,6 +113,47 @@ def table(rows: dict[tuple[str, str, int], dict[str, Any]]) -> list[dict[str, An
     return out
 
 
+ROUND_KINDS: dict[str, dict[str, Any]] = {
+    "single-GPU": {}, "multi-GPU": {"multi_gpu": True}, "noisy 0.05": {"profile_noise": 0.05},
+    "split (50,0,50)": {"split": (50, 0, 50)},
+}
+ROUNDS_CSV = RESULTS / "tune_order_rounds.csv"
+
+
+def rounds(seeds: range) -> None:
+    """Each rule's round total over the paper's on generated full-load rounds (see the module's docstring)."""
+    from synergy_opt import evaluate, generate_round, run_mechanism
+
+    mechanisms = {**{rule: ("tune", options) for rule, options in RULES.items()},
+                  "tune-artifact": ("tune-artifact", {}), "near-opt": ("near-opt", {})}
+    rows = []
+    for gpus in (128, 1024):
+        for kind, arguments in ROUND_KINDS.items():
+            ratios: dict[str, list[float]] = {name: [] for name in mechanisms}
+            below = dict.fromkeys(RULES, 0)
+            for seed in seeds:
+                instance = generate_round(gpus, seed=seed, **arguments)
+                totals = {name: evaluate(instance, run_mechanism(instance, mechanism, **options)).objective
+                          for name, (mechanism, options) in mechanisms.items()}
+                for name in mechanisms:
+                    ratios[name].append(totals[name] / totals["paper"])
+                for rule in RULES:
+                    below[rule] += totals["near-opt"] < totals[rule] * (1 - 1e-9)
+            for name, values in ratios.items():
+                rows.append({"gpus": gpus, "round": kind, "mechanism": name, "seeds": len(values),
+                             "median_over_paper": statistics.median(values), "min_over_paper": min(values),
+                             "max_over_paper": max(values),
+                             "near_opt_below_on": below.get(name, "")})
+                print(f"{gpus:5d} {kind:<16} {name:<14} median {statistics.median(values):.4f} "
+                      f"[{min(values):.4f}, {max(values):.4f}]"
+                      + (f"  near-opt below it on {below[name]}/{len(values)}" if name in below else ""), flush=True)
+    with ROUNDS_CSV.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {ROUNDS_CSV}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=1)
@@ -117,9 +162,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     first, last = (int(v) for v in args.seeds.split("-"))
     RESULTS.mkdir(parents=True, exist_ok=True)
+    parts = args.parts.split(",")
+    if "rounds" in parts:
+        rounds(range(first, last + 1))
+        parts.remove("rounds")
+        if not parts:
+            return
     done = _done()
     items = [(name, rule, replace(setting, seed=seed))
-             for part in args.parts.split(",") for name, setting in PARTS[part]
+             for part in parts for name, setting in PARTS[part]
              for seed in range(first, last + 1) for rule in RULES
              if (name, rule, seed) not in done]
     items.sort(key=lambda item: item[0] == "fig9 6/h")  # the least telling setting last

@@ -110,7 +110,8 @@ def test_proportional_capacity_is_the_gpus_over_the_mean_work() -> None:
 def test_more_configs_never_lower_the_bound() -> None:
     cluster = Cluster(16)
     for split in ((20, 70, 10), (50, 0, 50), (0, 100, 0)):
-        share, best, grid = (fluid_capacity(cluster, split, configs=c) for c in ("proportional", "best-or-share", "grid"))
+        share, best, grid = (fluid_capacity(cluster, split, configs=c)
+                             for c in ("proportional", "best-or-share", "grid"))
         assert share <= best + 1e-9 <= grid + 2e-9
     # Language jobs gain nothing from CPU or memory: an all-language workload runs at the share.
     assert fluid_capacity(cluster, (0, 100, 0), configs="grid") == pytest.approx(

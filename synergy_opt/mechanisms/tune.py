@@ -1,24 +1,32 @@
 """Synergy-TUNE (paper section 4.2, SPEC 3): near-optimal packing that never goes below GPU-proportional.
 
 1. Each job's demand vector is its best-case demand (:mod:`~synergy_opt.mechanisms.demand`).
-2. Jobs are sorted by GPU, then CPU, then memory demand, largest first (ties: policy order).
-3. Each job goes to the server with the least free resources that fits it; a multi-GPU job that fits on no
-   single server goes to the fewest servers that hold it, CPU and memory in proportion to its GPUs there.
+2. Jobs are sorted by GPU, then CPU, then memory demand, largest first (ties: policy order) (``sort="demand"``,
+   the paper's; ``sort="policy"`` keeps the policy's order, as the artifact's TUNE does).
+3. Each job goes to one server that fits it, chosen by ``fit``: the least free resources (``"best"``, the
+   paper's), the lowest index (``"first"``, the artifact's) or the most free resources (``"spread"``: worst
+   fit); a multi-GPU job that fits on no single server goes to the fewest servers that hold it, CPU and
+   memory in proportion to its GPUs there.
 4. If it does not fit and its demand is above proportional, it is switched to proportional and retried.
 5. If it still does not fit (or was at or below proportional already), servers with enough free GPUs are
    chosen and above-proportional jobs there are demoted towards proportional, releasing just what is needed
    (:mod:`~synergy_opt.packing.demotion`); then it is placed.
 
+The order and the server choice are options so that each can be switched alone (issue 19,
+``benchmarks/bench_tune_order.py``, ``docs/fidelity.md``). ``DEFAULT_SORT`` and ``DEFAULT_FIT`` say which
+rule runs by default; ``sort="demand", fit="best"`` is the paper's.
+
 Steps 3-5 are :func:`~synergy_opt.packing.place.place_with_fallback`. Every job whose GPUs exist is
-placed, no job falls below its floor and no capacity is exceeded: it never raises on a valid round (the
-artifact's TUNE calls ``sys.exit(1)`` when it fails). Runs of jobs with equal demand, adjacent after the
-sort, are placed best-fit in one pass (:func:`~synergy_opt.packing.place.fill_servers`); the rest of a
-run goes through :func:`~synergy_opt.packing.place.place_run_with_fallback`, which makes room once per
-server for as many single-GPU jobs of the run as the server has free GPUs.
+placed, no job falls below its floor and no capacity is exceeded, whatever the order and server choice: it
+never raises on a valid round (the artifact's TUNE calls ``sys.exit(1)`` when it fails). Runs of jobs with
+equal demand, adjacent after the sort, are placed in one pass (:func:`~synergy_opt.packing.place.fill_servers`);
+the rest of a run goes through :func:`~synergy_opt.packing.place.place_run_with_fallback`, which makes room
+once per server for as many single-GPU jobs of the run as the server has free GPUs.
 
 Two choices the paper leaves open: a demoted job is lowered only as far as the shortfall needs (to the grid
 config losing the least throughput), and switched all the way to proportional only when no single lowering
-suffices; best-case demands are capped at one server's CPUs and memory (paper section 6).
+suffices; best-case demands are capped at one server's CPUs and memory (paper section 6). The artifact's own
+TUNE, which differs in more than its order, is :mod:`~synergy_opt.mechanisms.tune_artifact`.
 """
 
 from __future__ import annotations

@@ -99,13 +99,11 @@ class _ArtifactTune:
         state = self.state
         if gpus == 1:
             fits = np.flatnonzero(state.fits(1, cpu, mem))
-            if fits.size == 0:
-                return False
-            spread: tuple[np.ndarray, np.ndarray] | None = (fits[:1], np.ones(1, dtype=np.int64))
+            spread = (fits[:1], np.ones(1, dtype=np.int64)) if fits.size else None
         else:
             spread = first_fit_spread(state, gpus, cpu, mem)
-            if spread is None:
-                return False
+        if spread is None:
+            return False
         placed = state.place(job, spread[0], spread[1], cpu, mem)
         self.record(job, placed.servers)
         return True

@@ -18,17 +18,18 @@ Server choice (nothing is booked)
 
 Placing (books the resources)
 -----------------------------
-``place_best_fit(state, job, gpus, cpu_per_gpu, mem_per_gpu, candidates=None, fit="best") -> JobPlacement | None``
+``place_best_fit(state, job, gpus, cpu_per_gpu, mem_per_gpu, candidates=None, fit="best") -> ...``
     One server chosen by ``fit``, else (multi-GPU) the fewest servers; ``None`` if the demand fits nowhere.
 ``fill_servers(state, jobs, gpus, cpu_per_gpu, mem_per_gpu, fit="best") -> int``
     Identical jobs, each on one server chosen by ``fit``; returns how many of ``jobs`` (a prefix) were
     placed. The same result as placing them one by one, in one pass (``"spread"``: one heap pass).
 ``place_leftover(state, job, gpus, cpu_per_gpu, mem_per_gpu) -> JobPlacement | None``
     The static baselines' last resort: free GPUs with whatever CPU and memory is left there (up to the demand).
-``place_with_fallback(state, job, gpus, cpu_per_gpu, mem_per_gpu, servers_hint=None, fit="best") -> ...``
+``place_with_fallback(state, job, gpus, cpu_per_gpu, mem_per_gpu, servers_hint=None, fit="best")``
     Synergy-TUNE's placement of one job: its demand on a server chosen by ``fit``; else GPU-proportional if
-    the demand was above it; else servers with enough free GPUs are chosen and above-proportional jobs there are demoted just
-    enough (:mod:`synergy_opt.packing.demotion`). Never fails while the cluster has ``gpus`` free GPUs;
+    the demand was above it; else servers with enough free GPUs are chosen and above-proportional jobs there
+    are demoted just enough (:mod:`synergy_opt.packing.demotion`). Never fails while the cluster has ``gpus``
+    free GPUs;
     the job's throughput is never below its floor and neither is any demoted job's. ``servers_hint`` (e.g.
     the servers an LP put a split job on) is tried first at every stage.
 ``place_run_with_fallback(state, jobs, gpus, cpu_per_gpu, mem_per_gpu) -> list[FallbackResult | None]``

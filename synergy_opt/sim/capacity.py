@@ -87,15 +87,14 @@ def fluid_capacity(
         floor = float(profile.throughput(c_p, m_p))
         points = [(c_p, m_p)]
         if configs == "best-or-share":
-            one = RoundInstance(cluster, (Job("j", 1, profile),))
-            cpu, mem = best_case_demands(one)
-            points.append((float(cpu[0]), float(mem[0])))
+            best_cpu, best_mem = best_case_demands(RoundInstance(cluster, (Job("j", 1, profile),)))
+            points.append((float(best_cpu[0]), float(best_mem[0])))
         elif configs == "grid":
             points += [(float(c), float(m)) for c in profile.cpu_per_gpu for m in profile.mem_gb_per_gpu]
-        for cpu, mem in points:
-            tput = float(profile.throughput(cpu, mem))
+        for point_cpu, point_mem in points:
+            tput = float(profile.throughput(point_cpu, point_mem))
             if tput >= floor * (1 - 1e-9):
-                columns.append((k, cpu, mem, tput / floor))
+                columns.append((k, point_cpu, point_mem, tput / floor))
     # Variables: y per column, then lam. Maximise lam.
     count = len(columns)
     objective = np.zeros(count + 1)
@@ -105,8 +104,8 @@ def fluid_capacity(
         equal[k, j] = 1.0
     equal[:, -1] = -np.array(list(shares.values()))
     upper = np.zeros((3, count + 1))
-    for j, (_k, cpu, mem, speedup) in enumerate(columns):
-        upper[:, j] = work * np.array([1.0, cpu, mem]) / speedup
+    for j, (_k, column_cpu, column_mem, speedup) in enumerate(columns):
+        upper[:, j] = work * np.array([1.0, column_cpu, column_mem]) / speedup
     capacity = [cluster.total_gpus, cluster.total_cpus, cluster.total_mem_gb]
     result = linprog(objective, A_ub=upper, b_ub=capacity, A_eq=equal, b_eq=np.zeros(len(shares)),
                      bounds=[(0, None)] * (count + 1), method="highs")

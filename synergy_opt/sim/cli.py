@@ -42,6 +42,7 @@ from synergy_opt.sim.allocators import mechanism_names
 from synergy_opt.sim.experiments import check_setting, experiment_names, flag_text, load_experiment
 from synergy_opt.sim.fidelity import DESCRIPTION as FIDELITY_DESCRIPTION
 from synergy_opt.sim.fidelity import NAME as FIDELITY
+from synergy_opt.sim.fidelity import cli_main as fidelity_main
 from synergy_opt.sim.gavel import GAVEL_TRACES, gavel_trace_file
 from synergy_opt.sim.gavel import SOURCE as GAVEL_SOURCE
 from synergy_opt.sim.outputs import JOURNAL, file_digest, print_summary, run_fields, to_record, write_folder
@@ -409,10 +410,8 @@ def _main(argv: Sequence[str] | None) -> int:
             print(f"{name:8} {load_experiment(name).description}")
         print(f"{FIDELITY} {FIDELITY_DESCRIPTION}")
         return 0
-    if args.experiment == FIDELITY:
-        from synergy_opt.sim.fidelity import cli_main  # its own runs, table and figure
-
-        return cli_main(args, parser.error)
+    if args.experiment == FIDELITY:  # its own runs, table and figure
+        return fidelity_main(args, parser.error)
     the_plan = plan(args, parser)
     started = time.perf_counter()
     rounds = bool(args.rounds_csv or args.plot)

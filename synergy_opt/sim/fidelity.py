@@ -134,12 +134,10 @@ def fidelity_runs(seeds: Sequence[int] = tuple(range(10)), joint: bool = True) -
 
 def run_fidelity(run: FidelityRun) -> dict[str, Any]:
     """Simulate ``run``; its summary row (picklable: a worker process runs it)."""
-    if run.trace == "artifact":
-        trace = fig9_trace()
-    else:
-        trace = generate_trace(jobs=TRACE_JOBS, load=LOAD, seed=run.seed)
+    generated = run.trace == "generated"
+    trace = generate_trace(jobs=TRACE_JOBS, load=LOAD, seed=run.seed) if generated else fig9_trace()
     result = simulate(trace, CLUSTER, policy="fifo", mechanism=run.variant.mechanism, round_s=300.0, seed=run.seed,
-                      monitor=run.monitor, progress=run.progress, **dict(run.variant.options))
+                      monitor=run.monitor, progress=run.progress, **dict[str, Any](run.variant.options))
     s = result.summary
     return {"key": run.key, "block": run.block, "variant": run.variant.label, "mechanism": run.variant.mechanism,
             "options": ",".join(f"{k}={v}" for k, v in run.variant.options), "trace": run.trace,
@@ -257,7 +255,7 @@ def figure(table: Sequence[dict[str, Any]]) -> Any:
         axis.set_xlabel("average JCT of the monitored jobs (hours)")
         axis.set_title(f"Figure 9's setting at 9 jobs/h, {block}", fontsize=9)
         axis.grid(True, axis="x", alpha=0.3)
-    shared_legend(fig, axes)
+    shared_legend(fig, list(axes))
     fig.tight_layout()
     return fig
 

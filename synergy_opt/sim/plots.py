@@ -24,6 +24,8 @@ from synergy_opt.cli.plots import new_figure, save_figure, shared_legend
 from synergy_opt.sim.sweep import SETTING_COLUMNS, varying
 
 Row = Mapping[str, Any]
+# (mechanism, the load it sustains in jobs/h, "measured" or "bound")
+Capacity = tuple[str, float, str]
 _MARKERS = "osD^vP*Xh<>"
 _DASHES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (1, 1)))
 # Legend names where the CLI's differ from the paper's.
@@ -33,10 +35,16 @@ _PANEL_COLUMNS = tuple(c for c in SETTING_COLUMNS if c not in ("load", "seed", "
 MAX_USE_FIGURES = 12  # use-over-time figures drawn per sweep (one per setting, first seed)
 
 
-def jct_vs_load_figure(table: Sequence[Row]) -> Figure:
-    """Average JCT (mean over seeds) against load, a line per mechanism, a panel per other setting."""
+def jct_vs_load_figure(table: Sequence[Row], capacities: Sequence[Capacity] = ()) -> Figure:
+    """Average JCT (mean over seeds) against load, a line per mechanism, a panel per other setting.
+
+    ``capacities``: ``(mechanism, jobs/h, kind)`` drawn in every panel as a marker on the load axis in the
+    mechanism's colour, filled with a dotted line for ``"measured"``, hollow for ``"bound"``: where the
+    cluster stops sustaining the load (:mod:`synergy_opt.sim.capacity`).
+    """
     panels = _panels(table)
     mechanisms = _mechanisms(table)
+    mechanisms += [m for m, _, _ in capacities if m not in mechanisms]
     figure, axes = _grid(len(panels))
     figure.suptitle(setting_title(table, ("load",)), fontsize=10)
     for axis, (title, rows) in zip(axes, panels.items(), strict=False):
@@ -45,8 +53,21 @@ def jct_vs_load_figure(table: Sequence[Row]) -> Figure:
                             if r["mechanism"] == mechanism and r["load"] is not None)
             if points:
                 axis.plot([p[0] for p in points], [p[1] for p in points], **_style(mechanisms, mechanism))
+        _capacity_markers(axis, mechanisms, capacities)
         _load_axis(axis, title)
     return _finished(figure, axes)
+
+
+def _capacity_markers(axis: Any, mechanisms: Sequence[str], capacities: Sequence[Capacity]) -> None:
+    for mechanism, load, kind in capacities:
+        style = _style(mechanisms, mechanism)
+        color = style["color"]
+        measured = kind == "measured"
+        if measured:
+            axis.axvline(load, color=color, linestyle=":", linewidth=0.9)
+        axis.plot([load], [0.0], marker=style["marker"], markersize=8, clip_on=False, linestyle="none",
+                  color=color, markerfacecolor=color if measured else "none",
+                  transform=axis.get_xaxis_transform(), label=f"{mechanism}: capacity ({kind})")
 
 
 def jct_cdf_figure(jobs: pd.DataFrame) -> Figure:
