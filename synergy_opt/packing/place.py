@@ -29,9 +29,8 @@ Placing (books the resources)
     Synergy-TUNE's placement of one job: its demand on a server chosen by ``fit``; else GPU-proportional if
     the demand was above it; else servers with enough free GPUs are chosen and above-proportional jobs there
     are demoted just enough (:mod:`synergy_opt.packing.demotion`). Never fails while the cluster has ``gpus``
-    free GPUs;
-    the job's throughput is never below its floor and neither is any demoted job's. ``servers_hint`` (e.g.
-    the servers an LP put a split job on) is tried first at every stage.
+    free GPUs; the job's throughput is never below its floor and neither is any demoted job's.
+    ``servers_hint`` (e.g. the servers an LP put a split job on) is tried first at every stage.
 ``place_run_with_fallback(state, jobs, gpus, cpu_per_gpu, mem_per_gpu) -> list[FallbackResult | None]``
     The same for identical jobs in order, re-searching only servers changed since a stage last failed.
 """
