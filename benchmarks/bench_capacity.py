@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from run_log import append_row, recorded_rows
+
 from synergy_opt.cli.parallel import run_in_order
 from synergy_opt.instance import Cluster
 from synergy_opt.sim.capacity import fluid_capacity, saturated_throughput
@@ -57,19 +59,11 @@ def measure(item: tuple[str, int]) -> dict[str, Any]:
 
 
 def _recorded() -> dict[tuple[str, int], dict[str, Any]]:
-    if not RUNS_CSV.exists():
-        return {}
-    with RUNS_CSV.open() as handle:
-        return {(row["mechanism"], int(row["seed"])): row for row in csv.DictReader(handle)}
+    return {(name, int(seed)): row for (name, seed), row in recorded_rows(RUNS_CSV, ("mechanism", "seed")).items()}
 
 
 def _append(row: dict[str, Any]) -> None:
-    new = not RUNS_CSV.exists()
-    with RUNS_CSV.open("a", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(row))
-        if new:
-            writer.writeheader()
-        writer.writerow(row)
+    append_row(RUNS_CSV, row)
     print(f"{row['mechanism']:<22} seed {row['seed']}: {row['jobs_per_h']:.3f} jobs/h ({row['wall_s']:.0f} s, "
           f"load avg {row['loadavg_1m']})", flush=True)
 

@@ -34,6 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from run_log import append_row, recorded_rows
+
 from synergy_opt.cli.parallel import run_in_order
 from synergy_opt.sim.sweep import SimRun, SimSetting, run_one
 
@@ -71,19 +73,11 @@ def run_rule(item: tuple[str, str, SimSetting]) -> dict[str, Any]:
 
 
 def _done() -> dict[tuple[str, str, int], dict[str, Any]]:
-    if not RUNS_CSV.exists():
-        return {}
-    with RUNS_CSV.open() as handle:
-        return {(row["setting"], row["rule"], int(row["seed"])): row for row in csv.DictReader(handle)}
+    return {(setting, rule, int(seed)): row for (setting, rule, seed), row in recorded_rows(RUNS_CSV, KEY).items()}
 
 
 def _append(row: dict[str, Any]) -> None:
-    new = not RUNS_CSV.exists()
-    with RUNS_CSV.open("a", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(row))
-        if new:
-            writer.writeheader()
-        writer.writerow(row)
+    append_row(RUNS_CSV, row)
     print(f"{row['setting']:<22} {row['rule']:<7} seed {row['seed']}: {float(row['avg_jct_h']):7.2f} h "
           f"({float(row['wall_s']):.0f} s)", flush=True)
 
