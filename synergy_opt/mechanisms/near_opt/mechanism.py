@@ -118,8 +118,7 @@ def solve_near_opt(
     allocation = own.to_allocation(instance)
     if own_objective >= ceiling * (1 - 1e-12):
         return NearOptResult(allocation, "near-opt", own_objective, own_objective, None, ceiling, bound)
-    # The paper's TUNE (its order, best fit), whatever tune's default: near-opt's results do not move with it.
-    state = pack_tune_demands(instance, order, *demands, sort="demand", fit="best")
+    state = pack_tune_demands(instance, order, *demands)
     tune_objective = _total(instance, state)
     if tune_objective <= own_objective:
         return NearOptResult(allocation, "near-opt", own_objective, own_objective, tune_objective, ceiling, bound)
