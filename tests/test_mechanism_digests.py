@@ -8,6 +8,11 @@ rounds of every kind (single/multi-GPU, noise 0 and 0.05, splits (20, 70, 10) an
 and 5) at 128 and 1024 GPUs, a reversed policy order and two tolerances, and 200 small random rounds
 (odd grids, mixed jobs, jobs larger than a server).
 
+``tune-paper`` is TUNE with ``sort="demand", fit="best"``, the paper's section 4.2: recorded while it was tune's
+default and equal to the ``tune`` digests of that time on every round, it proves that the paper's TUNE is still
+one option away after issue 19 made spread (worst fit) the default (which re-recorded ``tune``,
+``tune-reversed`` and ``tune-tolerance-*``).
+
 near-opt's allocations on the generated rounds (``near-opt`` in each generated round's digests) were recorded
 from the code before its speed-ups (commit 1e374c1, issue 11's near-opt as merged); on rounds whose profiles
 have different grids that code ordered the ideal ILP's classes by memory address, so no small rounds there.
