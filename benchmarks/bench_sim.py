@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import os
 import statistics
 import sys
@@ -97,7 +98,8 @@ def _labelled_run(item: tuple[str, SimRun]) -> tuple[str, RunOutcome]:
 
 def _sweep(base: SimSetting, loads: Sequence[float], mechanisms: Sequence[str], workers: int) -> list[dict[str, Any]]:
     """Each mechanism (a label of ``VARIANTS`` or a mechanism's name) at each load; rows named by the label."""
-    items = [(m, SimRun(replace(base, load=float(load)), *VARIANTS.get(m, (m, {}))))
+    items = [(m, SimRun(replace(base, load=float(load)), VARIANTS.get(m, (m, {}))[0],
+                        options=VARIANTS.get(m, (m, {}))[1]))
              for load in loads for m in mechanisms]
     rows: dict[tuple[float, str], dict[str, Any]] = {}
 
@@ -159,11 +161,13 @@ def plot_fig9() -> None:
     rows = read_csv(RESULTS / "sim_fig9.csv")
     capacities = []
     path = RESULTS / "capacity.csv"
-    for row in read_csv(path) if path.exists() else []:
+    with path.open(newline="") if path.exists() else io.StringIO() as handle:
+        capacity_rows = list(csv.DictReader(handle))  # bound_configs is text: not read_csv's number parsing
+    for row in capacity_rows:
         line = CAPACITY_LINES.get(row["mechanism"])
         if line is None:
             continue
-        if row["measured_jobs_per_h"] is not None:
+        if row["measured_jobs_per_h"]:
             capacities.append((line, float(row["measured_jobs_per_h"]), "measured"))
         if line in ("proportional", "ideal"):
             capacities.append((line, float(row["bound_jobs_per_h"]), "bound"))
