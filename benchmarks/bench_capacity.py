@@ -1,6 +1,6 @@
 """The highest load each mechanism sustains at Figure 9's setting (issue 19): measured, and bounded.
 
-    python benchmarks/bench_capacity.py [--seeds 0,1,2] [--workers 1] [--mechanisms ...]
+    python benchmarks/bench_capacity.py [--seeds 0,1,2] [--workers 1] [--mechanisms ...] [--traces]
 
 Figure 9's setting: 128 GPUs (16 x (8, 24, 500)), FIFO, single-GPU jobs, split (20,70,10), 300 s rounds,
 exact progress.
@@ -11,6 +11,10 @@ exact progress.
 - ``bound``: :func:`synergy_opt.sim.capacity.fluid_capacity`, the pooled cluster's LP: the share alone
   (proportional), the best case or the share (tune-artifact), any config at or above the floor (every
   other mechanism; it bounds them all, the ideal bound included).
+
+- ``traces``: each trace's own mix (its models' shares and mean work, :func:`synergy_opt.sim.capacity.trace_mix`,
+  jobs 0-4999) in the same LPs, beside the rate it offers: the artifact's recorded Figure 9 trace and the
+  generated ones (9 jobs/h, seeds 0-9 and 42); ``results/capacity_traces.csv``.
 
 Writes ``results/capacity.csv`` (a row per mechanism: measured mean/min/max, its bound and which LP) and
 ``results/capacity_runs.csv`` (a row per run, appended as each finishes; recorded runs are not run again).
@@ -31,7 +35,9 @@ from run_log import append_row, recorded_rows
 
 from synergy_opt.cli.parallel import run_in_order
 from synergy_opt.instance import Cluster
-from synergy_opt.sim.capacity import fluid_capacity, saturated_throughput
+from synergy_opt.sim.artifact_trace import fig9_trace
+from synergy_opt.sim.capacity import fluid_capacity, saturated_throughput, trace_mix
+from synergy_opt.sim.trace import generate_trace
 
 RESULTS = Path(__file__).resolve().parent / "results"
 RUNS_CSV = RESULTS / "capacity_runs.csv"
@@ -68,15 +74,42 @@ def _append(row: dict[str, Any]) -> None:
           f"load avg {row['loadavg_1m']})", flush=True)
 
 
+TRACES_CSV = RESULTS / "capacity_traces.csv"
+BOUNDS = ("proportional", "best-or-share", "grid")
+
+
+def trace_bounds() -> None:
+    """Each trace's offered rate against the bounds for its own mix (``results/capacity_traces.csv``)."""
+    traces = [("artifact", 42, fig9_trace())]
+    traces += [("generated", seed, generate_trace(jobs=5000, load=9.0, seed=seed)) for seed in (*range(10), 42)]
+    rows = []
+    for name, seed, trace in traces:
+        shares, work_h, rate = trace_mix(trace, 0, 5000)
+        bounds = {f"bound_{configs}": fluid_capacity(CLUSTER, configs=configs, shares=shares, work_h=work_h)
+                  for configs in BOUNDS}
+        rows.append({"trace": name, "seed": seed, "work_h": work_h, "offered_jobs_per_h": rate, **bounds,
+                     "offered_over_grid_bound": rate / bounds["bound_grid"]})
+        print(f"{name:9} seed {seed:2d}: {work_h:.2f} GPU-h a job, offered {rate:.2f} jobs/h, bounds "
+              + ", ".join(f"{v:.2f}" for v in bounds.values()), flush=True)
+    with TRACES_CSV.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {TRACES_CSV}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--seeds", default="0,1,2", help='comma-separated; "" for the bounds alone')
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--mechanisms", default=",".join(MECHANISMS))
+    parser.add_argument("--traces", action="store_true", help="also each trace's own bound (capacity_traces.csv)")
     args = parser.parse_args(argv)
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.traces:
+        trace_bounds()
     labels = args.mechanisms.split(",")
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     recorded = _recorded()
     todo = [(label, seed) for label in labels for seed in seeds if (label, seed) not in recorded]
     print(f"{len(todo)} saturated runs to do ({len(recorded)} recorded)", flush=True)
