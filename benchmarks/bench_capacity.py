@@ -24,14 +24,13 @@ Writes ``results/capacity.csv`` (a row per mechanism: measured mean/min/max, its
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from run_log import append_row, recorded_rows
+from run_log import append_row, recorded_rows, write_rows
 
 from synergy_opt.cli.parallel import run_in_order
 from synergy_opt.instance import Cluster
@@ -91,10 +90,7 @@ def trace_bounds() -> None:
                      "offered_over_grid_bound": rate / bounds["bound_grid"]})
         print(f"{name:9} seed {seed:2d}: {work_h:.2f} GPU-h a job, offered {rate:.2f} jobs/h, bounds "
               + ", ".join(f"{v:.2f}" for v in bounds.values()), flush=True)
-    with TRACES_CSV.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(TRACES_CSV, rows)
     print(f"wrote {TRACES_CSV}")
 
 
@@ -122,10 +118,7 @@ def main(argv: list[str] | None = None) -> None:
                      "measured_jobs_per_h": statistics.fmean(rates) if rates else None,
                      "measured_min": min(rates) if rates else None, "measured_max": max(rates) if rates else None,
                      "bound_jobs_per_h": fluid_capacity(CLUSTER, configs=configs), "bound_configs": configs})
-    with TABLE_CSV.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(TABLE_CSV, rows)
     for row in rows:
         measured = "-" if row["measured_jobs_per_h"] is None else (
             f"{row['measured_jobs_per_h']:.2f} [{row['measured_min']:.2f}-{row['measured_max']:.2f}]")

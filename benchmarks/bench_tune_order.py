@@ -27,14 +27,13 @@ running). Every row records the load average when its run finished.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import statistics
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from run_log import append_row, recorded_rows
+from run_log import append_row, recorded_rows, write_rows
 
 from synergy_opt.cli.parallel import run_in_order
 from synergy_opt.sim.sweep import SimRun, SimSetting, run_one
@@ -141,10 +140,7 @@ def rounds(seeds: range) -> None:
                 print(f"{gpus:5d} {kind:<16} {name:<14} median {statistics.median(values):.4f} "
                       f"[{min(values):.4f}, {max(values):.4f}]"
                       + (f"  near-opt below it on {below[name]}/{len(values)}" if name in below else ""), flush=True)
-    with ROUNDS_CSV.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(ROUNDS_CSV, rows)
     print(f"wrote {ROUNDS_CSV}")
 
 
@@ -171,10 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(items)} runs to do ({len(done)} recorded in {RUNS_CSV.name})", flush=True)
     run_in_order(run_rule, items, workers=args.workers, progress=_append, preload=["synergy_opt.sim.sweep"])
     rows = table(_done())
-    with TABLE_CSV.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(TABLE_CSV, rows)
     for row in rows:
         print(f"{row['setting']:<22} {row['rule']:<7} mean {row['mean_avg_jct_h']:7.2f} h "
               f"[{row['min_avg_jct_h']:.2f}, {row['max_avg_jct_h']:.2f}]  ratio to paper "

@@ -24,3 +24,11 @@ def append_row(path: Path, row: dict[str, Any]) -> None:
         if new:
             writer.writeheader()
         writer.writerow(row)
+
+
+def write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Write ``rows`` (a benchmark's table, the first row's keys as the header) to ``path``, replacing it."""
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
