@@ -126,8 +126,11 @@ def _print(rows: list[dict[str, Any]], loads: Sequence[float], ratios: list[tupl
     print("load " + "".join(f"{m:>14}" for m in mechanisms) + "".join(f"{h:>14}" for h, _, _ in ratios))
     for load in loads:
         mine = {row["mechanism"]: row for row in rows if row["load"] == float(load)}
-        print(f"{load:>4g} " + "".join(f"{mine[m]['avg_jct_h']:14.2f}" for m in mechanisms)
-              + "".join(f"{mine[m][column]:14.3f}" for _, m, column in ratios))
+        # A mechanism recorded at some loads only (a later addition to the sweep) prints "-" at the others.
+        print(f"{load:>4g} " + "".join(f"{mine[m]['avg_jct_h']:14.2f}" if m in mine else f"{'-':>14}"
+                                       for m in mechanisms)
+              + "".join(f"{mine[m][column]:14.3f}" if m in mine and mine[m][column] is not None else f"{'-':>14}"
+                        for _, m, column in ratios))
 
 
 def fig9(loads: Sequence[float], workers: int, mechanisms: Sequence[str]) -> None:
