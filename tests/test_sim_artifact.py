@@ -25,7 +25,7 @@ ROUND_S = 300.0
 @pytest.mark.parametrize(("mechanism", "average_h"), [("proportional", 81.09), ("tune-artifact", 21.88)])
 def test_the_artifacts_figure_9_run_is_reproduced_job_for_job(mechanism: str, average_h: float) -> None:
     result = simulate(fig9_trace(), Cluster(16, 8, 24, 500), policy="fifo", mechanism=mechanism, round_s=ROUND_S,
-                      monitor=FIG9_MONITOR, progress="artifact")
+                      monitor=FIG9_MONITOR, accounting="artifact")
     ours = result.monitored_jobs.set_index("id")["jct_s"]
     theirs = fig9_jcts(mechanism)
     assert sorted(ours.index) == sorted(theirs)
@@ -96,7 +96,7 @@ def test_artifact_progress_counts_whole_iterations_and_finishes_at_the_rounds_en
     # 1200 ResNet-50 iterations of 0.78 s at the share: floor(300 / 0.78) = 384 a round, so 4 rounds; the
     # arrival at 10.4 s counts as 11 s, the first round starts at 300 s, the finish is noticed at 1500 s.
     trace = one_job("res50", 1200, 10.4)
-    result = simulate(trace, Cluster(1), mechanism="proportional", progress="artifact")
+    result = simulate(trace, Cluster(1), mechanism="proportional", accounting="artifact")
     job = result.jobs.iloc[0]
     assert math.floor(300 / 0.78) == 384 and 3 * 384 < 1200 <= 4 * 384
     assert job["arrival_s"] == 11.0 and job["first_start_s"] == 300.0
@@ -110,16 +110,16 @@ def test_artifact_progress_divides_the_iteration_time_by_the_speedup() -> None:
     # iterations a round; 3000 of them take 3 rounds.
     per_round = math.floor(300 / (0.6 / 2.94))
     assert per_round == 1470
-    result = simulate(one_job("alexnet", 3000, 0.0), Cluster(1), mechanism="tune-artifact", progress="artifact")
+    result = simulate(one_job("alexnet", 3000, 0.0), Cluster(1), mechanism="tune-artifact", accounting="artifact")
     assert result.jobs.iloc[0]["jct_s"] == 900.0
-    slower = simulate(one_job("alexnet", 3000, 0.0), Cluster(1), mechanism="proportional", progress="artifact")
+    slower = simulate(one_job("alexnet", 3000, 0.0), Cluster(1), mechanism="proportional", accounting="artifact")
     assert slower.jobs.iloc[0]["jct_s"] == 300.0 * math.ceil(3000 / math.floor(300 / 0.6))
 
 
 def test_generated_traces_take_their_models_iteration_times() -> None:
     trace = generate_trace(jobs=30, load=40.0, seed=3)
     exact = simulate(trace, Cluster(1), mechanism="proportional").jobs.set_index("id")
-    artifact = simulate(trace, Cluster(1), mechanism="proportional", progress="artifact").jobs.set_index("id")
+    artifact = simulate(trace, Cluster(1), mechanism="proportional", accounting="artifact").jobs.set_index("id")
     finished = artifact["finish_s"].notna()
     # Whole iterations and round ends only ever delay a finish, and by less than a round plus one iteration per
     # round run; arrivals are whole seconds.
@@ -131,10 +131,10 @@ def test_generated_traces_take_their_models_iteration_times() -> None:
 def test_artifact_progress_needs_an_iteration_time() -> None:
     job = TraceJob("x", 0.0, 1, 600.0, builtin_profile("res18"))
     with pytest.raises(InvalidInputError) as caught:
-        simulate(Trace((job,)), Cluster(1), progress="artifact")
+        simulate(Trace((job,)), Cluster(1), accounting="artifact")
     assert caught.value.field == "trace.jobs[0].iter_time_s"
-    with pytest.raises(InvalidInputError, match="progress"):
-        simulate(Trace((job,)), Cluster(1), progress="rounded")
+    with pytest.raises(InvalidInputError, match="accounting"):
+        simulate(Trace((job,)), Cluster(1), accounting="rounded")
 
 
 # -- the artifact's TUNE, by hand --------------------------------------------------------------------------

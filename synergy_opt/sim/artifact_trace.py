@@ -4,7 +4,7 @@ One job a line, no header: ``job_id,model,arrival_s,total_iters,gpus`` (integers
 artifact writes ``runner.record_job``'s fields as they are). A job's duration at the GPU-proportional share
 is ``total_iters x`` its model's fair-share iteration time (the artifact's ``models/<model>_1.py``
 ``iter_time``, carried by the built-in profiles as ``iter_time_s``); the trace keeps that iteration time per
-job (``TraceJob.iter_time_s``), so that the artifact's accounting (``simulate(progress="artifact")``) counts
+job (``TraceJob.iter_time_s``), so that the artifact's accounting (``simulate(accounting="artifact")``) counts
 the same whole iterations. Job ids are the artifact's numbers as strings; trace order is file order.
 """
 

@@ -128,13 +128,13 @@ def trace_mix(trace: Trace, first: int = 0, last: int | None = None) -> tuple[di
 def saturated_throughput(
     mechanism: str, cluster: Cluster, *, split: tuple[float, float, float] = (20, 70, 10), multi_gpu: bool = False,
     seed: int = 0, load: float = 20.0, warmup_h: float = 150.0, until_h: float = 450.0, policy: str = "fifo",
-    progress: str = "exact", **options: Any,
+    accounting: str = "exact", **options: Any,
 ) -> float:
     """Jobs finished per hour between ``warmup_h`` and ``until_h`` with arrivals at ``load`` jobs/h, far
     above capacity, so that the queue never empties (checked: raises if it ran dry)."""
     trace = generate_trace(jobs=int(load * until_h) + 1, load=load, split=split, multi_gpu=multi_gpu, seed=seed)
     result = simulate(trace, cluster, policy=policy, mechanism=mechanism, monitor=(0, len(trace)),
-                      until_s=until_h * 3600.0, progress=progress, **options)
+                      until_s=until_h * 3600.0, accounting=accounting, **options)
     finish = result.jobs["finish_s"].to_numpy() / 3600.0
     arrived = result.jobs["arrival_s"].to_numpy() / 3600.0
     done = np.count_nonzero((finish > warmup_h) & (finish <= until_h))

@@ -137,7 +137,7 @@ def run_fidelity(run: FidelityRun) -> dict[str, Any]:
     generated = run.trace == "generated"
     trace = generate_trace(jobs=TRACE_JOBS, load=LOAD, seed=run.seed) if generated else fig9_trace()
     result = simulate(trace, CLUSTER, policy="fifo", mechanism=run.variant.mechanism, round_s=300.0, seed=run.seed,
-                      monitor=run.monitor, progress=run.progress, **dict[str, Any](run.variant.options))
+                      monitor=run.monitor, accounting=run.progress, **dict[str, Any](run.variant.options))
     s = result.summary
     return {"key": run.key, "block": run.block, "variant": run.variant.label, "mechanism": run.variant.mechanism,
             "options": ",".join(f"{k}={v}" for k, v in run.variant.options), "trace": run.trace,
@@ -293,12 +293,14 @@ def main(out: Path | None, workers: int, seeds: Sequence[int] | None, show_progr
 
 #: The flags ``--experiment fig9-fidelity`` takes; its setting is fixed, so any other is an error.
 CLI_FLAGS = ("experiment", "out", "workers", "seeds", "no_progress")
+# What the command line's parser sets itself (the argv it records), not a flag.
+_PARSED = ("recorded",)
 
 
 def cli_main(args: Any, error: Callable[[str], Any]) -> int:
     """``python -m synergy_opt.sim --experiment fig9-fidelity``: ``args`` the parsed flags, ``error`` the
     parser's one-line error (exit 2)."""
-    given = [name for name, value in vars(args).items() if value is not None and name not in CLI_FLAGS]
+    given = [name for name, value in vars(args).items() if value is not None and name not in (*CLI_FLAGS, *_PARSED)]
     if given:
         error(f"--experiment {NAME} has a fixed setting; it takes only --out, --workers, --seeds and "
               f"--no-progress, not --{given[0].replace('_', '-')}")

@@ -112,11 +112,11 @@ class ArtifactProgress:
             return model_info(job.model, self.cpu_per_gpu).iter_time_s
         raise InvalidInputError(
             f"trace.jobs[{position}].iter_time_s", None,
-            "progress='artifact' counts whole iterations: the job needs an iteration time or a built-in model",
+            "accounting='artifact' counts whole iterations: the job needs an iteration time or a built-in model",
         )
 
 
 def make_accounting(mode: str, cpu_per_gpu: int = DEFAULT_CPU_GPU_RATIO) -> Accounting:
     """The accounting named ``mode`` (``"exact"`` or ``"artifact"``)."""
-    mode = PROGRESS("progress", mode)
+    mode = PROGRESS("accounting", mode)
     return ExactProgress() if mode == "exact" else ArtifactProgress(cpu_per_gpu)
