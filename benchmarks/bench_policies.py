@@ -40,10 +40,10 @@ from pathlib import Path
 
 import numpy as np
 
+from synergy_opt.gavel_throughputs import load_gavel_throughputs
 from synergy_opt.policies import PolicyProblem, solve_max_min_fairness
 from synergy_opt.policies.max_min import normalised_coefficients
 from synergy_opt.policies.problem import job_classes
-from synergy_opt.sim.gavel import load_gavel_throughputs
 
 TYPES = ("k80", "p100", "v100")
 SIZES = (1000, 10000)

@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("profile_groups",),
     ("instance",),
     ("hetero",),
-    ("profiles", "io", "evaluation"),
+    ("gavel_throughputs", "profiles", "io", "evaluation"),
     ("profiling",),
     ("generate",),
     ("cli",),

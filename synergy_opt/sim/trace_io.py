@@ -30,12 +30,13 @@ from typing import Any
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.files import MAX_TEXT_BYTES, atomic_open, read_text
+from synergy_opt.gavel_throughputs import GavelThroughputs
 from synergy_opt.generate import GENERATOR_ARGUMENTS
 from synergy_opt.io import job_profile, profile_entry, read_json
 from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO
 from synergy_opt.sim.artifact_trace import artifact_trace, looks_like_artifact_record
 from synergy_opt.sim.gavel import FORMAT_COLUMNS as GAVEL_FORMATS
-from synergy_opt.sim.gavel import REFERENCE_TYPE, GavelThroughputs, read_gavel_trace
+from synergy_opt.sim.gavel import REFERENCE_TYPE, read_gavel_trace
 from synergy_opt.sim.gavel import SUFFIX as GAVEL_SUFFIX
 from synergy_opt.sim.philly import PHILLY_ARGUMENTS, philly_trace
 from synergy_opt.sim.trace import TRACE_COLUMNS, Trace, trace_job_from_fields
