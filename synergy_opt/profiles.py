@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
+from synergy_opt.gavel_throughputs import GavelThroughputs, load_gavel_throughputs
 from synergy_opt.instance import Profile
 from synergy_opt.validation import Integer, OneOf, checked
 
@@ -117,29 +118,28 @@ GAVEL_JOB_TYPES = {
 
 
 @cache
-def _gavel() -> dict[str, Any]:
-    text = resources.files("synergy_opt").joinpath("data/gavel/isolated_throughputs.json").read_text()
-    data: dict[str, Any] = json.loads(text)["throughputs"]
-    return data
+def _gavel() -> GavelThroughputs:
+    return load_gavel_throughputs()
 
 
 def gavel_gpu_types() -> tuple[str, ...]:
     """The GPU types Gavel measured (``k80``, ``p100``, ``v100``): the built-in models have matrices on each."""
-    return tuple(kind for kind in _gavel() if not kind.endswith("_unconsolidated"))
+    return _gavel().consolidated_types
 
 
 def gavel_speed_ratio(job_type: str, gpu_type: str, gpus: int = 1) -> float:
     """Gavel's measured steps per second of ``job_type`` on ``gpu_type`` over those on a ``v100`` (``gpus``
     GPUs, consolidated)."""
-    data = _gavel()
+    table = _gavel()
     if gpu_type not in gavel_gpu_types():
         raise UnknownNameError("gpu_type", gpu_type, gavel_gpu_types())
-    if job_type not in data[REFERENCE_GPU_TYPE]:
-        raise UnknownNameError("job_type", job_type, tuple(data[REFERENCE_GPU_TYPE]))
-    steps = data[gpu_type][job_type].get(str(gpus)), data[REFERENCE_GPU_TYPE][job_type].get(str(gpus))
+    known = tuple(dict.fromkeys(job for job, _ in table.steps_per_s[REFERENCE_GPU_TYPE]))
+    if job_type not in known:
+        raise UnknownNameError("job_type", job_type, known)
+    steps = table.get(gpu_type, job_type, gpus), table.get(REFERENCE_GPU_TYPE, job_type, gpus)
     if steps[0] is None or steps[1] is None:
         raise InvalidInputError("gpus", gpus, f"Gavel has no measurement of {job_type!r} on {gpus} GPUs")
-    return float(steps[0]) / float(steps[1])
+    return steps[0] / steps[1]
 
 
 def speed_ratio(name: str, gpu_type: str) -> float:

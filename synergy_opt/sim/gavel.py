@@ -40,7 +40,7 @@ from synergy_opt.gavel_throughputs import GavelThroughputs, load_gavel_throughpu
 from synergy_opt.generate import GENERATOR_ARGUMENTS
 from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, model_info, model_names
 from synergy_opt.sim.trace import Trace, TraceJob
-from synergy_opt.validation import Integer, Optional, Rule, checked, path, text
+from synergy_opt.validation import Integer, Optional, Rule, checked, json_number, path, text
 
 SOURCE = "gavel trace"
 SUFFIX = ".trace"
@@ -236,33 +236,25 @@ def _fields(index: int, line: str, columns: int) -> dict[str, Any]:
         raise InvalidInputError(where, line[:80], f"has {len(parts)} tab-separated columns, expected {columns}")
     raw = dict(zip(_COLUMNS[columns], parts, strict=True))
     fields: dict[str, Any] = {"job_type": text(f"{where}.job_type", raw["job_type"].strip())}
-    fields["total_steps"] = _STEPS(f"{where}.total_steps", _number(where, "total_steps", raw["total_steps"], True))
+    fields["total_steps"] = _STEPS(f"{where}.total_steps", json_number(f"{where}.total_steps", raw["total_steps"]))
     fields["scale_factor"] = _SCALE(f"{where}.scale_factor",
-                                    _number(where, "scale_factor", raw["scale_factor"], True))
-    arrival = _number(where, "arrival_time", raw["arrival_time"])
+                                    json_number(f"{where}.scale_factor", raw["scale_factor"]))
+    arrival = json_number(f"{where}.arrival_time", raw["arrival_time"])
     if not math.isfinite(arrival) or arrival < 0:
         raise InvalidInputError(f"{where}.arrival_time", raw["arrival_time"], "must be a finite number >= 0")
     fields["arrival_time"] = float(arrival)
     fields["priority_weight"] = 1.0
     fields["SLO"] = None
     if columns == 10:
-        weight = _number(where, "priority_weight", raw["priority_weight"])
+        weight = json_number(f"{where}.priority_weight", raw["priority_weight"])
         if not math.isfinite(weight) or weight <= 0:
             raise InvalidInputError(f"{where}.priority_weight", raw["priority_weight"], "must be a number > 0")
         fields["priority_weight"] = float(weight)
-        slo = _number(where, "SLO", raw["SLO"])
+        slo = json_number(f"{where}.SLO", raw["SLO"])
         if not math.isfinite(slo):
             raise InvalidInputError(f"{where}.SLO", raw["SLO"], "must be a finite number (negative: none)")
         fields["SLO"] = float(slo) if slo >= 0 else None  # Gavel reads a negative SLO as none
     return fields
-
-
-def _number(where: str, name: str, value: str, integer: bool = False) -> float:
-    try:
-        return int(value) if integer else float(value)
-    except ValueError:
-        kind = "an integer" if integer else "a number"
-        raise InvalidInputError(f"{where}.{name}", value, f"must be {kind}") from None
 
 
 def _used_throughputs(table: GavelThroughputs, types: tuple[str, ...],
