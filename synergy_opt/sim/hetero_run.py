@@ -48,6 +48,11 @@ class HeteroRun(_Run):
         self.reference = cluster.index(str(cluster.reference))
         self.type_gpus = np.array([t.total_gpus for t in cluster.types], dtype=np.int64)
         self.type_jobs: dict[tuple[int, int], Job] = {}
+        # Each type's round, by its jobs in order: (speedups, resources in use, fallback). The engine reuses a
+        # round's allocation when the next round picks the same jobs; with several types a type's set of jobs
+        # comes back in rounds that are not consecutive (Gavel's round mechanism rotates the others), and its
+        # allocation is the mechanism's on the same instance, so it is kept for the run.
+        self.type_rounds: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray, bool]] = {}
         self.types_of = np.empty(0, dtype=np.int64)
         super().__init__(trace, cluster, policy, allocate, round_s, overhead, window,  # type: ignore[arg-type]
                          record_job_rounds, backfill, selector, accounting)
@@ -126,10 +131,15 @@ class HeteroRun(_Run):
             if here.size == 0:
                 continue
             positions = runnable[here]
-            plan = self.allocate(RoundInstance(server_type.cluster,
-                                               tuple(self._type_job(int(p), t) for p in positions)))
-            fallback = fallback or plan.fallback
-            speedup[here], used = self._score(positions, plan, self.type_tables[t])
+            key = (t, positions.tobytes())
+            known = self.type_rounds.get(key)
+            if known is None:
+                plan = self.allocate(RoundInstance(server_type.cluster,
+                                                   tuple(self._type_job(int(p), t) for p in positions)))
+                known = (*self._score(positions, plan, self.type_tables[t]), plan.fallback)
+                self.type_rounds[key] = known
+            speedup[here], used, was_fallback = known
+            fallback = fallback or was_fallback
             use[:3] += used
             use[3 * (t + 1):3 * (t + 2)] = used
         return speedup, use, fallback
