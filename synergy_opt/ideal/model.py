@@ -58,6 +58,28 @@ class Reductions:
         return cls(fix_below_floor=False, drop_dominated=False, merge_identical=False)
 
 
+@dataclass(frozen=True)
+class JobConfig:
+    """The per-GPU config chosen for one job, and the totals ``c*_j = g_j c_k``, ``m*_j = g_j m_k``."""
+
+    job_id: str
+    gpus: int
+    cpu_per_gpu: float
+    mem_gb_per_gpu: float
+    throughput: float
+    floor: float
+    # On a heterogeneous round: the GPU type the job takes (its config is on that type's matrix).
+    gpu_type: str | None = None
+
+    @property
+    def cpus(self) -> float:
+        return self.gpus * self.cpu_per_gpu
+
+    @property
+    def mem_gb(self) -> float:
+        return self.gpus * self.mem_gb_per_gpu
+
+
 @dataclass(frozen=True, eq=False)
 class IdealModel:
     """The built ILP plus what is needed to read a solution back as per-job configs."""
@@ -215,6 +237,24 @@ def group_columns(instance: RoundInstance, group: ProfileGroup, reductions: Redu
         class_floor=floor[class_matrix],
         class_jobs=class_jobs,
     )
+
+
+def config_columns(group: ProfileGroup, cpu_per_gpu: float, mem_gb_per_gpu: float, floors: np.ndarray,
+                   reductions: Reductions) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The configs of each member of ``group`` on servers of proportional share ``(cpu_per_gpu, mem_gb_per_gpu)``
+    whose floors are ``floors`` (one per member, not necessarily that share's throughput): the share put on
+    the grid, configs below the floor and dominated ones removed as ``reductions`` say.
+
+    Returns ``(member, cpu, mem, tput)`` per column: the member's position in ``group.jobs``, the config's
+    per-GPU CPUs and GB, and its throughput. The heterogeneous builder's columns of one type.
+    """
+    cpu, tput, _ = _with_axis_value(group.cpu_axis, group.tput, cpu_per_gpu, axis=1)
+    mem, tput, _ = _with_axis_value(group.mem_axis, tput, mem_gb_per_gpu, axis=2)
+    keep = (~_dominated(tput) if reductions.drop_dominated else np.ones(tput.shape, dtype=bool))[group.row]
+    if reductions.fix_below_floor:
+        keep &= tput[group.row] >= np.asarray(floors, dtype=float)[:, None, None]
+    member, a, b = np.nonzero(keep)
+    return member, cpu[a], mem[b], tput[group.row[member], a, b]
 
 
 def row_labels(rows: np.ndarray) -> np.ndarray:

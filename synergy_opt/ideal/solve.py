@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
+from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.core import solve_core
-from synergy_opt.ideal.model import OBJECTIVE, IdealModel, Objective, Reductions, build_ideal
+from synergy_opt.ideal.hetero_solve import HETERO_METHODS, HeteroIdealResult, solve_hetero_ideal
+from synergy_opt.ideal.model import OBJECTIVE, IdealModel, JobConfig, Objective, Reductions, build_ideal
 from synergy_opt.instance import RoundInstance
-from synergy_opt.io import round_instance
+from synergy_opt.io import any_round
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import SolvedModel
 from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
@@ -21,26 +23,6 @@ from synergy_opt.validation import InstanceOf, OneOf, Optional, boolean, checked
 
 Method = Literal["auto", "core", "direct"]
 METHODS: tuple[Method, ...] = ("auto", "core", "direct")
-
-
-@dataclass(frozen=True)
-class JobConfig:
-    """The per-GPU config chosen for one job, and the totals ``c*_j = g_j c_k``, ``m*_j = g_j m_k``."""
-
-    job_id: str
-    gpus: int
-    cpu_per_gpu: float
-    mem_gb_per_gpu: float
-    throughput: float
-    floor: float
-
-    @property
-    def cpus(self) -> float:
-        return self.gpus * self.cpu_per_gpu
-
-    @property
-    def mem_gb(self) -> float:
-        return self.gpus * self.mem_gb_per_gpu
 
 
 @dataclass(frozen=True, eq=False)
@@ -135,10 +117,24 @@ class IdealResult(SolvedModel):
         return tuple(jobs[j].id for j in np.concatenate(members or [np.zeros(0, np.int64)]))
 
 
-@checked(instance=round_instance, relax=boolean, objective=OBJECTIVE, reductions=Optional(InstanceOf(Reductions)),
-         method=OneOf(METHODS), **SOLVER_ARGUMENTS)
+@overload
+def solve_ideal(instance: RoundInstance, solver: str = ..., relax: bool = ..., *, objective: Objective = ...,
+                reductions: Reductions | None = ..., time_limit: float | None = ..., mip_gap: float = ...,
+                threads: int | None = ..., seed: int = ..., verbose: bool = ...,
+                options: Mapping[str, Any] | None = ..., method: str = ...) -> IdealResult: ...
+
+
+@overload
+def solve_ideal(instance: HeteroRound, solver: str = ..., relax: bool = ..., *, objective: Objective = ...,
+                reductions: Reductions | None = ..., time_limit: float | None = ..., mip_gap: float = ...,
+                threads: int | None = ..., seed: int = ..., verbose: bool = ...,
+                options: Mapping[str, Any] | None = ..., method: str = ...) -> HeteroIdealResult: ...
+
+
+@checked(instance=any_round, relax=boolean, objective=OBJECTIVE, reductions=Optional(InstanceOf(Reductions)),
+         method=OneOf((*METHODS, *HETERO_METHODS)), **SOLVER_ARGUMENTS)
 def solve_ideal(
-    instance: RoundInstance,
+    instance: RoundInstance | HeteroRound,
     solver: str = DEFAULT_SOLVER,
     relax: bool = False,
     *,
@@ -150,9 +146,14 @@ def solve_ideal(
     seed: int = 0,
     verbose: bool = False,
     options: Mapping[str, Any] | None = None,
-    method: Method = "auto",
-) -> IdealResult:
+    method: str = "auto",
+) -> IdealResult | HeteroIdealResult:
     """Solve the ideal-allocation ILP (paper eqs. 1-7) of ``instance``, or its LP relaxation.
+
+    A heterogeneous round (:class:`~synergy_opt.hetero.HeteroRound`) gives a
+    :class:`~synergy_opt.ideal.hetero_solve.HeteroIdealResult`: a type-fixed round solved type by type, a
+    type-free one by its type-free model (:mod:`synergy_opt.ideal.hetero_solve`; methods ``per-type``,
+    ``core``, ``direct``, ``auto``).
 
     Parameters
     ----------
@@ -170,6 +171,12 @@ def solve_ideal(
         ILP with floors fixed. ``"auto"``: ``"core"`` for the ``highs`` ILP when every class is one job (no
         two jobs alike) and no backend ``options`` are given, else ``"direct"``.
     """
+    if isinstance(instance, HeteroRound):
+        hetero_params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed,
+                                     verbose=verbose, options=dict(options or {}))
+        return solve_hetero_ideal(instance, solver, relax, objective, reductions, hetero_params, method, solve_ideal)
+    if method not in METHODS:
+        raise InvalidInputError("method", method, f"on a homogeneous round choose one of {', '.join(METHODS)}")
     if method == "core" and options:
         raise InvalidInputError("options", options, "the core method takes no backend options (method='direct' does)")
     ideal = build_ideal(instance, objective=objective, reductions=reductions)

@@ -1,0 +1,154 @@
+"""The ideal ILP of a heterogeneous round, type-free (formulations/heterogeneous.md, eqs. H1-H7; SPEC 7).
+
+One super-machine per GPU type ``t``, with all ``s_t G_t`` GPUs, ``s_t C_t`` CPUs and ``s_t M_t`` GB of its
+servers. Each job picks a type and a per-GPU config there: binary ``y[j,t,k]`` (an integer count per class
+when jobs are merged), for the types the job may take (H0: its matrix is there, and that type's
+proportional share keeps its floor).
+
+    (H1) max   sum_j sum_t sum_k w_j W_j^t[k] y[j,t,k]          w_j = 1 (per job) or g_j (GPU-weighted)
+    (H2)       sum_j sum_k g_j y[j,t,k]       <= s_t G_t    per t      block "gpu"    build_hetero_ideal
+    (H3)       sum_j sum_k g_j c_k y[j,t,k]   <= s_t C_t    per t      block "cpu"    build_hetero_ideal
+    (H4)       sum_j sum_k g_j m_k y[j,t,k]   <= s_t M_t    per t      block "mem"    build_hetero_ideal
+    (H5)       sum_t sum_k y[j,t,k] = |class j|                        block "assign" build_hetero_ideal
+    (H6)       sum_t sum_k W_j^t[k] y[j,t,k] >= floor_j                block "floor", or configs below removed
+    (H7)       c*_j = g_j c_k, m*_j = g_j m_k, type t_j = t   for the (t, k) chosen: HeteroIdealModel.decode
+
+``floor_j`` is job ``j``'s throughput at the proportional share of its baseline type. Exact reductions as in
+the homogeneous ILP (:class:`~synergy_opt.ideal.model.Reductions`): configs below the floor removed, dominated
+configs removed within each type, jobs alike in GPUs, baseline and every type's matrix merged into a class.
+Each type's configs are those of :func:`~synergy_opt.ideal.model.config_columns`, the homogeneous builder's.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from synergy_opt.hetero import HeteroRound
+from synergy_opt.ideal.model import OBJECTIVE, Objective, Reductions, columns_of_jobs, config_columns, row_labels
+from synergy_opt.profile_groups import group_profiles
+from synergy_opt.solvers.model import LinearModel, ModelBuilder
+from synergy_opt.validation import InstanceOf, Optional, checked
+
+COUPLING = ("gpu", "cpu", "mem")
+
+
+@dataclass(frozen=True, eq=False)
+class HeteroIdealModel:
+    """The built ILP of a heterogeneous round, plus what reads a solution back per job (type and config)."""
+
+    model: LinearModel
+    instance: HeteroRound
+    objective_kind: Objective
+    reductions: Reductions
+    col_class: np.ndarray  # class of each y column (columns are grouped by class, in class order)
+    col_type: np.ndarray  # type (its position in the cluster) of each column's config
+    col_cpu: np.ndarray
+    col_mem: np.ndarray
+    col_tput: np.ndarray
+    class_count: np.ndarray
+    class_jobs: np.ndarray  # job indices, grouped by class in class order
+    build_seconds: float
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.class_count.size)
+
+    def decode(self, y: np.ndarray) -> np.ndarray:
+        """Column chosen for each job (job order) from an integral ``y``."""
+        return columns_of_jobs(y, self.class_jobs)
+
+    @cached_property
+    def coupling_rows(self) -> np.ndarray:
+        """The rows of (H2)-(H4), GPU, CPU and memory, type by type within each block."""
+        blocks = self.model.con_blocks
+        return np.concatenate([np.arange(blocks[name].start, blocks[name].stop) for name in COUPLING])
+
+
+def admissible(instance: HeteroRound) -> np.ndarray:
+    """``(jobs, types)``: whether job ``j`` may take type ``t`` (H0): it has a matrix there and that type's
+    proportional share gives it at least its floor (so every mechanism's GPU-proportional fallback keeps the
+    floor on any type it may get). A job's baseline type always qualifies."""
+    names = instance.cluster.names
+    ok = np.zeros((len(instance.jobs), len(names)), dtype=bool)
+    floors = instance.floors
+    for k, name in enumerate(names):
+        share = instance.throughput_at_share(name)
+        ok[:, k] = ~np.isnan(share) & (np.nan_to_num(share, nan=-np.inf) >= floors)
+    baseline = np.array([instance.cluster.index(job.baseline_type) for job in instance.jobs], dtype=np.int64)
+    ok[np.arange(len(instance.jobs)), baseline] = True
+    return ok
+
+
+@checked(instance=InstanceOf(HeteroRound), objective=OBJECTIVE, reductions=Optional(InstanceOf(Reductions)))
+def build_hetero_ideal(instance: HeteroRound, *, objective: Objective = "job",
+                       reductions: Reductions | None = None) -> HeteroIdealModel:
+    """Build the type-free ideal ILP of ``instance`` (the module docstring's equations)."""
+    start = time.perf_counter()
+    reductions = reductions or Reductions()
+    cluster = instance.cluster
+    jobs = instance.jobs
+    n, types = len(jobs), len(cluster.types)
+    allowed = admissible(instance)
+    floors = instance.floors
+    gpus = instance.gpus
+    # Classes: jobs alike in GPUs, baseline and the matrix of every type they may take (equal values merge).
+    labels = np.full((n, types), -1, dtype=np.int64)
+    for k, name in enumerate(cluster.names):
+        members = np.flatnonzero(allowed[:, k])
+        for g, group in enumerate(group_profiles([jobs[j].profiles[name] for j in members])):
+            rows = row_labels(group.tput.reshape(len(group.tput), -1))
+            labels[members[group.jobs], k] = g * (n + 1) + rows[group.row]
+    if reductions.merge_identical:
+        baseline = np.array([cluster.index(job.baseline_type) for job in jobs], dtype=np.int64)
+        key = np.column_stack([gpus, baseline, labels])
+        _, first, inverse, count = np.unique(key, axis=0, return_index=True, return_inverse=True,
+                                             return_counts=True)
+        class_jobs = np.argsort(inverse.ravel(), kind="stable")
+        representatives = first
+    else:
+        count = np.ones(n, dtype=np.int64)
+        class_jobs = np.arange(n)
+        representatives = np.arange(n)
+    class_floor = floors[representatives]
+
+    pieces: list[tuple[np.ndarray, ...]] = []
+    for k, server_type in enumerate(cluster.types):
+        classes = np.flatnonzero(allowed[representatives, k])
+        profiles = [jobs[int(representatives[c])].profiles[server_type.name] for c in classes]
+        for group in group_profiles(profiles):
+            owner = classes[group.jobs]
+            row, cpu, mem, tput = config_columns(group, server_type.cpu_per_gpu, server_type.mem_gb_per_gpu,
+                                                 class_floor[owner], reductions)
+            pieces.append((owner[row], np.full(row.size, k, dtype=np.int64), cpu, mem, tput))
+    col_class, col_type, col_cpu, col_mem, col_tput = (
+        np.concatenate([piece[i] for piece in pieces]) if pieces else np.zeros(0, dtype=dtype)
+        for i, dtype in enumerate((np.int64, np.int64, float, float, float))
+    )
+    order = np.lexsort((np.arange(col_class.size), col_type, col_class))  # class, then type, then config order
+    col_class, col_type, col_cpu, col_mem, col_tput = (a[order] for a in (col_class, col_type, col_cpu, col_mem,
+                                                                          col_tput))
+    class_gpus = gpus[representatives]
+    col_gpus = class_gpus[col_class]
+
+    builder = ModelBuilder("hetero_ideal_allocation", "max")
+    weight = col_tput * (col_gpus if objective == "gpu" else 1.0)
+    y = builder.add_vars("y", col_class.size, lower=0.0, upper=count[col_class].astype(float), integer=True,
+                         objective=weight)
+    columns = np.arange(y.start, y.stop)
+    builder.add_rows("assign", col_class, columns, np.ones(col_class.size), lower=count, upper=count,
+                     count=count.size)
+    capacity = np.array([[t.total_gpus, t.servers * t.cpus_per_server, t.servers * t.mem_gb_per_server]
+                         for t in cluster.types], dtype=float)
+    for r, (name, use) in enumerate(zip(COUPLING, (col_gpus, col_gpus * col_cpu, col_gpus * col_mem), strict=True)):
+        builder.add_rows(name, col_type, columns, use.astype(float), upper=capacity[:, r], count=types)
+    if not reductions.fix_below_floor:
+        builder.add_rows("floor", col_class, columns, col_tput, lower=class_floor, count=count.size)
+    return HeteroIdealModel(
+        model=builder.build(), instance=instance, objective_kind=objective, reductions=reductions,
+        col_class=col_class, col_type=col_type, col_cpu=col_cpu, col_mem=col_mem, col_tput=col_tput,
+        class_count=count.astype(np.int64), class_jobs=class_jobs, build_seconds=time.perf_counter() - start,
+    )

@@ -1,0 +1,89 @@
+"""Random tiny heterogeneous rounds (2-3 GPU types, noisy matrices) and brute force over them (issue 20's tests).
+
+A job's matrices per type are one random matrix times a per-type GPU cap with log-normal noise per entry, so
+types are related as the generator relates them (a slower GPU caps the peak) but no two jobs are alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import synergy_opt as so
+from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, ServerType
+from synergy_opt.ideal.hetero_model import admissible
+from tests.random_instances import random_profile
+
+NAMES = ("k80", "p100", "v100")
+
+
+def random_hetero_round(rng: np.random.Generator, types: int | None = None, max_jobs: int = 4,
+                        max_axis: int = 3, type_free: bool = True) -> HeteroRound:
+    """2-3 types of 1-2 servers (1-4 GPUs, 2-24 CPUs, 50-500 GB each), up to ``max_jobs`` jobs of 1-4 GPUs."""
+    count = int(types if types is not None else rng.integers(2, 4))
+    kinds = []
+    for name in NAMES[:count]:
+        kinds.append(ServerType(name, int(rng.integers(1, 3)), int(rng.integers(1, 5)), float(rng.integers(2, 25)),
+                                float(rng.choice([50.0, 100.0, 250.0, 500.0]))))
+    cluster = HeteroCluster(tuple(kinds))
+    free = {t.name: t.total_gpus for t in kinds}
+    jobs = []
+    for index in range(int(rng.integers(1, max_jobs + 1))):
+        open_types = [name for name, left in free.items() if left > 0]
+        if not open_types:
+            break
+        baseline = str(rng.choice(open_types))
+        gpus = int(rng.integers(1, min(free[baseline], 4) + 1))
+        free[baseline] -= gpus
+        base = random_profile(rng, max_axis, monotone=True)
+        profiles = {}
+        for k, server_type in enumerate(kinds):
+            if server_type.total_gpus < gpus or (not type_free and server_type.name != baseline):
+                continue
+            cap = (k + 1) / count * base.tput.max()
+            noisy = np.minimum(base.tput, cap) * np.exp(0.05 * rng.standard_normal(base.tput.shape))
+            noisy = np.maximum.accumulate(np.maximum.accumulate(noisy, axis=0), axis=1)
+            profiles[server_type.name] = so.Profile(base.cpu_per_gpu, base.mem_gb_per_gpu, np.round(noisy, 3))
+        if type_free and rng.random() < 0.3 and len(profiles) > 1:  # some jobs limited to fewer types
+            drop = [name for name in profiles if name != baseline]
+            profiles.pop(str(rng.choice(drop)))
+        jobs.append(HeteroJob(f"j{index}", gpus, profiles, baseline))
+    return HeteroRound(cluster, tuple(jobs))
+
+
+def job_options(instance: HeteroRound, index: int) -> list[tuple[int, float, float, float]]:
+    """Every (type, per-GPU CPUs, per-GPU GB, W) a job may take in the type-free ILP: its admissible types, each
+    type's grid with the proportional share added, configs at or above its floor."""
+    job = instance.jobs[index]
+    allowed = admissible(instance)[index]
+    floor = instance.floors[index]
+    options = []
+    for k, server_type in enumerate(instance.cluster.types):
+        if not allowed[k]:
+            continue
+        grid = job.profiles[server_type.name].with_point(server_type.cpu_per_gpu, server_type.mem_gb_per_gpu)
+        for a, c in enumerate(grid.cpu_per_gpu):
+            for b, m in enumerate(grid.mem_gb_per_gpu):
+                if grid.tput[a, b] >= floor:
+                    options.append((k, float(c), float(m), float(grid.tput[a, b])))
+    return options
+
+
+def brute_force_hetero_ideal(instance: HeteroRound, gpu_weighted: bool = False) -> float:
+    """Every combination of one option per job, each type's GPUs, CPUs and memory within its servers' totals
+    (partial combinations over a total already are dropped: they only grow)."""
+    cluster = instance.cluster
+    caps = np.array([[t.total_gpus, t.servers * t.cpus_per_server, t.servers * t.mem_gb_per_server]
+                     for t in cluster.types]).ravel()
+    use, value = np.zeros((1, caps.size)), np.zeros(1)
+    for index, job in enumerate(instance.jobs):
+        options = job_options(instance, index)
+        step = np.zeros((len(options), caps.size))
+        gain = np.zeros(len(options))
+        for o, (k, c, m, w) in enumerate(options):
+            step[o, 3 * k:3 * k + 3] = (job.gpus, job.gpus * c, job.gpus * m)
+            gain[o] = w * (job.gpus if gpu_weighted else 1)
+        use = (use[:, None, :] + step[None, :, :]).reshape(-1, caps.size)
+        value = (value[:, None] + gain[None, :]).ravel()
+        fits = np.all(use <= caps * (1 + 1e-9) + 1e-9, axis=1)
+        use, value = use[fits], value[fits]
+    return float(value.max()) if value.size else -np.inf

@@ -1,0 +1,133 @@
+"""The ideal ILP of heterogeneous rounds (issue 20, formulations/heterogeneous.md H1-H8): type-free against brute
+force on tiny noisy rounds of 2-3 types, on every backend and by the core method; type-fixed = today's ILP per
+type, summed; one type = today's ILP exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import synergy_opt as so
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.hetero import HeteroRound
+from synergy_opt.ideal.hetero_model import admissible, build_hetero_ideal
+from synergy_opt.ideal.model import Reductions
+from synergy_opt.solvers import Status
+from tests.hetero_instances import brute_force_hetero_ideal, random_hetero_round
+
+ROUNDS = [random_hetero_round(np.random.default_rng(seed)) for seed in range(120)]
+BACKENDS = [name for name in ("highs", "pyomo-highs", "ortools-scip", "ortools-cpsat")
+            if name in so.available_solvers()]
+
+
+@pytest.mark.parametrize("method", ["core", "direct"])
+def test_type_free_ilp_equals_brute_force(method: str) -> None:
+    for instance in ROUNDS:
+        result = so.solve_ideal(instance, method=method)
+        assert result.status is Status.OPTIMAL
+        assert result.objective == pytest.approx(brute_force_hetero_ideal(instance), abs=1e-6), instance
+
+
+@pytest.mark.parametrize("solver", BACKENDS[1:])
+def test_every_backend_reaches_the_same_optimum(solver: str) -> None:
+    for instance in ROUNDS[:40]:
+        result = so.solve_ideal(instance, solver, method="direct")
+        assert result.objective == pytest.approx(brute_force_hetero_ideal(instance), abs=1e-6), solver
+
+
+def test_gpu_weighted_and_unreduced_models() -> None:
+    for instance in ROUNDS[:60]:
+        weighted = so.solve_ideal(instance, objective="gpu")
+        assert weighted.objective == pytest.approx(brute_force_hetero_ideal(instance, gpu_weighted=True), abs=1e-6)
+        plain = so.solve_ideal(instance, method="direct", reductions=Reductions.none())
+        assert "floor" in plain.model.model.con_blocks  # type: ignore[union-attr]
+        assert plain.objective == pytest.approx(brute_force_hetero_ideal(instance), abs=1e-6)
+
+
+def test_the_lp_bounds_the_ilp_and_the_solution_is_an_allocation_of_the_types() -> None:
+    for instance in ROUNDS[:60]:
+        ilp = so.solve_ideal(instance)
+        lp = so.solve_ideal(instance, relax=True)
+        assert lp.objective is not None and ilp.objective is not None
+        assert lp.objective >= ilp.objective - 1e-7 and ilp.bound >= ilp.objective - 1e-9  # type: ignore[operator]
+        allowed = admissible(instance)
+        use = np.zeros((len(instance.cluster.types), 3))
+        for index, (job, config) in enumerate(zip(instance.jobs, ilp.configs.values(), strict=True)):
+            k = instance.cluster.index(str(config.gpu_type))
+            assert allowed[index, k] and config.throughput >= instance.floors[index] - 1e-12
+            # The config's throughput is the matrix read at it (the evaluator's rule).
+            assert config.throughput == job.profiles[str(config.gpu_type)].throughput(config.cpu_per_gpu,
+                                                                                     config.mem_gb_per_gpu)
+            use[k] += (job.gpus, config.cpus, config.mem_gb)
+        caps = np.array([[t.total_gpus, t.servers * t.cpus_per_server, t.servers * t.mem_gb_per_server]
+                         for t in instance.cluster.types])
+        assert np.all(use <= caps + 1e-9)
+
+
+def test_a_type_fixed_round_is_todays_ilp_per_type_summed() -> None:
+    for instance in ROUNDS[:60]:
+        fixed = instance.at_baseline()
+        per_type = so.solve_ideal(fixed)
+        assert per_type.method == "per-type" and per_type.per_type is not None
+        summed = sum(so.solve_ideal(sub).objective or 0.0 for sub in fixed.per_type().values())
+        assert per_type.objective == summed
+        # The type-free model of the same (type-fixed) round agrees, and brute force too.
+        assert so.solve_ideal(fixed, method="direct").objective == pytest.approx(summed, abs=1e-6)
+        assert summed == pytest.approx(brute_force_hetero_ideal(fixed), abs=1e-6)
+        assert [c.gpu_type for c in per_type.configs.values()] == list(fixed.baselines)
+        # Choosing types never loses: the type-free optimum is at least the baseline types'.
+        assert so.solve_ideal(instance).objective >= summed - 1e-7
+
+
+@pytest.mark.parametrize("case", [dict(gpus=64, seed=1), dict(gpus=64, multi_gpu=True, profile_noise=0.05, seed=2)])
+def test_one_type_is_todays_ilp_exactly(case: dict[str, object]) -> None:
+    instance = so.generate_round(**case)  # type: ignore[arg-type]
+    one = so.solve_ideal(HeteroRound.homogeneous(instance))
+    plain = so.solve_ideal(instance)
+    assert one.objective == plain.objective and one.bound == plain.bound
+    assert [(c.cpu_per_gpu, c.mem_gb_per_gpu) for c in one.configs.values()] == [
+        (c.cpu_per_gpu, c.mem_gb_per_gpu) for c in plain.configs.values()]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_core_and_direct_agree_on_small_generated_noisy_rounds(seed: int) -> None:
+    instance = so.generate_round(types={"k80": 1, "p100": 1, "v100": 1}, multi_gpu=True, seed=seed,
+                                 profile_noise=0.05)
+    core = so.solve_ideal(instance)
+    direct = so.solve_ideal(instance, method="direct")
+    assert core.method == "core" and core.status is Status.OPTIMAL and direct.status is Status.OPTIMAL
+    assert core.objective == pytest.approx(direct.objective, rel=1e-6)
+    assert core.bound >= direct.objective - 1e-6  # type: ignore[operator]
+    fixed = so.solve_ideal(instance.at_baseline())
+    assert core.objective >= fixed.objective  # type: ignore[operator]
+
+
+def test_merging_alike_jobs_is_exact() -> None:
+    instance = so.generate_round(types={"k80": 1, "p100": 1, "v100": 1}, seed=3)  # noise-free: many alike jobs
+    merged = build_hetero_ideal(instance)
+    assert merged.num_classes < len(instance.jobs)
+    result = so.solve_ideal(instance, method="direct")
+    unmerged = so.solve_ideal(instance, method="direct", reductions=Reductions(merge_identical=False))
+    assert result.objective == pytest.approx(unmerged.objective, abs=1e-6)
+
+
+def test_bad_methods() -> None:
+    with pytest.raises(InvalidInputError, match="type-free"):
+        so.solve_ideal(ROUNDS[0], method="per-type")
+    with pytest.raises(InvalidInputError):
+        so.solve_ideal(ROUNDS[0], method="core", relax=True)
+    with pytest.raises(InvalidInputError, match="homogeneous"):
+        so.solve_ideal(so.generate_round(16), method="per-type")
+
+
+def test_a_job_may_take_a_type_whose_share_keeps_its_floor() -> None:
+    """(H0), checked against its definition read off each matrix."""
+    for instance in ROUNDS[:60]:
+        allowed = admissible(instance)
+        for j, job in enumerate(instance.jobs):
+            for k, server_type in enumerate(instance.cluster.types):
+                share = (job.profiles[server_type.name].throughput(server_type.cpu_per_gpu,
+                                                                   server_type.mem_gb_per_gpu)
+                         if server_type.name in job.profiles else -1.0)
+                assert allowed[j, k] == (share >= instance.floors[j])
+            assert allowed[j, instance.cluster.index(job.baseline_type)]
