@@ -23,7 +23,7 @@ fixed to it), :func:`join_allocations` puts the per-type allocations back on the
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -456,6 +456,20 @@ def normalise(profiles: Mapping[str, Profile], reference: ServerType) -> dict[st
         raise InvalidInputError(f"profiles[{reference.name!r}]", unit, "throughput at the reference type's "
                                 "proportional share must be > 0 to normalise by")
     return {kind: Profile(p.cpu_per_gpu, p.mem_gb_per_gpu, p.tput / unit, p.name) for kind, p in profiles.items()}
+
+
+def run_per_type(fixed: HeteroRound, order: Sequence[str] | None,
+                 run: Callable[[RoundInstance, list[str]], Allocation]) -> Allocation:
+    """``run(type's round, its job ids in priority order)`` on every type (with jobs) of a type-fixed round, the
+    allocations joined: how a homogeneous mechanism allocates a type-fixed round. ``order`` lists every job
+    id, highest priority first (None: as listed)."""
+    ranked = [job.id for job in fixed.jobs] if order is None else list(order)
+    allocations = {}
+    for kind, sub in fixed.per_type().items():
+        if sub.jobs:
+            on_type = sub.job_index
+            allocations[kind] = run(sub, [job_id for job_id in ranked if job_id in on_type])
+    return join_allocations(fixed.cluster, allocations)
 
 
 def join_allocations(cluster: HeteroCluster, per_type: Mapping[str, Allocation]) -> Allocation:

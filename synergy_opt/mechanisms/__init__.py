@@ -31,11 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from synergy_opt.hetero import HeteroRound
 from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.io import round_instance
+from synergy_opt.io import any_round
 from synergy_opt.mechanisms.demand import TOLERANCE
 from synergy_opt.mechanisms.drf import pack_drf
 from synergy_opt.mechanisms.greedy import pack_greedy
+from synergy_opt.mechanisms.hetero import run_hetero_mechanism
 from synergy_opt.mechanisms.near_opt import solve_near_opt
 from synergy_opt.mechanisms.proportional import pack_proportional
 from synergy_opt.mechanisms.spare import spend_spare
@@ -119,11 +121,15 @@ MECHANISMS: dict[str, Mechanism] = {
 }
 
 
-@checked(instance=round_instance, name=OneOf(tuple(MECHANISMS)), order=Optional(ids))
+@checked(instance=any_round, name=OneOf(tuple(MECHANISMS)), order=Optional(ids))
 def run_mechanism(
-    instance: RoundInstance, name: str, order: Iterable[str] | None = None, **options: Any
+    instance: RoundInstance | HeteroRound, name: str, order: Iterable[str] | None = None, **options: Any
 ) -> Allocation:
     """Allocate one round with the mechanism ``name``.
+
+    On a heterogeneous round (:class:`~synergy_opt.hetero.HeteroRound`) each mechanism runs type by type by
+    its type rule (:mod:`synergy_opt.mechanisms.hetero`: the baseline types for the paper's mechanisms, the
+    type-free ideal ILP's for opt, chosen by near-opt), the allocation naming the cluster's servers.
 
     Parameters
     ----------
@@ -155,6 +161,8 @@ def run_mechanism(
     ranked = policy_order(instance, order)
     if not instance.jobs:
         return Allocation({})  # nothing to place; every mechanism agrees
+    if isinstance(instance, HeteroRound):
+        return run_hetero_mechanism(instance, name, ranked, run_mechanism, **options)
     return mechanism.run(instance, ranked, **options)
 
 

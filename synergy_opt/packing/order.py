@@ -9,6 +9,7 @@ from typing import Literal, get_args
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
+from synergy_opt.hetero import HeteroRound
 from synergy_opt.instance import RoundInstance
 
 #: The order TUNE packs jobs in: ``"demand"`` (the paper's section 4.2: GPU, then CPU, then memory demand,
@@ -17,7 +18,7 @@ Sort = Literal["demand", "policy"]
 SORTS: tuple[str, ...] = get_args(Sort)
 
 
-def policy_order(instance: RoundInstance, order: Iterable[str] | None = None) -> np.ndarray:
+def policy_order(instance: RoundInstance | HeteroRound, order: Iterable[str] | None = None) -> np.ndarray:
     """Job indices (into ``instance.jobs``) in priority order; ``None`` keeps the instance's order.
 
     Parameters

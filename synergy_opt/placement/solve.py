@@ -11,15 +11,17 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError
 from synergy_opt.evaluation import Evaluation
+from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal import IdealResult, solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.io import round_instance
+from synergy_opt.io import any_round
+from synergy_opt.placement.hetero import HeteroOptResult, solve_hetero_opt
 from synergy_opt.placement.model import (
     PLACEMENT_BUILDERS,
     PLACEMENT_KINDS,
@@ -214,10 +216,26 @@ def solve_placement(
     return own
 
 
-@checked(instance=round_instance, placement=OneOf(PLACEMENT_KINDS), ideal_solver=Optional(SOLVER),
+@overload
+def solve_opt(instance: RoundInstance, solver: str = ..., placement: PlacementKind = ...,
+              time_limit: float | None = ..., *, ideal_solver: str | None = ..., mip_gap: float = ...,
+              threads: int | None = ..., seed: int = ..., verbose: bool = ...,
+              options: Mapping[str, Any] | None = ...,
+              placement_options: Mapping[str, Any] | None = ...) -> OptResult: ...
+
+
+@overload
+def solve_opt(instance: HeteroRound, solver: str = ..., placement: PlacementKind = ...,
+              time_limit: float | None = ..., *, ideal_solver: str | None = ..., mip_gap: float = ...,
+              threads: int | None = ..., seed: int = ..., verbose: bool = ...,
+              options: Mapping[str, Any] | None = ...,
+              placement_options: Mapping[str, Any] | None = ...) -> HeteroOptResult: ...
+
+
+@checked(instance=any_round, placement=OneOf(PLACEMENT_KINDS), ideal_solver=Optional(SOLVER),
          placement_options=Optional(named_options), **SOLVER_ARGUMENTS)
 def solve_opt(
-    instance: RoundInstance,
+    instance: RoundInstance | HeteroRound,
     solver: str = DEFAULT_SOLVER,
     placement: PlacementKind = "lp",
     time_limit: float | None = None,
@@ -229,8 +247,12 @@ def solve_opt(
     verbose: bool = False,
     options: Mapping[str, Any] | None = None,
     placement_options: Mapping[str, Any] | None = None,
-) -> OptResult:
+) -> OptResult | HeteroOptResult:
     """Synergy-OPT: ideal ILP (eqs. 1-7), placement (LP or an exact MILP), rounding to an Allocation.
+
+    On a heterogeneous round (:class:`~synergy_opt.hetero.HeteroRound`) a
+    :class:`~synergy_opt.placement.hetero.HeteroOptResult`: type by type when the types are fixed, else the
+    type-free ideal ILP's types and configs placed and rounded type by type (:mod:`synergy_opt.placement.hetero`).
 
     Parameters
     ----------
@@ -266,6 +288,11 @@ def solve_opt(
         )
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
                           options=dict(options or {}))
+    if isinstance(instance, HeteroRound):
+        milp_params = params if placement == "lp" or time_limit is not None else replace(
+            params, time_limit=MILP_TIME_LIMIT)
+        return solve_hetero_opt(instance, solver, placement, milp_params, ideal_solver, dict(placement_options or {}),
+                                solve_opt, solve_placement)
     notes: list[str] = []
     start = time.perf_counter()
     ideal = solve_ideal(instance, ideal_solver or solver, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
