@@ -10,7 +10,6 @@ import numpy as np
 
 import synergy_opt as so
 from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, ServerType
-from synergy_opt.ideal.hetero_model import admissible
 from tests.random_instances import random_profile
 
 NAMES = ("k80", "p100", "v100")
@@ -51,16 +50,19 @@ def random_hetero_round(rng: np.random.Generator, types: int | None = None, max_
 
 
 def job_options(instance: HeteroRound, index: int) -> list[tuple[int, float, float, float]]:
-    """Every (type, per-GPU CPUs, per-GPU GB, W) a job may take in the type-free ILP: its admissible types, each
-    type's grid with the proportional share added, configs at or above its floor."""
+    """Every (type, per-GPU CPUs, per-GPU GB, W) a job may take in the type-free ILP: each type whose proportional
+    share reaches its floor (H0), that type's grid with the share added, configs at or above the share's
+    throughput (H6)."""
     job = instance.jobs[index]
-    allowed = admissible(instance)[index]
-    floor = instance.floors[index]
     options = []
     for k, server_type in enumerate(instance.cluster.types):
-        if not allowed[k]:
+        if server_type.name not in job.profiles:
             continue
-        grid = job.profiles[server_type.name].with_point(server_type.cpu_per_gpu, server_type.mem_gb_per_gpu)
+        profile = job.profiles[server_type.name]
+        floor = profile.throughput(server_type.cpu_per_gpu, server_type.mem_gb_per_gpu)
+        if floor < instance.floors[index]:
+            continue
+        grid = profile.with_point(server_type.cpu_per_gpu, server_type.mem_gb_per_gpu)
         for a, c in enumerate(grid.cpu_per_gpu):
             for b, m in enumerate(grid.mem_gb_per_gpu):
                 if grid.tput[a, b] >= floor:

@@ -55,6 +55,10 @@ def test_the_lp_bounds_the_ilp_and_the_solution_is_an_allocation_of_the_types() 
         for index, (job, config) in enumerate(zip(instance.jobs, ilp.configs.values(), strict=True)):
             k = instance.cluster.index(str(config.gpu_type))
             assert allowed[index, k] and config.throughput >= instance.floors[index] - 1e-12
+            # (H6): at least the proportional share's throughput on the type it takes.
+            server_type = instance.cluster.types[k]
+            share = job.profiles[server_type.name].throughput(server_type.cpu_per_gpu, server_type.mem_gb_per_gpu)
+            assert config.throughput >= share
             # The config's throughput is the matrix read at it (the evaluator's rule).
             assert config.throughput == job.profiles[str(config.gpu_type)].throughput(config.cpu_per_gpu,
                                                                                      config.mem_gb_per_gpu)

@@ -1,22 +1,28 @@
-"""The ideal ILP of a heterogeneous round, type-free (formulations/heterogeneous.md, eqs. H1-H7; SPEC 7).
+"""The ideal ILP of a heterogeneous round, type-free (formulations/heterogeneous.md, eqs. H0-H7; SPEC 7).
 
 One super-machine per GPU type ``t``, with all ``s_t G_t`` GPUs, ``s_t C_t`` CPUs and ``s_t M_t`` GB of its
 servers. Each job picks a type and a per-GPU config there: binary ``y[j,t,k]`` (an integer count per class
-when jobs are merged), for the types the job may take (H0: its matrix is there, and that type's
-proportional share keeps its floor).
+when jobs are merged), for the types the job may take.
 
+    (H0)       j may take t  iff  W_j^t(c_t, m_t) >= floor_j       (its matrix there at t's proportional share
+                                                                  reaches its floor)     admissible
     (H1) max   sum_j sum_t sum_k w_j W_j^t[k] y[j,t,k]          w_j = 1 (per job) or g_j (GPU-weighted)
     (H2)       sum_j sum_k g_j y[j,t,k]       <= s_t G_t    per t      block "gpu"    build_hetero_ideal
     (H3)       sum_j sum_k g_j c_k y[j,t,k]   <= s_t C_t    per t      block "cpu"    build_hetero_ideal
     (H4)       sum_j sum_k g_j m_k y[j,t,k]   <= s_t M_t    per t      block "mem"    build_hetero_ideal
     (H5)       sum_t sum_k y[j,t,k] = |class j|                        block "assign" build_hetero_ideal
-    (H6)       sum_t sum_k W_j^t[k] y[j,t,k] >= floor_j                block "floor", or configs below removed
+    (H6)       W_j^t[k] >= W_j^t(c_t, m_t)  for every y[j,t,k] > 0     configs below removed, or block "floor"
     (H7)       c*_j = g_j c_k, m*_j = g_j m_k, type t_j = t   for the (t, k) chosen: HeteroIdealModel.decode
 
-``floor_j`` is job ``j``'s throughput at the proportional share of its baseline type. Exact reductions as in
-the homogeneous ILP (:class:`~synergy_opt.ideal.model.Reductions`): configs below the floor removed, dominated
-configs removed within each type, jobs alike in GPUs, baseline and every type's matrix merged into a class.
-Each type's configs are those of :func:`~synergy_opt.ideal.model.config_columns`, the homogeneous builder's.
+``floor_j`` is job ``j``'s throughput at the proportional share of its baseline type ``b_j``. By (H0) and (H6)
+a job on type ``t`` gets at least ``t``'s proportional share's throughput, which is at least its baseline's:
+no job is worse off than GPU-proportional on the type it runs on, nor than on its baseline. So the type-free
+model is the best choice of types followed by today's model on each type (H8), and every homogeneous
+formulation and mechanism applies to each type unchanged. (H6) as a row, ``sum_{t,k} (W_j^t[k] - W_j^t(c_t,
+m_t)) y[j,t,k] >= 0``, is exact for one job. Exact reductions as in the homogeneous ILP
+(:class:`~synergy_opt.ideal.model.Reductions`): configs below the floor removed, dominated configs removed
+within each type, jobs alike in GPUs, baseline and every type's matrix merged into a class. Each type's
+configs are those of :func:`~synergy_opt.ideal.model.config_columns`, the homogeneous builder's.
 """
 
 from __future__ import annotations
@@ -93,7 +99,6 @@ def build_hetero_ideal(instance: HeteroRound, *, objective: Objective = "job",
     jobs = instance.jobs
     n, types = len(jobs), len(cluster.types)
     allowed = admissible(instance)
-    floors = instance.floors
     gpus = instance.gpus
     # Classes: jobs alike in GPUs, baseline and the matrix of every type they may take (equal values merge).
     labels = np.full((n, types), -1, dtype=np.int64)
@@ -113,24 +118,23 @@ def build_hetero_ideal(instance: HeteroRound, *, objective: Objective = "job",
         count = np.ones(n, dtype=np.int64)
         class_jobs = np.arange(n)
         representatives = np.arange(n)
-    class_floor = floors[representatives]
-
     pieces: list[tuple[np.ndarray, ...]] = []
     for k, server_type in enumerate(cluster.types):
         classes = np.flatnonzero(allowed[representatives, k])
+        share = instance.throughput_at_share(server_type.name)[representatives]  # the floor on this type (H6)
         profiles = [jobs[int(representatives[c])].profiles[server_type.name] for c in classes]
         for group in group_profiles(profiles):
             owner = classes[group.jobs]
             row, cpu, mem, tput = config_columns(group, server_type.cpu_per_gpu, server_type.mem_gb_per_gpu,
-                                                 class_floor[owner], reductions)
-            pieces.append((owner[row], np.full(row.size, k, dtype=np.int64), cpu, mem, tput))
-    col_class, col_type, col_cpu, col_mem, col_tput = (
+                                                 share[owner], reductions)
+            pieces.append((owner[row], np.full(row.size, k, dtype=np.int64), cpu, mem, tput, share[owner[row]]))
+    col_class, col_type, col_cpu, col_mem, col_tput, col_floor = (
         np.concatenate([piece[i] for piece in pieces]) if pieces else np.zeros(0, dtype=dtype)
-        for i, dtype in enumerate((np.int64, np.int64, float, float, float))
+        for i, dtype in enumerate((np.int64, np.int64, float, float, float, float))
     )
     order = np.lexsort((np.arange(col_class.size), col_type, col_class))  # class, then type, then config order
-    col_class, col_type, col_cpu, col_mem, col_tput = (a[order] for a in (col_class, col_type, col_cpu, col_mem,
-                                                                          col_tput))
+    col_class, col_type, col_cpu, col_mem, col_tput, col_floor = (
+        a[order] for a in (col_class, col_type, col_cpu, col_mem, col_tput, col_floor))
     class_gpus = gpus[representatives]
     col_gpus = class_gpus[col_class]
 
@@ -146,7 +150,7 @@ def build_hetero_ideal(instance: HeteroRound, *, objective: Objective = "job",
     for r, (name, use) in enumerate(zip(COUPLING, (col_gpus, col_gpus * col_cpu, col_gpus * col_mem), strict=True)):
         builder.add_rows(name, col_type, columns, use.astype(float), upper=capacity[:, r], count=types)
     if not reductions.fix_below_floor:
-        builder.add_rows("floor", col_class, columns, col_tput, lower=class_floor, count=count.size)
+        builder.add_rows("floor", col_class, columns, col_tput - col_floor, lower=0.0, count=count.size)
     return HeteroIdealModel(
         model=builder.build(), instance=instance, objective_kind=objective, reductions=reductions,
         col_class=col_class, col_type=col_type, col_cpu=col_cpu, col_mem=col_mem, col_tput=col_tput,
