@@ -498,16 +498,21 @@ def _order_rows(
 
 
 def _place_items(joint: JointModel, chosen: np.ndarray, z: np.ndarray) -> Allocation:
-    """Hand the items on each server to jobs: whole jobs take one item each, jobs in pieces take GPUs,
-    preferring one server with room for all of them (best fit), else the servers with most room first."""
+    """Hand the items on each server to jobs (:func:`place_items`)."""
     instance = joint.instance
+    return place_items(tuple(job.id for job in instance.jobs), instance.gpus, joint.col_item[chosen],
+                       joint.col_whole[chosen], joint.col_cpu[chosen], joint.col_mem[chosen], z)
+
+
+def place_items(ids: tuple[str, ...], gpus: np.ndarray, item: np.ndarray, whole: np.ndarray, cpu: np.ndarray,
+                mem: np.ndarray, z: np.ndarray) -> Allocation:
+    """Hand the items on each server (``z[i, t]``) to jobs: whole jobs take one item each, jobs in pieces take
+    GPUs, preferring one server with room for all of them (best fit), else the servers with most room first.
+    Job ``j`` (``ids[j]``, ``gpus[j]`` GPUs) takes items of type ``item[j]`` at ``cpu[j]``, ``mem[j]`` per GPU."""
     left = z.copy()
     parts: dict[int, dict[int, int]] = {}
-    gpus = instance.gpus
-    item = joint.col_item[chosen]
-    whole = joint.col_whole[chosen]
     # Large jobs first so that they find whole servers before small ones fill them.
-    for j in np.lexsort((np.arange(chosen.size), -gpus)):
+    for j in np.lexsort((np.arange(len(ids)), -gpus)):
         t = item[j]
         on: dict[int, int] = {}
         if whole[j]:
@@ -534,7 +539,6 @@ def _place_items(joint: JointModel, chosen: np.ndarray, z: np.ndarray) -> Alloca
         parts[int(j)] = on
     jobs: dict[str, tuple[Placement, ...]] = {}
     for j, on in parts.items():
-        c, m = joint.col_cpu[chosen[j]], joint.col_mem[chosen[j]]
-        jobs[instance.jobs[j].id] = tuple(Placement(s, n, n * c, n * m) for s, n in sorted(on.items()))
+        c, m = cpu[j], mem[j]
+        jobs[ids[j]] = tuple(Placement(s, n, n * c, n * m) for s, n in sorted(on.items()))
     return Allocation(jobs)
-
