@@ -6,6 +6,8 @@ types are related as the generator relates them (a slower GPU caps the peak) but
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 import synergy_opt as so
@@ -89,3 +91,45 @@ def brute_force_hetero_ideal(instance: HeteroRound, gpu_weighted: bool = False) 
         fits = np.all(use <= caps * (1 + 1e-9) + 1e-9, axis=1)
         use, value = use[fits], value[fits]
     return float(value.max()) if value.size else -np.inf
+
+
+def brute_force_hetero_joint(instance: HeteroRound, consolidate: bool = True) -> float | None:
+    """Best objective over every (type, config) a job may take (``job_options``) and every way of spreading its
+    GPUs over that type's servers (one server when ``consolidate`` and it fits one), by depth-first search;
+    None when nothing is feasible."""
+    cluster = instance.cluster
+    capacity = cluster.capacity * (1 + 1e-9)
+    options: list[list[tuple[float, np.ndarray]]] = []
+    for index, job in enumerate(instance.jobs):
+        choices = []
+        for k, c, m, w in job_options(instance, index):
+            server_type = cluster.types[k]
+            servers = list(cluster.server_range(server_type.name))
+            big_g = server_type.gpus_per_server
+            spreads = [n for n in itertools.product(range(min(job.gpus, big_g) + 1), repeat=len(servers))
+                       if sum(n) == job.gpus]
+            if consolidate and job.gpus <= big_g:
+                spreads = [n for n in spreads if np.count_nonzero(n) == 1]
+            for n in spreads:
+                use = np.zeros_like(capacity)
+                use[servers] = np.outer(n, [1.0, c, m])
+                if np.all(use <= capacity):
+                    choices.append((w, use))
+        options.append(sorted(choices, key=lambda choice: -choice[0]))
+    best_rest = np.concatenate([np.cumsum([max((v for v, _ in o), default=-np.inf) for o in options][::-1])[::-1],
+                                [0.0]])
+    best = -np.inf
+
+    def search(j: int, value: float, free: np.ndarray) -> None:
+        nonlocal best
+        if value + best_rest[j] <= best + 1e-12:
+            return
+        if j == len(options):
+            best = value
+            return
+        for w, use in options[j]:
+            if np.all(use <= free):
+                search(j + 1, value + w, free - use)
+
+    search(0, 0.0, capacity.copy())
+    return None if best == -np.inf else float(best)

@@ -89,6 +89,33 @@ def admissible(instance: HeteroRound) -> np.ndarray:
     return ok
 
 
+def job_classes(instance: HeteroRound, merge: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Classes of alike jobs: equal GPUs, baseline and matrix (by value) on every type they may take.
+
+    Returns the class of each job, each class's first job (its representative) and each class's count;
+    classes are numbered in the order of their first jobs. Without ``merge`` every job is its own class.
+    """
+    jobs, cluster = instance.jobs, instance.cluster
+    n = len(jobs)
+    if not merge:
+        return np.arange(n), np.arange(n), np.ones(n, dtype=np.int64)
+    allowed = admissible(instance)
+    labels = np.full((n, len(cluster.types)), -1, dtype=np.int64)
+    for k, name in enumerate(cluster.names):
+        members = np.flatnonzero(allowed[:, k])
+        for g, group in enumerate(group_profiles([jobs[j].profiles[name] for j in members])):
+            rows = row_labels(group.tput.reshape(len(group.tput), -1))
+            labels[members[group.jobs], k] = g * (n + 1) + rows[group.row]
+    baseline = np.array([cluster.index(job.baseline_type) for job in jobs], dtype=np.int64)
+    key = np.column_stack([instance.gpus, baseline, labels])
+    _, first, inverse, count = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    # Classes in the order of their first jobs (np.unique orders them by key).
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    order = np.argsort(first, kind="stable")
+    return rank[inverse.ravel()], first[order], count[order].astype(np.int64)
+
+
 @checked(instance=InstanceOf(HeteroRound), objective=OBJECTIVE, reductions=Optional(InstanceOf(Reductions)))
 def build_hetero_ideal(instance: HeteroRound, *, objective: Objective = "job",
                        reductions: Reductions | None = None) -> HeteroIdealModel:
@@ -97,27 +124,12 @@ def build_hetero_ideal(instance: HeteroRound, *, objective: Objective = "job",
     reductions = reductions or Reductions()
     cluster = instance.cluster
     jobs = instance.jobs
-    n, types = len(jobs), len(cluster.types)
+    types = len(cluster.types)
     allowed = admissible(instance)
     gpus = instance.gpus
-    # Classes: jobs alike in GPUs, baseline and the matrix of every type they may take (equal values merge).
-    labels = np.full((n, types), -1, dtype=np.int64)
-    for k, name in enumerate(cluster.names):
-        members = np.flatnonzero(allowed[:, k])
-        for g, group in enumerate(group_profiles([jobs[j].profiles[name] for j in members])):
-            rows = row_labels(group.tput.reshape(len(group.tput), -1))
-            labels[members[group.jobs], k] = g * (n + 1) + rows[group.row]
-    if reductions.merge_identical:
-        baseline = np.array([cluster.index(job.baseline_type) for job in jobs], dtype=np.int64)
-        key = np.column_stack([gpus, baseline, labels])
-        _, first, inverse, count = np.unique(key, axis=0, return_index=True, return_inverse=True,
-                                             return_counts=True)
-        class_jobs = np.argsort(inverse.ravel(), kind="stable")
-        representatives = first
-    else:
-        count = np.ones(n, dtype=np.int64)
-        class_jobs = np.arange(n)
-        representatives = np.arange(n)
+    class_of, representatives, count = job_classes(instance, reductions.merge_identical)
+    class_jobs = np.argsort(class_of, kind="stable")
+
     pieces: list[tuple[np.ndarray, ...]] = []
     for k, server_type in enumerate(cluster.types):
         classes = np.flatnonzero(allowed[representatives, k])

@@ -6,14 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import Evaluation, evaluate
+from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.model import OBJECTIVE, Objective
 from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.io import round_instance
+from synergy_opt.io import any_round
 from synergy_opt.joint.decomposition import DecompositionReport, solve_decomposition
+from synergy_opt.joint.hetero_solve import HeteroJointResult, solve_hetero_joint
 from synergy_opt.joint.literal import LiteralJointModel, build_joint_literal
 from synergy_opt.joint.model import (
     FORMULATIONS,
@@ -101,11 +103,27 @@ class JointResult(SolvedModel):
         ))
 
 
-@checked(instance=round_instance, consolidate=boolean, split_penalty=Number(0, 1), objective=OBJECTIVE,
+@overload
+def solve_joint(instance: RoundInstance, solver: str = ..., consolidate: bool = ..., split_penalty: float = ...,
+                time_limit: float | None = ..., mip_gap: float = ..., *, objective: Objective = ...,
+                reductions: JointReductions | None = ..., formulation: JointFormulation = ...,
+                upper_bound: float | None = ..., threads: int | None = ..., seed: int = ..., verbose: bool = ...,
+                options: Mapping[str, Any] | None = ..., method: str = ...) -> JointResult: ...
+
+
+@overload
+def solve_joint(instance: HeteroRound, solver: str = ..., consolidate: bool = ..., split_penalty: float = ...,
+                time_limit: float | None = ..., mip_gap: float = ..., *, objective: Objective = ...,
+                reductions: JointReductions | None = ..., formulation: JointFormulation = ...,
+                upper_bound: float | None = ..., threads: int | None = ..., seed: int = ..., verbose: bool = ...,
+                options: Mapping[str, Any] | None = ..., method: str = ...) -> HeteroJointResult: ...
+
+
+@checked(instance=any_round, consolidate=boolean, split_penalty=Number(0, 1), objective=OBJECTIVE,
          reductions=Optional(InstanceOf(JointReductions)), formulation=OneOf((*FORMULATIONS, "literal")),
          upper_bound=Optional(Number()), **SOLVER_ARGUMENTS)
 def solve_joint(
-    instance: RoundInstance,
+    instance: RoundInstance | HeteroRound,
     solver: str = DEFAULT_SOLVER,
     consolidate: bool = False,
     split_penalty: float = 0.0,
@@ -120,9 +138,14 @@ def solve_joint(
     seed: int = 0,
     verbose: bool = False,
     options: Mapping[str, Any] | None = None,
-    method: JointMethod = "auto",
-) -> JointResult:
+    method: str = "auto",
+) -> JointResult | HeteroJointResult:
     """Choose every job's per-GPU config and its integral placement together, optimally (SPEC 2.4).
+
+    On a heterogeneous round (:class:`~synergy_opt.hetero.HeteroRound`) a
+    :class:`~synergy_opt.joint.hetero_solve.HeteroJointResult`: per type when the types are fixed, else the
+    type-free model directly or types as an outer layer over the decomposition
+    (:mod:`synergy_opt.joint.hetero_solve`; methods ``per-type``, ``direct``, ``decomposition``, ``auto``).
 
     Parameters
     ----------
@@ -162,10 +185,14 @@ def solve_joint(
         Status, objective, bound, gap, the decoded ``allocation`` and its ``evaluation``. Limits and
         infeasibility (e.g. jobs that cannot be consolidated) are statuses, never exceptions.
     """
-    if method not in METHODS:
-        raise InvalidInputError("method", method, f"choose one of {', '.join(METHODS)}")
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
                           options=dict(options or {}))
+    if isinstance(instance, HeteroRound):
+        check_options(objective, split_penalty, upper_bound, "patterns")
+        return solve_hetero_joint(instance, solver, consolidate, split_penalty, params, objective,
+                                  reductions or JointReductions(), upper_bound, method, solve_joint)
+    if method not in METHODS:
+        raise InvalidInputError("method", method, f"choose one of {', '.join(METHODS)}")
     if formulation not in (*FORMULATIONS, "literal"):
         raise InvalidInputError("formulation", formulation, "choose one of patterns, servers, literal")
     check_options(objective, split_penalty, upper_bound, "patterns")

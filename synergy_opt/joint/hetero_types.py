@@ -1,0 +1,33 @@
+"""Type choices for the joint decomposition of a type-free round: which types to try, in which order.
+
+The first is the type-free ideal ILP's (its optimum is the joint's whenever some placement holds it); then the
+baseline types (a type choice that always places every job, as today's mechanisms do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from synergy_opt.hetero import HeteroRound
+from synergy_opt.ideal.hetero_solve import HeteroIdealResult
+
+
+class TypeSearch:
+    """The type choices to try on ``instance``, given its type-free ideal ILP's result."""
+
+    def __init__(self, instance: HeteroRound, ideal: HeteroIdealResult) -> None:
+        self.instance = instance
+        self.ideal = ideal
+        self.seen: dict[tuple[str, ...], float | None] = {}
+
+    def candidates(self) -> Iterator[list[str]]:
+        """Type choices (one type per job, job order), each once."""
+        first = [list(self.ideal.gpu_types)] if self.ideal.has_solution else []
+        for types in (*first, list(self.instance.baselines)):
+            if tuple(types) not in self.seen:
+                self.seen[tuple(types)] = None
+                yield types
+
+    def tell(self, types: list[str], value: float | None) -> None:
+        """The joint's value with ``types`` (None: no placement of every job)."""
+        self.seen[tuple(types)] = value

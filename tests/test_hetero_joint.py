@@ -1,0 +1,123 @@
+"""The joint model of heterogeneous rounds (issue 20, formulations/heterogeneous.md HJ1-HJ7): brute force on tiny
+noisy rounds of 2-3 types, type-fixed = today's joint per type, one type = today's, the bound chain."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import synergy_opt as so
+from synergy_opt.errors import InvalidInputError
+from synergy_opt.evaluation import InvalidAllocationWarning
+from synergy_opt.hetero import HeteroRound
+from synergy_opt.ideal.hetero_model import job_classes
+from synergy_opt.joint.hetero_master import TypedMaster
+from synergy_opt.joint.hetero_model import build_hetero_joint, type_shares
+from synergy_opt.joint.hetero_solve import HeteroJointResult
+from synergy_opt.joint.model import JointReductions
+from synergy_opt.solvers import SolverParams, Status, solve_model
+from tests.hetero_instances import brute_force_hetero_joint, random_hetero_round
+
+TINY = [random_hetero_round(np.random.default_rng(seed), max_jobs=4) for seed in range(60)]
+
+
+def check(instance: HeteroRound, result: HeteroJointResult) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InvalidAllocationWarning)
+        evaluation = result.evaluation
+    assert evaluation is not None and evaluation.valid and evaluation.unplaced == ()
+    assert evaluation.floors_violated == ()
+    assert evaluation.objective == pytest.approx(result.objective, abs=1e-6)
+
+
+@pytest.mark.parametrize("consolidate", [True, False])
+def test_type_free_joint_equals_brute_force(consolidate: bool) -> None:
+    for instance in TINY:
+        expected = brute_force_hetero_joint(instance, consolidate)
+        result = so.solve_joint(instance, consolidate=consolidate, method="direct", mip_gap=0.0)
+        if expected is None:
+            assert result.status is Status.INFEASIBLE
+            continue
+        assert result.status is Status.OPTIMAL and result.objective == pytest.approx(expected, abs=1e-6), instance
+        check(instance, result)
+
+
+def test_the_servers_formulation_and_unreduced_model_agree() -> None:
+    for instance in TINY[:30]:
+        expected = brute_force_hetero_joint(instance)
+        if expected is None:
+            continue
+        servers = build_hetero_joint(instance, pattern_limit=0)
+        assert all(share.patterns is None for share in servers.shares)
+        result = solve_model(servers.model, "highs", SolverParams(mip_gap=0.0))
+        assert result.objective == pytest.approx(expected, abs=1e-6)
+        plain = so.solve_joint(instance, method="direct", mip_gap=0.0,
+                               reductions=JointReductions(merge_identical=False, fix_below_floor=False))
+        assert plain.objective == pytest.approx(expected, abs=1e-6)
+
+
+def test_ideal_bounds_joint_bounds_mechanisms() -> None:
+    """ideal ILP >= joint >= every floor-keeping mechanism, per round (the joint without consolidation: OPT's
+    rounding may split a job that fits one server)."""
+    for instance in TINY[:40]:
+        joint = so.solve_joint(instance, consolidate=False, method="direct", mip_gap=0.0)
+        if joint.objective is None:
+            continue
+        ideal = so.solve_ideal(instance)
+        assert ideal.objective is not None and ideal.objective >= joint.objective - 1e-7
+        for name in ("proportional", "tune", "opt", "near-opt"):
+            assert so.evaluate(instance, so.run_mechanism(instance, name)).objective <= joint.objective + 1e-7
+
+
+def test_a_type_fixed_round_is_todays_joint_per_type_summed() -> None:
+    for instance in TINY[:30]:
+        fixed = instance.at_baseline()
+        per_type = so.solve_joint(fixed, mip_gap=0.0)
+        assert per_type.method == "per-type" and per_type.status is Status.OPTIMAL
+        summed = sum(so.solve_joint(sub, mip_gap=0.0).objective or 0.0 for sub in fixed.per_type().values()
+                     if sub.jobs)
+        assert per_type.objective == pytest.approx(summed, abs=1e-9)
+        assert summed == pytest.approx(brute_force_hetero_joint(fixed), abs=1e-6)
+        assert so.solve_joint(fixed, method="direct", mip_gap=0.0).objective == pytest.approx(summed, abs=1e-6)
+        check(fixed, per_type)
+
+
+def test_one_type_is_todays_joint() -> None:
+    instance = so.generate_round(16, multi_gpu=True, seed=3, profile_noise=0.05)
+    one = so.solve_joint(HeteroRound.homogeneous(instance))
+    plain = so.solve_joint(instance)
+    assert one.objective == plain.objective and one.allocation == plain.allocation
+
+
+def test_the_decomposition_is_a_valid_joint_and_proves_when_it_meets_the_bound() -> None:
+    for instance in TINY[:30]:
+        exact = so.solve_joint(instance, method="direct", mip_gap=0.0)
+        result = so.solve_joint(instance, method="decomposition", mip_gap=1e-9)
+        if exact.objective is None:
+            continue
+        assert result.objective is not None and result.objective <= exact.objective + 1e-7
+        assert result.bound is not None and result.bound >= exact.objective - 1e-7
+        if result.status is Status.OPTIMAL:
+            assert result.objective == pytest.approx(exact.objective, abs=1e-6)
+        check(instance, result)
+
+
+def test_the_typed_master_bounds_the_joint() -> None:
+    for instance in TINY[:30]:
+        exact = so.solve_joint(instance, method="direct", mip_gap=0.0)
+        if exact.objective is None:
+            continue
+        classes, representatives, count = job_classes(instance)
+        shares = type_shares(instance, True, 0.0, "job", JointReductions(), classes, representatives, count)
+        master = TypedMaster(instance, shares, count)
+        assert master.run() >= exact.objective - 1e-7
+        assert master.type_mass().sum(axis=1) == pytest.approx(count, abs=1e-6)
+
+
+def test_bad_joint_methods() -> None:
+    with pytest.raises(InvalidInputError, match="type-free"):
+        so.solve_joint(TINY[0], method="per-type")
+    with pytest.raises(InvalidInputError):
+        so.solve_joint(TINY[0], method="decomposition", solver="pyomo-highs")
