@@ -1,7 +1,9 @@
 """Type choices for the joint decomposition of a type-free round: which types to try, in which order.
 
-The first is the type-free ideal ILP's (its optimum is the joint's whenever some placement holds it); then the
-baseline types (a type choice that always places every job, as today's mechanisms do).
+The first is the type-free ideal ILP's (its optimum is the joint's whenever some placement holds it); then
+near-opt's (the ideal LP's, rounded: :func:`~synergy_opt.mechanisms.near_opt.types.choose_types` lives above
+this layer, so the ideal ILP's own types stand first); then the baseline types (a type choice that always
+places every job, as today's mechanisms do).
 """
 
 from __future__ import annotations
