@@ -1,9 +1,8 @@
 """Type choices for the joint decomposition of a type-free round: which types to try, in which order.
 
 The first is the type-free ideal ILP's (its optimum is the joint's whenever some placement holds it); then
-near-opt's (the ideal LP's, rounded: :func:`~synergy_opt.mechanisms.near_opt.types.choose_types` lives above
-this layer, so the ideal ILP's own types stand first); then the baseline types (a type choice that always
-places every job, as today's mechanisms do).
+the ideal LP's, rounded (:func:`~synergy_opt.ideal.hetero_types.lp_types`, near-opt's choice); then the
+baseline types (a type choice that always places every job, as today's mechanisms do).
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from collections.abc import Iterator
 
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.hetero_solve import HeteroIdealResult
+from synergy_opt.ideal.hetero_types import lp_types
 
 
 class TypeSearch:
@@ -25,7 +25,7 @@ class TypeSearch:
     def candidates(self) -> Iterator[list[str]]:
         """Type choices (one type per job, job order), each once."""
         first = [list(self.ideal.gpu_types)] if self.ideal.has_solution else []
-        for types in (*first, list(self.instance.baselines)):
+        for types in (*first, lp_types(self.instance), list(self.instance.baselines)):
             if tuple(types) not in self.seen:
                 self.seen[tuple(types)] = None
                 yield types

@@ -1,11 +1,11 @@
 """near-opt on a heterogeneous round (formulations/heterogeneous.md, section 5; SPEC 7).
 
 On a type-fixed round it runs on each type's round, as today. On a type-free round it chooses the types:
-:func:`choose_types` gives every job a type (:mod:`~synergy_opt.mechanisms.near_opt.types`: the type-free ideal
-LP's), near-opt runs on each type's round of those types, and Synergy-TUNE on the baseline types runs beside
-it: the better total is returned, so near-opt is never below the paper's mechanism on the round. Floors
-hold: a chosen type's proportional share keeps the job's floor (H0), and near-opt keeps every job at or above
-its type's share's throughput.
+:func:`~synergy_opt.ideal.hetero_types.lp_types` gives every job a type (the type-free ideal LP's), near-opt
+runs on each type's round of those types, and Synergy-TUNE on the baseline types runs beside it: the better
+total is returned, so near-opt is never below the paper's mechanism on the round. Floors hold: a chosen
+type's proportional share keeps the job's floor (H0), and near-opt keeps every job at or above its type's
+share's throughput.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.hetero import HeteroRound, run_per_type
+from synergy_opt.ideal.hetero_types import lp_types
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.configs import job_throughputs
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE
 from synergy_opt.mechanisms.near_opt.mechanism import solve_near_opt
-from synergy_opt.mechanisms.near_opt.types import choose_types
 from synergy_opt.mechanisms.spare import spend_spare as spend_spare_step
 from synergy_opt.mechanisms.tune import pack_tune
 from synergy_opt.packing.order import policy_order
@@ -60,7 +60,7 @@ def solve_hetero_near_opt(instance: HeteroRound, order: np.ndarray | None = None
         allocation = run_per_type(instance, ranked, near_opt)
         return HeteroNearOptResult(allocation, "near-opt", totals.get("near-opt", 0.0),
                                    totals.get("near-opt", 0.0), None, instance.baselines)
-    types = tuple(choose_types(instance))
+    types = tuple(lp_types(instance))
     own = run_per_type(instance.with_types(types), ranked, near_opt)
     baseline = run_per_type(instance.at_baseline(), ranked, tune)
     own_total, tune_total = totals.get("near-opt", 0.0), totals.get("tune", 0.0)

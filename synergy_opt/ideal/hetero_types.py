@@ -1,4 +1,4 @@
-"""near-opt's type choice on a type-free heterogeneous round: which GPU type each job runs on.
+"""A fast type choice on a type-free heterogeneous round (near-opt's; a candidate of the joint decomposition).
 
 The types of the type-free ideal ILP's LP relaxation (:mod:`synergy_opt.ideal.hetero_model`, HiGHS's dual
 simplex): a vertex of it splits at most as many job classes between types or configs as the model has
@@ -16,8 +16,8 @@ from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.hetero_model import build_hetero_ideal
 
 
-def choose_types(instance: HeteroRound) -> list[str]:
-    """A type per job (job order) for near-opt to allocate type by type (module docstring)."""
+def lp_types(instance: HeteroRound) -> list[str]:
+    """A type per job (job order), from the type-free ideal LP (module docstring)."""
     import highspy  # imported on use, as the backends are: importing the package loads no solver
 
     from synergy_opt.solvers.highs import run, to_highs  # highspy on first solve
