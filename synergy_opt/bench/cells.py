@@ -21,9 +21,12 @@ import numpy as np
 from synergy_opt.bench.grid import Cell
 from synergy_opt.evaluation import InvalidAllocationWarning, evaluate
 from synergy_opt.generate import generate_round
+from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal import IdealResult, solve_ideal
+from synergy_opt.ideal.hetero_solve import HeteroIdealResult
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.joint import JointResult, solve_joint
+from synergy_opt.joint.hetero_solve import HeteroJointResult
 from synergy_opt.mechanisms import run_mechanism
 from synergy_opt.mechanisms.drf import pack_drf
 from synergy_opt.mechanisms.greedy import pack_greedy
@@ -31,6 +34,7 @@ from synergy_opt.mechanisms.near_opt import solve_near_opt
 from synergy_opt.mechanisms.proportional import pack_proportional
 from synergy_opt.mechanisms.tetris import pack_tetris
 from synergy_opt.mechanisms.tune import pack_tune
+from synergy_opt.placement.hetero import HeteroOptResult
 from synergy_opt.placement.solve import OptResult, PlacementKind, solve_opt
 
 # The columns a cell produces, in CSV order; the per-instance references are appended by table.add_references.
@@ -72,7 +76,7 @@ class Outcome:
     settings: str = ""  # the mechanism's options that shape the result, as name=value pairs
 
 
-Runner = Callable[[RoundInstance, str, RunOptions], Outcome]
+Runner = Callable[[RoundInstance | HeteroRound, str, RunOptions], Outcome]
 
 
 def run_cell(cell: Cell, options: RunOptions | None = None) -> dict[str, Any]:
@@ -90,7 +94,7 @@ def run_cell(cell: Cell, options: RunOptions | None = None) -> dict[str, Any]:
     return _row(cell, instance, outcome, round_s)
 
 
-def _row(cell: Cell, instance: RoundInstance, outcome: Outcome, round_s: float) -> dict[str, Any]:
+def _row(cell: Cell, instance: RoundInstance | HeteroRound, outcome: Outcome, round_s: float) -> dict[str, Any]:
     spec = cell.spec
     row: dict[str, Any] = dict.fromkeys(CELL_COLUMNS)
     row.update(
@@ -132,7 +136,7 @@ def heuristic_settings(name: str, options: RunOptions) -> dict[str, Any]:
 
 
 def _heuristic(name: str) -> Runner:
-    def run(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
+    def run(instance: RoundInstance | HeteroRound, solver: str, options: RunOptions) -> Outcome:
         settings = heuristic_settings(name, options)
         allocation = run_mechanism(instance, name, **settings)
         return Outcome("ok", allocation=allocation, settings=" ".join(f"{k}={v}" for k, v in settings.items()))
@@ -141,13 +145,16 @@ def _heuristic(name: str) -> Runner:
 
 
 def _ideal(relax: bool) -> Runner:
-    def run(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
+    def run(instance: RoundInstance | HeteroRound, solver: str, options: RunOptions) -> Outcome:
         result = solve_ideal(instance, solver, relax=relax, time_limit=options.time_limit)
         status = result.status.value
+        if isinstance(result, HeteroIdealResult):
+            totals = _hetero_ideal_totals(result) if result.has_solution else {}
+        else:
+            totals = _ideal_totals(result) if result.has_solution else {}
         return Outcome(
             status, objective=result.objective, bound=result.bound, build_s=result.build_seconds,
-            solve_s=result.solve_seconds, message="" if status == "optimal" else result.solve.message,
-            totals=_ideal_totals(result) if result.has_solution else {},
+            solve_s=result.solve_seconds, message="" if status == "optimal" else result.message, totals=totals,
         )
 
     return run
@@ -172,11 +179,27 @@ def _ideal_totals(result: IdealResult) -> dict[str, Any]:
     return totals
 
 
+def _hetero_ideal_totals(result: HeteroIdealResult) -> dict[str, Any]:
+    """Utilisation of each type's super-machine by the chosen configs (each job's heaviest one for the LP)."""
+    instance = result.instance
+    configs = list(result.configs.values())
+    capacity = np.sum(instance.cluster.capacity, axis=0)
+    used = np.sum([[c.gpus, c.cpus, c.mem_gb] for c in configs], axis=0) if configs else np.zeros(3)
+    totals: dict[str, Any] = {
+        "objective_gpu": float(sum(c.gpus * c.throughput for c in configs)),
+        "gpu_util": float(used[0] / capacity[0]), "cpu_util": float(used[1] / capacity[1]),
+        "mem_util": float(used[2] / capacity[2]), "jobs_unplaced": 0,
+    }
+    if not result.relaxed:
+        totals["floors_violated"] = int(sum(c.throughput < c.floor - 1e-9 for c in configs))
+    return totals
+
+
 def _limit(options: RunOptions) -> dict[str, Any]:
     return {} if options.time_limit is None else {"time_limit": options.time_limit}
 
 
-def _solved(result: OptResult | JointResult, message: str) -> Outcome:
+def _solved(result: OptResult | JointResult | HeteroOptResult | HeteroJointResult, message: str) -> Outcome:
     status = result.status.value
     return Outcome(
         status, allocation=result.allocation, objective=result.objective, bound=result.bound,
@@ -184,7 +207,7 @@ def _solved(result: OptResult | JointResult, message: str) -> Outcome:
     )
 
 
-def _opt(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
+def _opt(instance: RoundInstance | HeteroRound, solver: str, options: RunOptions) -> Outcome:
     # OPT is two solves (ideal ILP, then placement) and a rounding: build and solve times are the two solves'
     # (rounding counts towards round_ms only). Its status is the ideal ILP's; its notes say what fell back.
     result = solve_opt(instance, solver=solver, placement=options.opt_placement, **_limit(options))
@@ -193,7 +216,7 @@ def _opt(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
     return outcome
 
 
-def _joint(instance: RoundInstance, solver: str, options: RunOptions) -> Outcome:
+def _joint(instance: RoundInstance | HeteroRound, solver: str, options: RunOptions) -> Outcome:
     result = solve_joint(instance, solver=solver, consolidate=options.joint_consolidate, **_limit(options))
     outcome = _solved(result, result.message)
     outcome.settings = f"consolidate={result.consolidate}"  # which placement rule the reference is

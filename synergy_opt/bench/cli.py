@@ -9,6 +9,7 @@ Examples::
     python -m synergy_opt.bench --resume results/bench-128-20260101-120000   # continue an interrupted run
     python -m synergy_opt.bench plot results/bench-128-20260101-120000       # redraw a result folder's plots
     python -m synergy_opt.bench compare results/a results/b                  # two result folders side by side
+    python -m synergy_opt.bench --types k80:4,p100:4,v100:4 --profile-noise 0.05
 
 The CSV columns are documented in ``docs/bench.md``.
 """
@@ -43,6 +44,8 @@ from synergy_opt.cli.errors import OneLineParser, run_cli
 from synergy_opt.cli.journal import Journal, read_command, recorded_argv, run_journaled, run_key, write_command
 from synergy_opt.cli.parallel import MAX_WORKERS
 from synergy_opt.errors import SynergyError
+from synergy_opt.generate import type_counts
+from synergy_opt.profiles import gavel_gpu_types
 from synergy_opt.solvers import available_solvers, solver_names
 
 PROG = "python -m synergy_opt.bench"
@@ -76,6 +79,19 @@ def _tolerance(text: str) -> float:
     return value
 
 
+def _type_counts(text: str) -> dict[str, int]:
+    """Servers per GPU type; the generator has matrices on the types Gavel measured."""
+    try:
+        counts = type_counts("--types", text)
+    except SynergyError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    unknown = [kind for kind in counts if kind not in gavel_gpu_types()]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"GPU type {unknown[0]!r} has no built-in matrices; choose from "
+                                         f"{', '.join(gavel_gpu_types())}")
+    return counts
+
+
 def build_parser() -> argparse.ArgumentParser:
     doc = (__doc__ or "").splitlines()
     parser = OneLineParser(prog=PROG, description=f"{doc[0]} {doc[1]} Subcommands: plot DIR, compare DIR_A DIR_B.",
@@ -91,6 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="single-GPU trace (no), multi-GPU trace (yes), or both (default both)")
     grid.add_argument("--profile-noise", type=cli_args.profile_noise, default=None,
                       help="per-job log-normal noise on each throughput matrix (default 0)")
+    grid.add_argument("--types", type=_type_counts, default=None, metavar="TYPE:SERVERS,...",
+                      help="heterogeneous type-free rounds of these servers per GPU type, e.g. k80:4,p100:4,v100:4 "
+                           "(instead of --gpus)")
     grid.add_argument("--instances", type=Path, default=None, metavar="DIR",
                       help="run on the saved *.json round instances in DIR instead of generating")
     run = parser.add_argument_group("what to run")
@@ -141,7 +160,9 @@ class Plan:
 def plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
     """Turn parsed flags into what to run; conflicting flags are parser errors (exit 2)."""
     generator_flags = {"--gpus": args.gpus, "--seeds": args.seeds, "--split": args.split,
-                       "--multi-gpu": args.multi_gpu, "--profile-noise": args.profile_noise}
+                       "--multi-gpu": args.multi_gpu, "--profile-noise": args.profile_noise, "--types": args.types}
+    if args.types is not None and args.gpus is not None:
+        parser.error("--types sets the cluster (servers per GPU type); --gpus applies to homogeneous rounds")
     if args.instances is not None:
         given = [flag for flag, value in generator_flags.items() if value is not None]
         if given:
@@ -158,7 +179,8 @@ def plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
         count = len(sizes) * len(seeds) * len(traces) * len(args.mechanisms) * max(len(args.solvers or ()), 6)
         if count > MAX_CELLS:
             parser.error(f"the flags make about {count} cells; a bench run is at most {MAX_CELLS}")
-        specs = generated_specs(sizes, seeds, traces, args.split or DEFAULT_SPLIT, args.profile_noise or 0.0)
+        specs = generated_specs(sizes, seeds, traces, args.split or DEFAULT_SPLIT, args.profile_noise or 0.0,
+                                 args.types)
     solvers = args.solvers if args.solvers is not None else list(available_solvers())
     sizes = sorted({spec.gpus for spec in specs})
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import generate_round
+from synergy_opt.hetero import HeteroRound
 from synergy_opt.instance import RoundInstance
-from synergy_opt.io import instance_to_dict, load_instance, round_instance
+from synergy_opt.io import instance_to_dict, load_instance
 from synergy_opt.solvers import backend
 
 HEURISTICS = ("proportional", "greedy", "tune", "drf", "tetris", "near-opt")
@@ -37,11 +38,15 @@ class InstanceSpec:
     split: tuple[float, float, float] | None
     profile_noise: float = 0.0
     payload: str | None = None  # JSON of a saved instance
+    types: tuple[tuple[str, int], ...] | None = None  # servers per GPU type: a heterogeneous round
 
-    def make(self) -> RoundInstance:
+    def make(self) -> RoundInstance | HeteroRound:
         if self.payload is not None:
-            return round_instance("instance", load_instance(json.loads(self.payload)))
+            return load_instance(json.loads(self.payload))
         assert self.seed is not None and self.split is not None  # generated specs always have both
+        if self.types is not None:
+            return generate_round(split=self.split, multi_gpu=self.trace == "multi", seed=self.seed,
+                                  profile_noise=self.profile_noise, types=dict(self.types))
         return generate_round(
             self.gpus, self.split, multi_gpu=self.trace == "multi", seed=self.seed, profile_noise=self.profile_noise
         )
@@ -66,9 +71,16 @@ def generated_specs(
     traces: Iterable[str] = TRACES,
     split: tuple[float, float, float] = DEFAULT_SPLIT,
     profile_noise: float = 0.0,
+    types: dict[str, int] | None = None,
 ) -> list[InstanceSpec]:
-    """Production-derived full-load rounds, size-major so that a sweep's progress follows cluster size."""
+    """Production-derived full-load rounds, size-major so that a sweep's progress follows cluster size. With
+    ``types`` (servers per GPU type), heterogeneous type-free rounds of those servers instead (``sizes`` unused)."""
     seeds, traces = list(seeds), list(traces)
+    if types is not None:
+        gpus, name = 8 * sum(types.values()), ",".join(f"{kind}:{count}" for kind, count in types.items())
+        return [InstanceSpec(f"gen-{name}-{trace}-s{seed}", gpus, trace, seed, split, profile_noise,
+                             types=tuple(types.items()))
+                for trace in traces for seed in seeds]
     return [
         InstanceSpec(f"gen-{gpus}-{trace}-s{seed}", gpus, trace, seed, split, profile_noise)
         for gpus in sizes

@@ -1,11 +1,18 @@
-"""A fast type choice on a type-free heterogeneous round (near-opt's; a candidate of the joint decomposition).
+"""Type choices on a type-free heterogeneous round.
+
+- :func:`share_types`: the heterogeneity-aware choice that ignores CPU and memory, as Gavel's max-throughput
+  policy makes it: the most total throughput at each type's proportional share, within each type's GPUs
+  (a transportation LP, HiGHS; integral for 1-GPU jobs, its few split jobs rounded as below).
+- :func:`lp_types` (near-opt's, and a candidate of the joint decomposition), below.
 
 The types of the type-free ideal ILP's LP relaxation (:mod:`synergy_opt.ideal.hetero_model`, HiGHS's dual
 simplex): a vertex of it splits at most as many job classes between types or configs as the model has
 coupling rows (three per type), so it is the ideal ILP's choice but for a few jobs, at the cost of one LP
 instead of a proof. Each class's jobs take its types in proportion to the LP's counts (whole parts first); the
-fractional rest goes, largest jobs first, to the type of most share with room for its GPUs. When the LP does
-not solve or the rest finds no room, the baseline types (which hold every job) are returned.
+fractional rest goes, largest jobs first, to the type of most share with room for its GPUs. When the rest finds
+no room (multi-GPU jobs, room split between types), a small MILP re-assigns the split classes and the whole
+ones that lose least by changing type (at the LP's prices) within each type's GPUs. When the LP does not solve
+or the repair finds nothing, the baseline types (which hold every job) are returned.
 """
 
 from __future__ import annotations
@@ -13,7 +20,71 @@ from __future__ import annotations
 import numpy as np
 
 from synergy_opt.hetero import HeteroRound
-from synergy_opt.ideal.hetero_model import build_hetero_ideal
+from synergy_opt.ideal.hetero_model import HeteroIdealModel, admissible, build_hetero_ideal
+from synergy_opt.solvers import SolverParams, solve_model
+from synergy_opt.solvers.model import ModelBuilder
+
+# Whole classes (those that lose least by changing type) that the repair may move besides the split ones.
+REPAIR_CANDIDATES = 48
+
+
+def share_types(instance: HeteroRound) -> list[str]:
+    """A type per job (job order): the most throughput at the types' proportional shares (module docstring)."""
+    import highspy  # imported on use, as the backends are: importing the package loads no solver
+
+    from synergy_opt.solvers.highs import quiet_highs, run  # highspy on first solve
+
+    cluster = instance.cluster
+    n, kinds = len(instance.jobs), len(cluster.types)
+    allowed = admissible(instance)
+    value = np.column_stack([instance.throughput_at_share(name) for name in cluster.names])
+    job, kind = np.nonzero(allowed)
+    gpus = instance.gpus.astype(float)
+    lp = quiet_highs()
+    lp.changeObjectiveSense(highspy.ObjSense.kMaximize)
+    lp.setOptionValue("solver", "simplex")
+    capacity = np.array([t.total_gpus for t in cluster.types], dtype=float)
+    lp.addRows(n + kinds, np.concatenate([np.ones(n), np.full(kinds, -highspy.kHighsInf)]),
+               np.concatenate([np.ones(n), capacity]), 0, np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
+    count = job.size
+    lp.addCols(count, value[job, kind], np.zeros(count), np.ones(count), 2 * count,
+               np.arange(0, 2 * count, 2, dtype=np.int32), np.column_stack([job, n + kind]).ravel().astype(np.int32),
+               np.column_stack([np.ones(count), gpus[job]]).ravel())
+    run(lp, 1)
+    if lp.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return list(instance.baselines)
+    share = np.zeros((n, kinds))
+    share[job, kind] = np.array(lp.getSolution().col_value)
+    types = _rounded(instance, share, np.arange(n), np.ones(n, dtype=np.int64), allowed)
+    return list(instance.baselines) if types is None else [cluster.names[int(k)] for k in types]
+
+
+def _rounded(instance: HeteroRound, mass: np.ndarray, class_jobs: np.ndarray, class_count: np.ndarray,
+             allowed: np.ndarray) -> np.ndarray | None:
+    """Each class's jobs to types in proportion to ``mass`` (classes x types): whole parts first, the rest,
+    largest jobs first, to the type of most share with room for its GPUs; None when some job finds no room."""
+    cluster = instance.cluster
+    kinds = len(cluster.types)
+    offsets = np.concatenate([[0], np.cumsum(class_count)])
+    class_gpus = instance.gpus[class_jobs[offsets[:-1]]]
+    whole = np.floor(mass + 1e-6).astype(np.int64)
+    room = np.array([t.total_gpus for t in cluster.types], dtype=np.int64) - class_gpus @ whole
+    rest = class_count - whole.sum(axis=1)
+    for q in np.flatnonzero(rest > 0)[np.argsort(-class_gpus[rest > 0], kind="stable")]:
+        fraction = mass[q] - whole[q]
+        for _ in range(int(rest[q])):
+            for k in np.argsort(-fraction, kind="stable"):
+                if allowed[class_jobs[offsets[q]], k] and fraction[k] > 1e-9 and room[k] >= class_gpus[q]:
+                    whole[q, k] += 1
+                    fraction[k] -= 1
+                    room[k] -= class_gpus[q]
+                    break
+            else:
+                return None
+    types = np.empty(len(instance.jobs), dtype=np.int64)
+    for q in range(class_count.size):
+        types[class_jobs[offsets[q]:offsets[q + 1]]] = np.repeat(np.arange(kinds), whole[q])
+    return types
 
 
 def lp_types(instance: HeteroRound) -> list[str]:
@@ -30,30 +101,54 @@ def lp_types(instance: HeteroRound) -> list[str]:
     run(lp, 1)
     if lp.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return baseline
-    y = np.array(lp.getSolution().col_value)
-    kinds = len(cluster.types)
-    mass = np.zeros((ideal.num_classes, kinds))
+    solution = lp.getSolution()
+    y = np.array(solution.col_value)
+    mass = np.zeros((ideal.num_classes, len(cluster.types)))
     np.add.at(mass, (ideal.col_class, ideal.col_type), y)
-    whole = np.floor(mass + 1e-6).astype(np.int64)
-    gpus = instance.gpus
-    class_gpus = gpus[ideal.class_jobs[np.concatenate([[0], np.cumsum(ideal.class_count)[:-1]])]]
-    room = np.array([t.total_gpus for t in cluster.types], dtype=np.int64) - class_gpus @ whole
-    rest = ideal.class_count - whole.sum(axis=1)
-    extra = np.zeros_like(whole)
-    for q in np.flatnonzero(rest > 0)[np.argsort(-class_gpus[rest > 0], kind="stable")]:
-        fraction = mass[q] - whole[q]
-        for _ in range(int(rest[q])):
-            for k in np.argsort(-fraction, kind="stable"):
-                if fraction[k] > 1e-9 and room[k] >= class_gpus[q]:
-                    extra[q, k] += 1
-                    fraction[k] -= 1
-                    room[k] -= class_gpus[q]
-                    break
-            else:
-                return baseline
-    counts = whole + extra
-    types = np.empty(len(instance.jobs), dtype=np.int64)
+    allowed = admissible(instance)
+    types = _rounded(instance, mass, ideal.class_jobs, ideal.class_count, allowed)
+    if types is None:  # the split jobs' GPUs do not fit the room left: a small exact repair
+        lam = np.maximum(np.array(solution.row_dual)[ideal.coupling_rows], 0.0)
+        priced = ideal.model.objective - ideal.model.matrix[ideal.coupling_rows].T @ lam
+        types = _repaired(instance, ideal, mass, priced)
+    return baseline if types is None else [cluster.names[int(k)] for k in types]
+
+
+def _repaired(instance: HeteroRound, ideal: HeteroIdealModel, mass: np.ndarray, priced: np.ndarray
+              ) -> np.ndarray | None:
+    """The split classes and the ``REPAIR_CANDIDATES`` whole ones that lose least by changing type, re-assigned
+    to types by a small MILP (HiGHS) of most priced value within each type's GPUs; the others keep their type."""
+    kinds = len(instance.cluster.types)
+    value = np.full((ideal.num_classes, kinds), -np.inf)
+    np.maximum.at(value, (ideal.col_class, ideal.col_type), priced)
     offsets = np.concatenate([[0], np.cumsum(ideal.class_count)])
-    for q in range(ideal.num_classes):
-        types[ideal.class_jobs[offsets[q]:offsets[q + 1]]] = np.repeat(np.arange(kinds), counts[q])
-    return [cluster.names[int(k)] for k in types]
+    class_gpus = instance.gpus[ideal.class_jobs[offsets[:-1]]]
+    split = np.flatnonzero(np.any(np.abs(mass - np.rint(mass)) > 1e-6, axis=1))
+    home = mass.argmax(axis=1)
+    ranked = np.sort(value, axis=1)
+    regret = ranked[:, -1] - ranked[:, -2] if kinds > 1 else np.full(ideal.num_classes, np.inf)
+    movable = np.flatnonzero(np.isfinite(regret) & (class_gpus <= class_gpus[split].max(initial=0)))
+    movable = np.setdiff1d(movable[np.argsort(regret[movable], kind="stable")], split)[:REPAIR_CANDIDATES]
+    open_classes = np.concatenate([split, movable])
+    fixed = np.ones(ideal.num_classes, dtype=bool)
+    fixed[open_classes] = False
+    room = np.array([t.total_gpus for t in instance.cluster.types], dtype=float)
+    room -= np.bincount(home[fixed], weights=(class_gpus * ideal.class_count)[fixed], minlength=kinds)
+    q, k = np.nonzero(np.isfinite(value[open_classes]))
+    builder = ModelBuilder("type_repair", "max")
+    x = builder.add_vars("x", q.size, upper=ideal.class_count[open_classes[q]].astype(float), integer=True,
+                         objective=value[open_classes[q], k])
+    cols = np.arange(x.start, x.stop)
+    count = ideal.class_count[open_classes]
+    builder.add_rows("assign", q, cols, np.ones(q.size), lower=count, upper=count, count=open_classes.size)
+    builder.add_rows("gpus", k, cols, class_gpus[open_classes[q]].astype(float), upper=room, count=kinds)
+    result = solve_model(builder.build(), "highs", SolverParams(mip_gap=1e-6))
+    if not result.has_solution:
+        return None
+    counts = np.zeros((ideal.num_classes, kinds), dtype=np.int64)
+    counts[fixed, home[fixed]] = ideal.class_count[fixed]
+    np.add.at(counts, (open_classes[q], k), np.rint(result.solution()).astype(np.int64))
+    types = np.empty(len(instance.jobs), dtype=np.int64)
+    for c in range(ideal.num_classes):
+        types[ideal.class_jobs[offsets[c]:offsets[c + 1]]] = np.repeat(np.arange(kinds), counts[c])
+    return types

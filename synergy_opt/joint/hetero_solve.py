@@ -68,6 +68,15 @@ class HeteroJointResult:
             return 0.0
         return abs(self.bound - self.objective) / max(abs(self.objective), 1e-10)
 
+    @property
+    def build_seconds(self) -> float:
+        """Building the direct model (0 for the methods that build per type: their time is all solve)."""
+        return self.model.build_seconds if self.model is not None else 0.0
+
+    @property
+    def solve_seconds(self) -> float:
+        return self.seconds - self.build_seconds
+
     @cached_property
     def evaluation(self) -> Evaluation | None:
         return None if self.allocation is None else evaluate(self.instance, self.allocation)

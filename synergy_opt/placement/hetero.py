@@ -56,6 +56,16 @@ class HeteroOptResult:
     def bound(self) -> float | None:
         return self.ideal.bound
 
+    @property
+    def build_seconds(self) -> float:
+        """The ideal ILP's build (its per-type placements' builds count towards ``timings``)."""
+        return self.ideal.build_seconds
+
+    @property
+    def solve_seconds(self) -> float:
+        """Everything but the ideal ILP's build: its solve, the placements and the rounding."""
+        return self.timings["total_seconds"] - self.ideal.build_seconds
+
 
 def solve_hetero_opt(instance: HeteroRound, solver: str, placement: str, params: SolverParams,
                      ideal_solver: str | None, placement_options: Mapping[str, Any],

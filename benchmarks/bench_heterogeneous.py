@@ -1,0 +1,183 @@
+"""Heterogeneous clusters (issue 20): speed of the type-free ideal ILP and the joint model, near-opt against the
+joint, and what the third dimension (GPU types) is worth.
+
+Run from the repository root::
+
+    python benchmarks/bench_heterogeneous.py ideal      # type-free ideal ILP, noisy 3-type rounds, 1024 and 16384 GPUs
+    python benchmarks/bench_heterogeneous.py joint      # the joint optimum, noisy 3 x 128 and 3 x 1024 GPUs
+    python benchmarks/bench_heterogeneous.py near-opt   # near-opt vs the joint, the value table: 3 x 1024, seeds 0-9
+    python benchmarks/bench_heterogeneous.py ideal --quick   # a smoke run (small rounds, no CSV)
+
+Rounds: ``generate_round(types=..., profile_noise=0.05, split=(20, 70, 10))`` (type-free, K80, P100 and V100
+servers of 8 GPUs, 24 CPUs, 500 GB; each type filled by its baseline jobs). Every row records the load average
+beside its times (``os.getloadavg``, 1 minute), and the reference measured in the same run (the ideal ILP's HiGHS
+direct solve for the core method). CSVs go to ``benchmarks/results/hetero_*.csv``, one row written as soon as it
+is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from synergy_opt import evaluate, generate_round, run_mechanism, solve_ideal, solve_joint
+from synergy_opt.evaluation import InvalidAllocationWarning
+from synergy_opt.hetero import HeteroRound
+from synergy_opt.ideal.hetero_types import share_types
+from synergy_opt.mechanisms.near_opt.hetero import solve_hetero_near_opt
+
+RESULTS = Path(__file__).resolve().parent / "results"
+# Servers per type: 1024 GPUs in all (3 types), 16384 in all, and 3 x 128 / 3 x 1024 GPUs.
+IDEAL_SIZES = {1024: {"k80": 43, "p100": 43, "v100": 42}, 16384: {"k80": 683, "p100": 683, "v100": 682}}
+JOINT_SIZES = {"3x128": {"k80": 16, "p100": 16, "v100": 16}, "3x1024": {"k80": 128, "p100": 128, "v100": 128}}
+
+
+def make(types: dict[str, int], trace: str, seed: int, noise: float = 0.05) -> HeteroRound:
+    return generate_round(types=types, multi_gpu=trace == "multi", seed=seed, profile_noise=noise)
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+class Writer:
+    """Rows to a CSV, each flushed when written (a long run keeps what it measured)."""
+
+    def __init__(self, name: str, columns: list[str], quick: bool) -> None:
+        self.columns = columns
+        self.rows: list[dict[str, Any]] = []
+        self.handle = None if quick else open(RESULTS / name, "w", newline="")  # noqa: SIM115
+        self.writer = None if self.handle is None else csv.DictWriter(self.handle, columns)
+        if self.writer is not None:
+            self.writer.writeheader()
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        print(" ".join(f"{k}={_fmt(row.get(k))}" for k in self.columns), flush=True)
+        if self.writer is not None and self.handle is not None:
+            self.writer.writerow({k: row.get(k) for k in self.columns})
+            self.handle.flush()
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def bench_ideal(args: argparse.Namespace) -> None:
+    """The type-free ideal ILP, exact (mip_gap 1e-6), by the core method and by HiGHS on the whole model."""
+    sizes = {48: {"k80": 2, "p100": 2, "v100": 2}} if args.quick else IDEAL_SIZES
+    columns = ["gpus", "trace", "seed", "jobs", "method", "status", "objective", "bound", "gap", "build_s",
+               "solve_s", "total_s", "load", "message"]
+    out = Writer("hetero_ideal.csv", columns, args.quick)
+    for gpus, types in sizes.items():
+        for trace in ("single", "multi"):
+            for seed in args.seeds:
+                instance = make(types, trace, seed)
+                methods = ["core"] + (["direct"] if gpus <= 1024 else [])
+                for method in methods:
+                    start = time.perf_counter()
+                    limit = args.time_limit if method == "core" else args.direct_time_limit
+                    result = solve_ideal(instance, method=method, time_limit=limit)
+                    total = time.perf_counter() - start
+                    out.add({"gpus": gpus, "trace": trace, "seed": seed, "jobs": len(instance.jobs),
+                             "method": method, "status": result.status.value, "objective": result.objective,
+                             "bound": result.bound, "gap": result.gap, "build_s": result.build_seconds,
+                             "solve_s": result.solve_seconds, "total_s": total, "load": load(),
+                             "message": result.message[:100]})
+
+
+def bench_joint(args: argparse.Namespace) -> None:
+    """The joint model, type-free: the decomposition (types as an outer layer), and the direct MILP at 3 x 128;
+    any job may split (``consolidate=False``, so that the joint bounds every mechanism, as bench_near_opt.py)."""
+    sizes = {"3x16": {"k80": 2, "p100": 2, "v100": 2}} if args.quick else JOINT_SIZES
+    columns = ["size", "trace", "seed", "jobs", "method", "status", "objective", "bound", "gap", "seconds", "load",
+               "message"]
+    out = Writer("hetero_joint.csv", columns, args.quick)
+    for name, types in sizes.items():
+        seeds = args.seeds if name != "3x1024" else args.seeds[:3]
+        for trace in ("single", "multi"):
+            for seed in seeds:
+                instance = make(types, trace, seed)
+                methods = ["decomposition"] + (["direct"] if name != "3x1024" and seed < 2 else [])
+                for method in methods:
+                    start = time.perf_counter()
+                    result = solve_joint(instance, consolidate=False, method=method,
+                                         time_limit=args.joint_time_limit)
+                    out.add({"size": name, "trace": trace, "seed": seed, "jobs": len(instance.jobs),
+                             "method": method, "status": result.status.value, "objective": result.objective,
+                             "bound": result.bound, "gap": result.gap, "seconds": time.perf_counter() - start,
+                             "load": load(), "message": result.message[:100]})
+
+
+def total(instance: HeteroRound, name: str, **options: Any) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InvalidAllocationWarning)  # every allocation here must be valid
+        return evaluate(instance, run_mechanism(instance, name, **options)).objective
+
+
+def bench_near_opt(args: argparse.Namespace) -> None:
+    """near-opt against the joint on type-free rounds, and the value of the third dimension on the same rounds."""
+    types = {"k80": 2, "p100": 2, "v100": 2} if args.quick else JOINT_SIZES["3x1024"]
+    columns = ["trace", "seed", "jobs", "near_opt", "near_opt_s", "near_opt_cpu_s", "near_opt_source",
+               "joint", "joint_bound", "joint_status", "pct_joint", "pct_joint_bound", "ideal_free", "ideal_share",
+               "ideal_baseline", "tune_baseline", "proportional", "moved", "load"]
+    out = Writer("hetero_near_opt.csv", columns, args.quick)
+    for trace in ("single", "multi"):
+        for seed in args.seeds:
+            instance = make(types, trace, seed)
+            solve_hetero_near_opt(make({"k80": 1, "p100": 1, "v100": 1}, trace, seed))  # warm-up, untimed
+            times, cpu = [], []
+            for _ in range(args.repeats):
+                fresh = make(types, trace, seed)
+                wall, process = time.perf_counter(), time.process_time()
+                result = solve_hetero_near_opt(fresh)
+                times.append(time.perf_counter() - wall)
+                cpu.append(time.process_time() - process)
+            near = evaluate(instance, result.allocation).objective
+            joint = solve_joint(instance, consolidate=False, time_limit=args.joint_time_limit)
+            free = solve_ideal(instance, time_limit=args.time_limit)
+            share = solve_ideal(instance.with_types(share_types(instance))).objective
+            baseline = solve_ideal(instance.at_baseline()).objective
+            best = joint.objective
+            out.add({"trace": trace, "seed": seed, "jobs": len(instance.jobs), "near_opt": near,
+                     "near_opt_s": statistics.median(times), "near_opt_cpu_s": statistics.median(cpu),
+                     "near_opt_source": result.source, "joint": best, "joint_bound": joint.bound,
+                     "joint_status": joint.status.value, "pct_joint": None if not best else 100 * near / best,
+                     "pct_joint_bound": None if not joint.bound else 100 * near / joint.bound,
+                     "ideal_free": free.objective, "ideal_share": share, "ideal_baseline": baseline,
+                     "tune_baseline": total(instance, "tune"), "proportional": total(instance, "proportional"),
+                     "moved": sum(a != b for a, b in zip(result.types, instance.baselines, strict=True)),
+                     "load": load()})
+    for trace in ("single", "multi"):
+        pct = [row["pct_joint"] for row in out.rows if row["trace"] == trace and row["pct_joint"] is not None]
+        if pct:
+            print(f"{trace}: near-opt % of the joint: median {statistics.median(pct):.2f}, worst {min(pct):.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=("ideal", "joint", "near-opt"))
+    parser.add_argument("--seeds", type=lambda t: [int(v) for v in t.split(",")], default=None)
+    parser.add_argument("--time-limit", type=float, default=120.0, help="seconds per type-free ideal ILP solve")
+    parser.add_argument("--direct-time-limit", type=float, default=60.0, help="seconds for HiGHS's direct solve")
+    parser.add_argument("--joint-time-limit", type=float, default=60.0, help="seconds per joint solve")
+    parser.add_argument("--repeats", type=int, default=3, help="near-opt runs per round (the median is kept)")
+    parser.add_argument("--quick", action="store_true", help="small rounds, seeds 0-1, no CSV")
+    args = parser.parse_args(argv)
+    if args.seeds is None:
+        args.seeds = [0, 1] if args.quick else ([0, 1, 2] if args.what == "ideal" else
+                                               [0, 1, 2, 3, 4] if args.what == "joint" else list(range(10)))
+    RESULTS.mkdir(exist_ok=True)
+    {"ideal": bench_ideal, "joint": bench_joint, "near-opt": bench_near_opt}[args.what](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
