@@ -32,6 +32,7 @@ from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.hetero_model import HeteroIdealModel, build_hetero_ideal
 from synergy_opt.ideal.model import JobConfig, Objective, Reductions
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
+from synergy_opt.solvers.base import relative_gap
 from synergy_opt.solvers.model import LinearModel
 
 HETERO_METHODS = ("auto", "per-type", "core", "direct")
@@ -90,11 +91,7 @@ class HeteroIdealResult:
 
     @property
     def gap(self) -> float | None:
-        if self.objective is None or self.bound is None:
-            return None
-        if self.status is Status.OPTIMAL:
-            return 0.0
-        return abs(self.bound - self.objective) / max(abs(self.objective), 1e-10)
+        return relative_gap(self.status, self.objective, self.bound)
 
     @cached_property
     def configs(self) -> dict[str, JobConfig]:

@@ -33,6 +33,7 @@ from synergy_opt.joint.hetero_model import HeteroJointModel, build_hetero_joint
 from synergy_opt.joint.hetero_types import TypeSearch
 from synergy_opt.joint.model import JointReductions
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
+from synergy_opt.solvers.base import relative_gap
 
 HETERO_METHODS = ("auto", "per-type", "decomposition", "direct")
 
@@ -62,11 +63,7 @@ class HeteroJointResult:
 
     @property
     def gap(self) -> float | None:
-        if self.objective is None or self.bound is None:
-            return None
-        if self.status is Status.OPTIMAL:
-            return 0.0
-        return abs(self.bound - self.objective) / max(abs(self.objective), 1e-10)
+        return relative_gap(self.status, self.objective, self.bound)
 
     @property
     def build_seconds(self) -> float:

@@ -61,6 +61,15 @@ class SolverParams:
             object.__setattr__(self, name, rule(name, getattr(self, name)))
 
 
+def relative_gap(status: Status, objective: float | None, bound: float | None) -> float | None:
+    """``|bound - objective| / |objective|`` (0 when proven optimal; None without both)."""
+    if objective is None or bound is None:
+        return None
+    if status is Status.OPTIMAL:
+        return 0.0
+    return abs(bound - objective) / max(abs(objective), 1e-10)
+
+
 @dataclass(frozen=True, eq=False)
 class SolveResult:
     """What every backend returns. ``x`` is the full solution vector in the model's column order."""
@@ -84,11 +93,7 @@ class SolveResult:
     @property
     def gap(self) -> float | None:
         """Relative gap between objective and bound (0 when proven optimal)."""
-        if self.objective is None or self.bound is None:
-            return None
-        if self.status is Status.OPTIMAL:
-            return 0.0
-        return abs(self.bound - self.objective) / max(abs(self.objective), 1e-10)
+        return relative_gap(self.status, self.objective, self.bound)
 
     def solution(self) -> np.ndarray:
         if not self.has_solution or self.x is None:
