@@ -10,6 +10,8 @@ import pytest
 
 import synergy_opt as so
 from synergy_opt.hetero import HeteroRound, join_allocations
+from synergy_opt.ideal.hetero_model import build_hetero_ideal
+from synergy_opt.ideal.hetero_types import baseline_bound
 from synergy_opt.mechanisms.hetero import TYPE_RULES
 from synergy_opt.mechanisms.near_opt.hetero import solve_hetero_near_opt
 from tests.hetero_instances import random_hetero_round
@@ -126,4 +128,14 @@ def test_near_opt_chooses_types_and_never_falls_below_tune() -> None:
         assert len(result.types) == len(instance.jobs) and result.source in ("near-opt", "tune")
         tune = so.evaluate(instance, so.run_mechanism(instance, "tune", spend_spare=True)).objective
         assert result.objective >= tune - 1e-9
+        if result.tune_objective is None:  # TUNE skipped: near-opt reached the bound on it
+            assert result.objective >= baseline_bound(build_hetero_ideal(instance)) - 1e-9
         assert result.objective == pytest.approx(so.evaluate(instance, result.allocation).objective)
+
+
+def test_the_bound_on_tune_at_the_baseline_types_is_their_ideal_lp() -> None:
+    """near-opt skips TUNE when its total reaches this bound: it must bound TUNE (it is the baseline LP)."""
+    for instance in GENERATED:
+        bound = baseline_bound(build_hetero_ideal(instance))
+        assert bound == pytest.approx(so.solve_ideal(instance.at_baseline(), relax=True).objective, rel=1e-9)
+        assert bound >= so.evaluate(instance, so.run_mechanism(instance, "tune")).objective - 1e-9

@@ -21,6 +21,7 @@ import numpy as np
 
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.hetero_model import HeteroIdealModel, admissible, build_hetero_ideal
+from synergy_opt.ideal.lagrangian import Knapsack, solve_dual
 from synergy_opt.solvers import SolverParams, solve_model
 from synergy_opt.solvers.model import ModelBuilder
 
@@ -87,15 +88,41 @@ def _rounded(instance: HeteroRound, mass: np.ndarray, class_jobs: np.ndarray, cl
     return types
 
 
-def lp_types(instance: HeteroRound) -> list[str]:
-    """A type per job (job order), from the type-free ideal LP (module docstring)."""
+def baseline_bound(ideal: HeteroIdealModel) -> float:
+    """An upper bound on the ideal ILP of the round's baseline types, fixed (so on every mechanism there): each
+    type's Lagrangian dual of its CPU and memory rows over its baseline jobs' columns (the type-free model's
+    columns on each class's baseline type are exactly that round's, H6), which equals that type's LP."""
+    instance = ideal.instance
+    cluster = instance.cluster
+    offsets = np.concatenate([[0], np.cumsum(ideal.class_count)])
+    class_baseline = np.array([cluster.index(instance.jobs[int(ideal.class_jobs[q])].baseline_type)
+                               for q in offsets[:-1]], dtype=np.int64)
+    model = ideal.model
+    rows = ideal.coupling_rows.reshape(3, len(cluster.types))  # gpu, cpu, mem rows, type by type
+    bound = 0.0
+    for k in range(len(cluster.types)):
+        cols = np.flatnonzero((ideal.col_type == k) & (class_baseline[ideal.col_class] == k))
+        if not cols.size:
+            continue
+        usage = model.matrix[rows[1:, k]][:, cols].toarray()
+        classes, local = np.unique(ideal.col_class[cols], return_inverse=True)
+        knapsack = Knapsack(value=model.objective[cols], cpu=usage[0], mem=usage[1], col_class=local.ravel(),
+                            class_count=ideal.class_count[classes].astype(float),
+                            capacity=model.row_upper[rows[1:, k]].astype(float))
+        bound += solve_dual(knapsack).bound
+    return bound
+
+
+def lp_types(instance: HeteroRound, ideal: HeteroIdealModel | None = None) -> list[str]:
+    """A type per job (job order), from the type-free ideal LP (module docstring); ``ideal`` is the round's
+    type-free model when it is already built."""
     import highspy  # imported on use, as the backends are: importing the package loads no solver
 
     from synergy_opt.solvers.highs import run, to_highs  # highspy on first solve
 
     cluster = instance.cluster
     baseline = list(instance.baselines)
-    ideal = build_hetero_ideal(instance)
+    ideal = ideal if ideal is not None else build_hetero_ideal(instance)
     lp = to_highs(ideal.model.relaxed())
     lp.setOptionValue("solver", "simplex")
     run(lp, 1)

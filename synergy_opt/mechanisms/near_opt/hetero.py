@@ -3,7 +3,8 @@
 On a type-fixed round it runs on each type's round, as today. On a type-free round it chooses the types:
 :func:`~synergy_opt.ideal.hetero_types.lp_types` gives every job a type (the type-free ideal LP's), near-opt
 runs on each type's round of those types, and Synergy-TUNE on the baseline types runs beside it: the better
-total is returned, so near-opt is never below the paper's mechanism on the round. Floors hold: a chosen
+total is returned, so near-opt is never below the paper's mechanism on the round (TUNE is not run when
+near-opt's total reaches an upper bound on it: the baseline types' ideal LP, type by type). Floors hold: a chosen
 type's proportional share keeps the job's floor (H0), and near-opt keeps every job at or above its type's
 share's throughput.
 """
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.hetero import HeteroRound, run_per_type
-from synergy_opt.ideal.hetero_types import lp_types
+from synergy_opt.ideal.hetero_model import build_hetero_ideal
+from synergy_opt.ideal.hetero_types import baseline_bound, lp_types
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.configs import job_throughputs
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE
@@ -60,10 +62,15 @@ def solve_hetero_near_opt(instance: HeteroRound, order: np.ndarray | None = None
         allocation = run_per_type(instance, ranked, near_opt)
         return HeteroNearOptResult(allocation, "near-opt", totals.get("near-opt", 0.0),
                                    totals.get("near-opt", 0.0), None, instance.baselines)
-    types = tuple(lp_types(instance))
+    model = build_hetero_ideal(instance)
+    types = tuple(lp_types(instance, model))
     own = run_per_type(instance.with_types(types), ranked, near_opt)
+    own_total = totals.get("near-opt", 0.0)
+    # TUNE on the baseline types runs only when no bound on its total (that round's ideal LP) is reached.
+    if own_total >= baseline_bound(model) * (1 - 1e-12):
+        return HeteroNearOptResult(own, "near-opt", own_total, own_total, None, types)
     baseline = run_per_type(instance.at_baseline(), ranked, tune)
-    own_total, tune_total = totals.get("near-opt", 0.0), totals.get("tune", 0.0)
+    tune_total = totals.get("tune", 0.0)
     if tune_total > own_total:
         return HeteroNearOptResult(baseline, "tune", tune_total, own_total, tune_total, types)
     return HeteroNearOptResult(own, "near-opt", own_total, own_total, tune_total, types)
