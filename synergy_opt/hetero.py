@@ -272,6 +272,10 @@ class HeteroJob:
         for key in ("id", "gpus", "model", "arrival", "work"):
             object.__setattr__(self, key, getattr(base, key))
 
+    def __hash__(self) -> int:  # as a Job is hashable (its profiles by value)
+        return hash((self.id, self.gpus, tuple(self.profiles.items()), self.baseline, self.model, self.arrival,
+                     self.work))
+
     @property
     def types(self) -> tuple[str, ...]:
         """The GPU types the job can use, in the order its profiles are given."""

@@ -103,6 +103,7 @@ def test_a_job_has_matrices_per_type_and_a_baseline() -> None:
     assert two.on("v100") == so.Job("y", 2, FAST)
     assert two.fixed_to("v100").profiles == {"v100": FAST} and two.fixed_to("v100").baseline == "v100"
     assert two.limited_to(["k80"]).baseline == "k80"
+    assert len({two, job("y", 2, "k80"), two.fixed_to("v100")}) == 2  # hashable, by value, as a Job is
     with pytest.raises(InvalidInputError, match="needs a baseline"):
         HeteroJob("z", 1, {"k80": SLOW, "v100": FAST})
     with pytest.raises(UnknownNameError) as error:
