@@ -52,7 +52,6 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("synergy_opt.sim.compare", "synergy_opt.cli.plots"): "matplotlib only when drawing (--plot, plot, compare)",
     ("synergy_opt.sim.fidelity", "synergy_opt.cli.plots"): "matplotlib only when the experiment draws its figure",
     ("synergy_opt.ideal.lagrangian", "synergy_opt.solvers.highs"): "highspy on first solve",
-    ("synergy_opt.ideal.hetero_solve", "synergy_opt.solvers.highs"): "highspy on first solve",
     ("synergy_opt.joint.master", "synergy_opt.solvers.highs"): "highspy on first solve",
     ("synergy_opt.joint.decomposition", "synergy_opt.solvers.highs"): "highspy on first solve",
     ("synergy_opt.joint.hetero_master", "synergy_opt.solvers.highs"): "highspy on first solve",

@@ -30,6 +30,7 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.hetero_model import HeteroIdealModel, build_hetero_ideal
+from synergy_opt.ideal.hetero_types import lp_types, solve_lp
 from synergy_opt.ideal.model import JobConfig, Objective, Reductions
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import relative_gap
@@ -171,7 +172,7 @@ def solve_hetero_ideal(
         if relax or not reductions.fix_below_floor or params.options:
             raise InvalidInputError("method", method, "the core method solves the ILP with floors fixed "
                                     "(relax=False, Reductions.fix_below_floor=True) and takes no backend options")
-        result = solve_core(ideal, params)
+        result = solve_core(ideal, params, solve_type)
     else:
         result = solve_model(ideal.model.relaxed() if relax else ideal.model, solver, params)
     return HeteroIdealResult(
@@ -212,23 +213,28 @@ def _per_type(instance: HeteroRound, solver: str, relax: bool, objective: Object
     )
 
 
-def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
-    """The type-free ILP solved exactly through its coupling rows (module docstring)."""
+def solve_core(ideal: HeteroIdealModel, params: SolverParams, solve_type: Any) -> SolveResult:
+    """The type-free ILP solved exactly through its coupling rows (module docstring); ``solve_type`` solves each
+    type's homogeneous round of the first incumbent (:func:`solve_ideal`)."""
     start = time.perf_counter()
     deadline = None if params.time_limit is None else start + params.time_limit
     model = ideal.model
     if not model.num_vars:
         return SolveResult(Status.OPTIMAL, SOLVER_NAME, 0.0, 0.0, np.zeros(0), message="optimal: no jobs")
-    lp = _solve_lp(model, params)
+    lp = solve_lp(ideal, params.time_limit)
     if lp is None:  # the LP did not solve (a time limit): the whole MILP, as a backend would
         return solve_model(model, DEFAULT_SOLVER, params)
-    lam, upper, reduced = lp
+    lam, upper, reduced = _prices(ideal, lp[1])
+    best = _incumbent(ideal, lp, params, solve_type)
     tau = max(4 * params.mip_gap * abs(upper), 1e-9 * max(1.0, abs(upper)))
     worst = float(reduced.max(initial=0.0)) * float(ideal.class_count.sum()) + float(
         lam @ model.row_upper[ideal.coupling_rows])
     rounds = 0
-    best: SolveResult | None = None
     while True:
+        if best is not None and best.objective is not None and upper - best.objective <= \
+                params.mip_gap * abs(best.objective):
+            return replace(best, status=Status.OPTIMAL, bound=upper, solve_seconds=time.perf_counter() - start,
+                           message="optimal within the gap: the LP's types, each type exact, meet the LP bound")
         rounds += 1
         remaining = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
         keep = reduced <= tau * (1 + 1e-12)
@@ -240,8 +246,9 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
         if result.status is Status.OPTIMAL and best is not None and best.objective is not None \
                 and upper - best.objective <= tau * (1 + 1e-12):
             # Nothing outside the columns kept beats L - tau; inside, the restricted MILP's bound holds.
-            bound = min(max(result.bound if result.bound is not None else best.objective, upper - tau), upper)
-            return replace(best, solver=SOLVER_NAME, bound=bound, solve_seconds=done,
+            inside = result.bound if result.bound is not None else best.objective
+            bound = min(max(inside, best.objective, upper - tau), upper)
+            return replace(best, status=Status.OPTIMAL, solver=SOLVER_NAME, bound=bound, solve_seconds=done,
                            message=f"optimal: {int(keep.sum())} of {keep.size} columns within the reduced-cost "
                            f"threshold, {rounds} restricted MILPs")
         if result.status not in (Status.OPTIMAL, Status.INFEASIBLE) or tau >= worst:
@@ -255,32 +262,45 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
         tau = min(4 * tau, gap) if gap > tau else 4 * tau
 
 
-def _solve_lp(model: LinearModel, params: SolverParams) -> tuple[np.ndarray, float, np.ndarray] | None:
-    """Prices of the coupling rows from the LP relaxation, the bound ``L`` they give and every column's
-    reduced cost against its class's best (None when the LP does not solve)."""
-    import highspy  # imported on use, as the backends are: importing the package loads no solver
+def _prices(ideal: HeteroIdealModel, duals: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+    """Prices of the coupling rows from the LP's duals, the bound ``L`` they give, and every column's reduced
+    cost against its class's best."""
+    model = ideal.model
+    rows = ideal.coupling_rows
+    lam = np.maximum(duals[rows], 0.0)
+    priced = model.objective - model.matrix[rows].T @ lam
+    best = np.full(ideal.num_classes, -np.inf)
+    np.maximum.at(best, ideal.col_class, priced)
+    upper = float(lam @ model.row_upper[rows] + ideal.class_count.astype(float) @ best)
+    return lam, upper, np.maximum(best[ideal.col_class] - priced, 0.0)
 
-    from synergy_opt.solvers.highs import run, to_highs  # highspy on first solve
 
-    h = to_highs(model.relaxed())
-    if params.time_limit is not None:
-        h.setOptionValue("time_limit", float(params.time_limit))
-    h.setOptionValue("solver", "simplex")
-    run(h, params.threads)
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return None
-    blocks = model.con_blocks
-    rows = np.concatenate([np.arange(blocks[name].start, blocks[name].stop) for name in ("gpu", "cpu", "mem")])
-    lam = np.maximum(np.array(h.getSolution().row_dual)[rows], 0.0)
-    usage = model.matrix[rows]
-    priced = model.objective - usage.T @ lam
-    assign = model.matrix[np.arange(blocks["assign"].start, blocks["assign"].stop)]
-    col_class = assign.tocsc().indices
-    best = np.full(assign.shape[0], -np.inf)
-    np.maximum.at(best, col_class, priced)
-    counts = model.row_upper[blocks["assign"]]
-    upper = float(lam @ model.row_upper[rows] + counts @ best)
-    return lam, upper, np.maximum(best[col_class] - priced, 0.0)
+def _incumbent(ideal: HeteroIdealModel, lp: tuple[np.ndarray, np.ndarray], params: SolverParams,
+               solve_type: Any) -> SolveResult | None:
+    """A first solution: the LP's types (rounded), each type's homogeneous ILP solved exactly (today's core
+    method, fast), read back as the type-free model's columns. None when a type's solve finds nothing."""
+    instance = ideal.instance
+    fixed = instance.with_types(lp_types(instance, ideal, lp))
+    x = np.zeros(ideal.model.num_vars)
+    class_of = np.empty(len(instance.jobs), dtype=np.int64)
+    class_of[ideal.class_jobs] = np.repeat(np.arange(ideal.num_classes), ideal.class_count)
+    for kind, sub in fixed.per_type().items():
+        if not sub.jobs:
+            continue
+        result = solve_type(sub, objective=ideal.objective_kind, mip_gap=params.mip_gap, threads=params.threads,
+                            time_limit=params.time_limit)
+        if not result.has_solution:
+            return None
+        k = instance.cluster.index(kind)
+        for job_id, config in result.configs.items():
+            on = np.flatnonzero((ideal.col_class == class_of[instance.job_index[job_id]]) & (ideal.col_type == k)
+                                & np.isclose(ideal.col_cpu, config.cpu_per_gpu)
+                                & np.isclose(ideal.col_mem, config.mem_gb_per_gpu))
+            if not on.size:
+                return None
+            x[on[0]] += 1
+    objective = float(ideal.model.objective @ x)
+    return SolveResult(Status.FEASIBLE, SOLVER_NAME, objective, None, x, message="the LP's types, each type exact")
 
 
 def _restricted(model: LinearModel, keep: np.ndarray, params: SolverParams) -> SolveResult:

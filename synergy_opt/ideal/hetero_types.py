@@ -113,32 +113,45 @@ def baseline_bound(ideal: HeteroIdealModel) -> float:
     return bound
 
 
-def lp_types(instance: HeteroRound, ideal: HeteroIdealModel | None = None) -> list[str]:
+def lp_types(instance: HeteroRound, ideal: HeteroIdealModel | None = None,
+             solution: tuple[np.ndarray, np.ndarray] | None = None) -> list[str]:
     """A type per job (job order), from the type-free ideal LP (module docstring); ``ideal`` is the round's
-    type-free model when it is already built."""
-    import highspy  # imported on use, as the backends are: importing the package loads no solver
-
-    from synergy_opt.solvers.highs import run, to_highs  # highspy on first solve
-
+    type-free model when it is already built, ``solution`` its LP's column values and row duals when solved."""
     cluster = instance.cluster
     baseline = list(instance.baselines)
     ideal = ideal if ideal is not None else build_hetero_ideal(instance)
-    lp = to_highs(ideal.model.relaxed())
-    lp.setOptionValue("solver", "simplex")
-    run(lp, 1)
-    if lp.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return baseline
-    solution = lp.getSolution()
-    y = np.array(solution.col_value)
+    if solution is None:
+        solution = solve_lp(ideal)
+        if solution is None:
+            return baseline
+    y, duals = solution
     mass = np.zeros((ideal.num_classes, len(cluster.types)))
     np.add.at(mass, (ideal.col_class, ideal.col_type), y)
     allowed = admissible(instance)
     types = _rounded(instance, mass, ideal.class_jobs, ideal.class_count, allowed)
     if types is None:  # the split jobs' GPUs do not fit the room left: a small exact repair
-        lam = np.maximum(np.array(solution.row_dual)[ideal.coupling_rows], 0.0)
+        lam = np.maximum(duals[ideal.coupling_rows], 0.0)
         priced = ideal.model.objective - ideal.model.matrix[ideal.coupling_rows].T @ lam
         types = _repaired(instance, ideal, mass, priced)
     return baseline if types is None else [cluster.names[int(k)] for k in types]
+
+
+def solve_lp(ideal: HeteroIdealModel, time_limit: float | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """The type-free model's LP relaxation by HiGHS's dual simplex: column values and row duals (None when it
+    does not solve to optimality, a time limit say)."""
+    import highspy  # imported on use, as the backends are: importing the package loads no solver
+
+    from synergy_opt.solvers.highs import run, to_highs  # highspy on first solve
+
+    lp = to_highs(ideal.model.relaxed())
+    lp.setOptionValue("solver", "simplex")
+    if time_limit is not None:
+        lp.setOptionValue("time_limit", float(time_limit))
+    run(lp, 1)
+    if lp.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    solution = lp.getSolution()
+    return np.array(solution.col_value), np.array(solution.row_dual)
 
 
 def _repaired(instance: HeteroRound, ideal: HeteroIdealModel, mass: np.ndarray, priced: np.ndarray
