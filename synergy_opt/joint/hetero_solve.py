@@ -104,11 +104,16 @@ def solve_hetero_joint(
     start = time.perf_counter()
 
     def each_type(fixed: HeteroRound, limit: float | None) -> tuple[dict[str, Any], float | None, bool]:
-        """Today's joint on every type of ``fixed``: results, total (None if one has no solution), all proven."""
-        results = {kind: solve_type(sub, solver, consolidate, split_penalty, limit, params.mip_gap,
-                                    objective=objective, reductions=reductions, threads=params.threads,
-                                    seed=params.seed, verbose=params.verbose, options=dict(params.options))
-                   for kind, sub in fixed.per_type().items() if sub.jobs}
+        """Today's joint on every type of ``fixed``: results, total (None if one has no solution), all proven.
+        Within ``limit`` seconds in all: each type gets an equal share of what is left when it starts."""
+        rounds = [(kind, sub) for kind, sub in fixed.per_type().items() if sub.jobs]
+        end = None if limit is None else time.perf_counter() + limit
+        results = {}
+        for position, (kind, sub) in enumerate(rounds):
+            share = None if end is None else max((end - time.perf_counter()) / (len(rounds) - position), 1e-3)
+            results[kind] = solve_type(sub, solver, consolidate, split_penalty, share, params.mip_gap,
+                                       objective=objective, reductions=reductions, threads=params.threads,
+                                       seed=params.seed, verbose=params.verbose, options=dict(params.options))
         values = [r.objective for r in results.values()]
         total = None if None in values else float(sum(v for v in values if v is not None))
         return results, total, all(r.status is Status.OPTIMAL for r in results.values())
