@@ -51,12 +51,14 @@ def load() -> float:
 class Writer:
     """Rows to a CSV, each flushed when written (a long run keeps what it measured)."""
 
-    def __init__(self, name: str, columns: list[str], quick: bool) -> None:
+    def __init__(self, name: str, columns: list[str], quick: bool, append: bool = False) -> None:
         self.columns = columns
         self.rows: list[dict[str, Any]] = []
-        self.handle = None if quick else open(RESULTS / name, "w", newline="")  # noqa: SIM115
+        path = RESULTS / name
+        resume = append and path.exists() and path.stat().st_size > 0
+        self.handle = None if quick else open(path, "a" if resume else "w", newline="")  # noqa: SIM115
         self.writer = None if self.handle is None else csv.DictWriter(self.handle, columns)
-        if self.writer is not None:
+        if self.writer is not None and not resume:
             self.writer.writeheader()
 
     def add(self, row: dict[str, Any]) -> None:
@@ -77,9 +79,9 @@ def bench_ideal(args: argparse.Namespace) -> None:
     columns = ["gpus", "trace", "seed", "jobs", "method", "mip_gap", "status", "objective", "bound", "gap",
                "build_s", "solve_s", "total_s", "load", "message"]
     name = "hetero_ideal.csv" if args.mip_gap == 1e-6 else f"hetero_ideal_gap{args.mip_gap:g}.csv"
-    out = Writer(name, columns, args.quick)
+    out = Writer(name, columns, args.quick, args.append)
     for gpus, types in sizes.items():
-        for trace in ("single", "multi"):
+        for trace in args.traces:
             for seed in args.seeds:
                 instance = make(types, trace, seed)
                 methods = ["core"] + (["direct"] if gpus <= 1024 else [])
@@ -101,10 +103,10 @@ def bench_joint(args: argparse.Namespace) -> None:
     sizes = {"3x16": {"k80": 2, "p100": 2, "v100": 2}} if args.quick else JOINT_SIZES
     columns = ["size", "trace", "seed", "jobs", "method", "status", "objective", "bound", "gap", "seconds", "load",
                "message"]
-    out = Writer("hetero_joint.csv", columns, args.quick)
+    out = Writer("hetero_joint.csv", columns, args.quick, args.append)
     for name, types in sizes.items():
         seeds = args.seeds if name != "3x1024" else args.seeds[:3]
-        for trace in ("single", "multi"):
+        for trace in args.traces:
             for seed in seeds:
                 instance = make(types, trace, seed)
                 methods = ["decomposition"] + (["direct"] if name != "3x1024" and seed < 2 else [])
@@ -130,8 +132,8 @@ def bench_near_opt(args: argparse.Namespace) -> None:
     columns = ["trace", "seed", "jobs", "near_opt", "near_opt_s", "near_opt_cpu_s", "near_opt_source",
                "joint", "joint_bound", "joint_status", "pct_joint", "pct_joint_bound", "ideal_free", "ideal_share",
                "ideal_baseline", "tune_baseline", "proportional", "moved", "load"]
-    out = Writer("hetero_near_opt.csv", columns, args.quick)
-    for trace in ("single", "multi"):
+    out = Writer("hetero_near_opt.csv", columns, args.quick, args.append)
+    for trace in args.traces:
         for seed in args.seeds:
             instance = make(types, trace, seed)
             solve_hetero_near_opt(make({"k80": 1, "p100": 1, "v100": 1}, trace, seed))  # warm-up, untimed
@@ -175,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="ideal: the relative gap proven (1e-6, solve_ideal's default, is 'exact'; another "
                              "writes hetero_ideal_gap<gap>.csv)")
     parser.add_argument("--quick", action="store_true", help="small rounds, seeds 0-1, no CSV")
+    parser.add_argument("--traces", type=lambda t: t.split(","), default=["single", "multi"],
+                        help="single,multi (default both)")
+    parser.add_argument("--append", action="store_true",
+                        help="add the rows to the CSV already there (a run resumed for more seeds or traces)")
     args = parser.parse_args(argv)
     if args.seeds is None:
         args.seeds = [0, 1] if args.quick else ([0, 1, 2] if args.what == "ideal" else
