@@ -8,6 +8,7 @@ Run from the repository root::
     python benchmarks/bench_heterogeneous.py near-opt   # near-opt vs the joint, the value table: 3 x 1024, seeds 0-9
     python benchmarks/bench_heterogeneous.py ideal --mip-gap 1e-4   # the same within HiGHS's default gap
     python benchmarks/bench_heterogeneous.py ideal --quick   # a smoke run (small rounds, no CSV)
+    python benchmarks/bench_heterogeneous.py summary  # the recorded CSVs as formulations/heterogeneous.md's tables
 
 Rounds: ``generate_round(types=..., profile_noise=0.05, split=(20, 70, 10))`` (type-free, K80, P100 and V100
 servers of 8 GPUs, 24 CPUs, 500 GB; each type filled by its baseline jobs). Every row records the load average
@@ -165,9 +166,47 @@ def bench_near_opt(args: argparse.Namespace) -> None:
             print(f"{trace}: near-opt % of the joint: median {statistics.median(pct):.2f}, worst {min(pct):.2f}")
 
 
+def summarise(args: argparse.Namespace) -> None:
+    """The recorded CSVs as the tables of formulations/heterogeneous.md, section 7 (medians, worst, ranges)."""
+    import pandas as pd  # only here: the other commands do not need it
+
+    ideal = pd.read_csv(RESULTS / "hetero_ideal.csv")
+    print("ideal ILP, exact: gpus trace method | proven | total_s of the proven | largest gap | load")
+    for (gpus, trace, method), rows in ideal.groupby(["gpus", "trace", "method"], sort=False):
+        proven = rows[rows.status == "optimal"]
+        spent = f"{proven.total_s.min():.1f}-{proven.total_s.max():.1f} s" if len(proven) else "-"
+        print(f"{gpus} {trace} {method} | {len(proven)} of {len(rows)} | {spent} | {rows.gap.max():.2e} | "
+              f"{rows.load.min():.1f}-{rows.load.max():.1f}")
+    joint = pd.read_csv(RESULTS / "hetero_joint.csv")
+    print("joint: size trace method | proven | seconds of the proven | largest gap | load")
+    for (size, trace, method), rows in joint.groupby(["size", "trace", "method"], sort=False):
+        proven = rows[rows.status == "optimal"]
+        spent = f"{proven.seconds.min():.1f}-{proven.seconds.max():.1f} s" if len(proven) else "-"
+        print(f"{size} {trace} {method} | {len(proven)} of {len(rows)} | {spent} | {rows.gap.max():.2%} | "
+              f"{rows.load.min():.1f}-{rows.load.max():.1f}")
+    near = pd.read_csv(RESULTS / "hetero_near_opt.csv")
+    print("near-opt: trace | seeds | % of the joint's bound median (worst) | joint proven | joint incumbent below "
+          "near-opt | wall s median (max) | CPU s median (max) | load")
+    for trace, rows in near.groupby("trace", sort=False):
+        print(f"{trace} | {len(rows)} | {rows.pct_joint_bound.median():.2f} ({rows.pct_joint_bound.min():.2f}) | "
+              f"{(rows.joint_status == 'optimal').sum()} | {(rows.joint < rows.near_opt).sum()} | "
+              f"{rows.near_opt_s.median():.2f} ({rows.near_opt_s.max():.2f}) | "
+              f"{rows.near_opt_cpu_s.median():.2f} ({rows.near_opt_cpu_s.max():.2f}) | "
+              f"{rows.load.min():.1f}-{rows.load.max():.1f}")
+    print("value of the third dimension, % of the type-agnostic baseline's ideal (median, range): trace | "
+          "type-free ideal | share types + ideal | baseline ideal | TUNE baseline | proportional")
+    columns = ["ideal_free", "ideal_share", "ideal_baseline", "tune_baseline", "proportional"]
+    for trace, rows in near.groupby("trace", sort=False):
+        cells = []
+        for column in columns:
+            pct = 100 * rows[column] / rows.ideal_baseline
+            cells.append(f"{pct.median():.2f} ({pct.min():.2f}-{pct.max():.2f})")
+        print(f"{trace} | " + " | ".join(cells))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("ideal", "joint", "near-opt"))
+    parser.add_argument("what", choices=("ideal", "joint", "near-opt", "summary"))
     parser.add_argument("--seeds", type=lambda t: [int(v) for v in t.split(",")], default=None)
     parser.add_argument("--time-limit", type=float, default=120.0, help="seconds per type-free ideal ILP solve")
     parser.add_argument("--direct-time-limit", type=float, default=60.0, help="seconds for HiGHS's direct solve")
@@ -186,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         args.seeds = [0, 1] if args.quick else ([0, 1, 2] if args.what == "ideal" else
                                                [0, 1, 2, 3, 4] if args.what == "joint" else list(range(10)))
     RESULTS.mkdir(exist_ok=True)
-    {"ideal": bench_ideal, "joint": bench_joint, "near-opt": bench_near_opt}[args.what](args)
+    commands = {"ideal": bench_ideal, "joint": bench_joint, "near-opt": bench_near_opt, "summary": summarise}
+    commands[args.what](args)
     return 0
 
 
