@@ -167,41 +167,47 @@ def bench_near_opt(args: argparse.Namespace) -> None:
 
 
 def summarise(args: argparse.Namespace) -> None:
-    """The recorded CSVs as the tables of formulations/heterogeneous.md, section 7 (medians, worst, ranges)."""
+    """The recorded CSVs as the tables of formulations/heterogeneous.md, section 7 (markdown)."""
     import pandas as pd  # only here: the other commands do not need it
 
+    def span(values: Any, unit: str = " s") -> str:
+        return f"{values.min():.1f}-{values.max():.1f}{unit}" if len(values) else "-"
+
     ideal = pd.read_csv(RESULTS / "hetero_ideal.csv")
-    print("ideal ILP, exact: gpus trace method | proven | total_s of the proven | largest gap | load")
+    print("| GPUs | jobs | method | proven | time of the proven | largest gap left | load |\n"
+          "|---|---|---|---|---|---|---|")
     for (gpus, trace, method), rows in ideal.groupby(["gpus", "trace", "method"], sort=False):
         proven = rows[rows.status == "optimal"]
-        spent = f"{proven.total_s.min():.1f}-{proven.total_s.max():.1f} s" if len(proven) else "-"
-        print(f"{gpus} {trace} {method} | {len(proven)} of {len(rows)} | {spent} | {rows.gap.max():.2e} | "
-              f"{rows.load.min():.1f}-{rows.load.max():.1f}")
+        gap = rows.gap.max()
+        print(f"| {gpus} | {trace} | {method} | {len(proven)} of {len(rows)} | {span(proven.total_s)} | "
+              f"{'-' if not gap else f'{gap:.1e}'} | {span(rows.load, '')} |")
     joint = pd.read_csv(RESULTS / "hetero_joint.csv")
-    print("joint: size trace method | proven | seconds of the proven | largest gap | load")
+    print("\n| GPUs | jobs | method | proven | gap left, median (largest) | no solution | load |\n"
+          "|---|---|---|---|---|---|---|")
     for (size, trace, method), rows in joint.groupby(["size", "trace", "method"], sort=False):
-        proven = rows[rows.status == "optimal"]
-        spent = f"{proven.seconds.min():.1f}-{proven.seconds.max():.1f} s" if len(proven) else "-"
-        print(f"{size} {trace} {method} | {len(proven)} of {len(rows)} | {spent} | {rows.gap.max():.2%} | "
-              f"{rows.load.min():.1f}-{rows.load.max():.1f}")
+        gaps = rows.gap.dropna()
+        gap = f"{gaps.median():.2%} ({gaps.max():.2%})" if len(gaps) else "-"
+        print(f"| {size} | {trace} | {method} | {(rows.status == 'optimal').sum()} of {len(rows)} | "
+              f"{gap} | {rows.objective.isna().sum()} | "
+              f"{span(rows.load, '')} |")
     near = pd.read_csv(RESULTS / "hetero_near_opt.csv")
-    print("near-opt: trace | seeds | % of the joint's bound median (worst) | joint proven | joint incumbent below "
-          "near-opt | wall s median (max) | CPU s median (max) | load")
+    print("\n| jobs | seeds | near-opt, % of the joint's bound: median (worst) | joint proven | joint's incumbent "
+          "below near-opt | near-opt wall s: median (max) | CPU s: median (max) | load |\n"
+          "|---|---|---|---|---|---|---|---|")
     for trace, rows in near.groupby("trace", sort=False):
-        print(f"{trace} | {len(rows)} | {rows.pct_joint_bound.median():.2f} ({rows.pct_joint_bound.min():.2f}) | "
+        print(f"| {trace} | {len(rows)} | {rows.pct_joint_bound.median():.2f} ({rows.pct_joint_bound.min():.2f}) | "
               f"{(rows.joint_status == 'optimal').sum()} | {(rows.joint < rows.near_opt).sum()} | "
               f"{rows.near_opt_s.median():.2f} ({rows.near_opt_s.max():.2f}) | "
-              f"{rows.near_opt_cpu_s.median():.2f} ({rows.near_opt_cpu_s.max():.2f}) | "
-              f"{rows.load.min():.1f}-{rows.load.max():.1f}")
-    print("value of the third dimension, % of the type-agnostic baseline's ideal (median, range): trace | "
-          "type-free ideal | share types + ideal | baseline ideal | TUNE baseline | proportional")
+              f"{rows.near_opt_cpu_s.median():.2f} ({rows.near_opt_cpu_s.max():.2f}) | {span(rows.load, '')} |")
     columns = ["ideal_free", "ideal_share", "ideal_baseline", "tune_baseline", "proportional"]
+    print("\n| jobs | type-free ideal | share types + ideal | baseline ideal | TUNE, baseline | proportional, "
+          "baseline |\n|---|---|---|---|---|---|")
     for trace, rows in near.groupby("trace", sort=False):
         cells = []
         for column in columns:
             pct = 100 * rows[column] / rows.ideal_baseline
             cells.append(f"{pct.median():.2f} ({pct.min():.2f}-{pct.max():.2f})")
-        print(f"{trace} | " + " | ".join(cells))
+        print(f"| {trace} | " + " | ".join(cells) + " |")
 
 
 def main(argv: list[str] | None = None) -> int:
