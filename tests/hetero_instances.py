@@ -12,7 +12,7 @@ import numpy as np
 
 import synergy_opt as so
 from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, ServerType
-from tests.random_instances import random_profile
+from tests.random_instances import best_choice_total, random_profile
 
 NAMES = ("k80", "p100", "v100")
 
@@ -115,21 +115,5 @@ def brute_force_hetero_joint(instance: HeteroRound, consolidate: bool = True) ->
                 use[servers] = np.outer(n, [1.0, c, m])
                 if np.all(use <= capacity):
                     choices.append((w, use))
-        options.append(sorted(choices, key=lambda choice: -choice[0]))
-    best_rest = np.concatenate([np.cumsum([max((v for v, _ in o), default=-np.inf) for o in options][::-1])[::-1],
-                                [0.0]])
-    best = -np.inf
-
-    def search(j: int, value: float, free: np.ndarray) -> None:
-        nonlocal best
-        if value + best_rest[j] <= best + 1e-12:
-            return
-        if j == len(options):
-            best = value
-            return
-        for w, use in options[j]:
-            if np.all(use <= free):
-                search(j + 1, value + w, free - use)
-
-    search(0, 0.0, capacity.copy())
-    return None if best == -np.inf else float(best)
+        options.append(choices)
+    return best_choice_total(options, capacity)

@@ -61,3 +61,28 @@ def brute_force_ideal(instance: RoundInstance, gpu_weighted: bool = False) -> fl
         fits = (cpu_used <= cluster.total_cpus + 1e-9) & (mem_used <= cluster.total_mem_gb + 1e-9)
         cpu_used, mem_used, value = cpu_used[fits], mem_used[fits], value[fits]
     return float(value.max())
+
+
+def best_choice_total(options: list[list[tuple[float, np.ndarray]]], capacity: np.ndarray) -> float | None:
+    """Depth-first search over one choice per job: ``options[j]`` lists job j's (value, use) pairs, ``use`` of the
+    shape of ``capacity`` (servers x resources); the best total of choices whose uses fit together, None when
+    none do. Each job's options are tried best first, and a branch stops when the best the rest could add does
+    not beat the best found."""
+    options = [sorted(choices, key=lambda choice: -choice[0]) for choices in options]
+    best_rest = np.concatenate([np.cumsum([max((v for v, _ in o), default=-np.inf) for o in options][::-1])[::-1],
+                                [0.0]])
+    best = -np.inf
+
+    def search(j: int, value: float, free: np.ndarray) -> None:
+        nonlocal best
+        if value + best_rest[j] <= best + 1e-12:
+            return
+        if j == len(options):
+            best = value
+            return
+        for w, use in options[j]:
+            if np.all(use <= free):
+                search(j + 1, value + w, free - use)
+
+    search(0, 0.0, capacity.copy())
+    return None if best == -np.inf else float(best)

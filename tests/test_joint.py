@@ -19,6 +19,7 @@ from synergy_opt.joint import JointFormulation
 from synergy_opt.joint.model import JointReductions, build_joint, item_capacity, server_patterns
 from synergy_opt.mechanisms import MECHANISMS, run_mechanism
 from synergy_opt.solvers import Status, available_solvers, backend
+from tests.random_instances import best_choice_total
 
 ROOT = Path(__file__).resolve().parents[1]
 INTEGER_SOLVERS = [name for name in available_solvers() if backend(name).capabilities.integer]
@@ -96,24 +97,8 @@ def brute_force_joint(instance: RoundInstance, consolidate: bool, split_penalty:
                     if np.all(use <= capacity):
                         split = np.count_nonzero(n) > 1
                         choices.append((w * (1 - split_penalty) if split else w, use))
-        options.append(sorted(choices, key=lambda choice: -choice[0]))
-    best_rest = np.concatenate([np.cumsum([max((v for v, _ in o), default=-math.inf) for o in options][::-1])[::-1],
-                                [0.0]])
-    best = -math.inf
-
-    def search(j: int, value: float, free: np.ndarray) -> None:
-        nonlocal best
-        if value + best_rest[j] <= best + 1e-12:
-            return
-        if j == len(options):
-            best = value
-            return
-        for w, use in options[j]:
-            if np.all(use <= free):
-                search(j + 1, value + w, free - use)
-
-    search(0, 0.0, np.tile(capacity, (servers, 1)))
-    return None if best == -math.inf else best
+        options.append(choices)
+    return best_choice_total(options, np.tile(capacity, (servers, 1)))
 
 
 def solve(instance: RoundInstance, **kwargs: object) -> so.JointResult:
