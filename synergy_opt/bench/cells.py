@@ -219,7 +219,8 @@ def _opt(instance: RoundInstance | HeteroRound, solver: str, options: RunOptions
 def _joint(instance: RoundInstance | HeteroRound, solver: str, options: RunOptions) -> Outcome:
     result = solve_joint(instance, solver=solver, consolidate=options.joint_consolidate, **_limit(options))
     outcome = _solved(result, result.message)
-    outcome.settings = f"consolidate={result.consolidate}"  # which placement rule the reference is
+    # Which placement rule the reference is (a heterogeneous joint solves the rule it was given).
+    outcome.settings = f"consolidate={getattr(result, 'consolidate', options.joint_consolidate)}"
     return outcome
 
 
