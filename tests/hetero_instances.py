@@ -93,10 +93,10 @@ def brute_force_hetero_ideal(instance: HeteroRound, gpu_weighted: bool = False) 
     return float(value.max()) if value.size else -np.inf
 
 
-def brute_force_hetero_joint(instance: HeteroRound, consolidate: bool = True) -> float | None:
+def brute_force_hetero_joint(instance: HeteroRound, consolidate: bool = False) -> float | None:
     """Best objective over every (type, config) a job may take (``job_options``) and every way of spreading its
-    GPUs over that type's servers (one server when ``consolidate`` and it fits one), by depth-first search;
-    None when nothing is feasible."""
+    GPUs over that type's servers (one server when ``consolidate`` and it fits one; by default any job may split,
+    as in solve_joint), by depth-first search; None when nothing is feasible."""
     cluster = instance.cluster
     capacity = cluster.capacity * (1 + 1e-9)
     options: list[list[tuple[float, np.ndarray]]] = []

@@ -21,12 +21,12 @@ def rows_of(path: Path) -> list[dict[str, str]]:
 
 
 def test_types_give_type_free_rounds_and_every_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "typed.csv"
+    out = tmp_path / "typed"
     assert main(["--types", "k80:1,p100:1,v100:1", "--seeds", "1", "--multi-gpu", "yes", "--solvers", "highs",
                  "--mechanisms", "proportional,tune,near-opt,opt,joint,ideal,ideal-lp", "--no-progress",
                  "--out", str(out)]) == 0
     assert "24 GPUs" in capsys.readouterr().out
-    rows = {row["mechanism"]: row for row in rows_of(out)}
+    rows = {row["mechanism"]: row for row in rows_of(out / "rows.csv")}
     assert {row["instance"] for row in rows.values()} == {"gen-k80:1,p100:1,v100:1-multi-s0"}
     instance = so.generate_round(types={"k80": 1, "p100": 1, "v100": 1}, multi_gpu=True, seed=0)
     for name in ("proportional", "tune", "near-opt"):
@@ -49,10 +49,10 @@ def test_specs_with_types_and_saved_format_two_files(tmp_path: Path) -> None:
     folder.mkdir()
     name = "hetero_3x16gpu_single_seed0.json"
     (folder / name).write_text((REPO / "instances" / name).read_text())
-    out = tmp_path / "saved.csv"
+    out = tmp_path / "saved-out"
     assert main(["--instances", str(folder), "--mechanisms", "tune,ideal", "--solvers", "highs", "--no-progress",
                  "--out", str(out)]) == 0
-    rows = {row["mechanism"]: row for row in rows_of(out)}
+    rows = {row["mechanism"]: row for row in rows_of(out / "rows.csv")}
     instance = so.load_instance(folder / name)
     assert float(rows["tune"]["objective"]) == pytest.approx(
         so.evaluate(instance, so.run_mechanism(instance, "tune")).objective, rel=1e-9)
@@ -63,7 +63,7 @@ def test_specs_with_types_and_saved_format_two_files(tmp_path: Path) -> None:
                                    ["--types", "k80:1", "--gpus", "16"],
                                    ["--instances", "instances", "--types", "k80:1"]])
 def test_bad_type_flags_exit_2_with_one_line(flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    code = main([*flags, "--mechanisms", "tune", "--no-progress", "--out", "/tmp/never-written.csv"])
+    code = main([*flags, "--mechanisms", "tune", "--no-progress", "--out", "/tmp/never-written"])
     captured = capsys.readouterr()
     assert code == 2 and captured.out == ""
     assert captured.err.count("\n") == 1 and "error:" in captured.err

@@ -106,7 +106,7 @@ def test_the_decomposition_is_a_valid_joint_and_proves_when_it_meets_the_bound()
 
 def test_the_typed_master_bounds_the_joint() -> None:
     for instance in TINY[:30]:
-        exact = so.solve_joint(instance, method="direct", mip_gap=0.0)
+        exact = so.solve_joint(instance, consolidate=True, method="direct", mip_gap=0.0)
         if exact.objective is None:
             continue
         classes, representatives, count = job_classes(instance)

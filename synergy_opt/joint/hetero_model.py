@@ -137,7 +137,7 @@ def type_shares(instance: HeteroRound, consolidate: bool, split_penalty: float, 
     return out
 
 
-def build_hetero_joint(instance: HeteroRound, *, consolidate: bool = True, split_penalty: float = 0.0,
+def build_hetero_joint(instance: HeteroRound, *, consolidate: bool = False, split_penalty: float = 0.0,
                        objective: Objective = "job", reductions: JointReductions | None = None,
                        upper_bound: float | None = None, pattern_limit: int = PATTERN_LIMIT) -> HeteroJointModel:
     """Build the type-free joint MILP of ``instance`` (the module docstring's equations)."""
