@@ -6,8 +6,8 @@ type's homogeneous round is allocated by the mechanism exactly as today and the 
 =============================================  ====================================================
 mechanism                                      type rule on a type-free round
 =============================================  ====================================================
-proportional, greedy, tune, drf, tetris        the baseline type (what a heterogeneity-agnostic or
-                                               policy-chosen GPU allocation gave the job)
+proportional, greedy, tune, tune-artifact,     the baseline type (what a heterogeneity-agnostic or
+drf, tetris                                    policy-chosen GPU allocation gave the job)
 opt                                            the type-free ideal ILP's (then placement and rounding
                                                per type, :mod:`synergy_opt.placement.hetero`)
 near-opt                                       chosen (:mod:`synergy_opt.mechanisms.near_opt.hetero`)
@@ -37,6 +37,7 @@ TYPE_RULES = {
     "proportional": "baseline",
     "greedy": "baseline",
     "tune": "baseline",
+    "tune-artifact": "baseline",
     "drf": "baseline",
     "tetris": "baseline",
     "opt": "ideal",
