@@ -161,10 +161,9 @@ def test_server_programme_equals_brute_force_on_whole_units(instance: RoundInsta
     jobs = np.arange(len(instance.jobs))
     server = np.zeros(jobs.size, dtype=np.int64)
     tables = server_tables(table, units, server, jobs, instance.gpus, 1)
-    room = np.array([units.per_server])
-    columns = backtrack(tables, room, room)
+    columns = backtrack(tables, np.array([units.cpu_per_server]), np.array([units.mem_per_server]))
     expected = _server_brute_force(instance, list(jobs))
-    assert tables.final[0, units.per_server, units.per_server] == pytest.approx(expected)
+    assert tables.final[0, units.cpu_per_server, units.mem_per_server] == pytest.approx(expected)
     assert np.all(columns >= 0)
     assert table.tput[columns].sum() == pytest.approx(expected)
     assert instance.gpus @ table.cpu[columns] <= instance.cluster.cpus_per_server + 1e-9
@@ -175,7 +174,8 @@ def test_units_of_the_builtin_profiles_are_exact() -> None:
     """CPUs in whole numbers and memory in multiples of 500/24 GB: three units per proportional share."""
     instance = generate_round(64, multi_gpu=True, seed=0, profile_noise=0.05)
     units = choose_units(config_table(instance))
-    assert (units.cpu, units.mem, units.per_server) == (pytest.approx(1.0), pytest.approx(500 / 24), 24)
+    assert (units.cpu, units.mem, units.cpu_per_server, units.mem_per_server) == (
+        pytest.approx(1.0), pytest.approx(500 / 24), 24, 24)
     assert units.mem_units(np.array([1, 8]), np.array([20.83, 62.5])).tolist() == [1, 24]
 
 

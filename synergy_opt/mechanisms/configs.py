@@ -134,11 +134,13 @@ def fit_to_capacity(table: ConfigTable, column: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PricedTargets:
-    """CPU and memory prices, the LP bound they prove, and each class's best column at those prices."""
+    """CPU and memory prices, the LP bound they prove, each class's best column at those prices, and per job
+    that column raised while the cluster's totals have room (:func:`raise_to_capacity`)."""
 
     prices: np.ndarray  # (per CPU, per GB)
     bound: float  # the ideal LP relaxation's optimum: an upper bound on every realizable round
     column: np.ndarray  # per class
+    job_column: np.ndarray  # per job
 
 
 def priced_targets(table: ConfigTable) -> PricedTargets:
@@ -148,7 +150,7 @@ def priced_targets(table: ConfigTable) -> PricedTargets:
     the cluster's CPUs and memory wherever the LP leaves a resource unpriced.
     """
     if table.start.size == 1:  # no jobs
-        return PricedTargets(np.zeros(2), 0.0, np.zeros(0, dtype=np.int64))
+        return PricedTargets(np.zeros(2), 0.0, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     knapsack = table.knapsack
     dual = solve_dual(knapsack)
     priced, best = knapsack.priced(dual.multipliers)
@@ -157,7 +159,64 @@ def priced_targets(table: ConfigTable) -> PricedTargets:
     score = np.where(priced >= best[table.col_class] - 1e-9 * (1 + np.abs(best[table.col_class])), 1.0, 0.0)
     priced_use = dual.multipliers[0] * table.cpu + dual.multipliers[1] * table.mem
     column = fit_to_capacity(table, best_per_class(table, score, priced_use))
-    return PricedTargets(dual.multipliers, dual.bound, column)
+    jobs = raise_to_capacity(table, column[table.klass], dual.multipliers)
+    # The ties taken the other way (the most priced use: the LP's fractional classes rounded up), trimmed to fit
+    # and raised: the better of the two.
+    up = fit_to_capacity(table, best_per_class(table, score, -priced_use))
+    jobs_up = raise_to_capacity(table, up[table.klass], dual.multipliers)
+    if table.tput[jobs_up].sum() > table.tput[jobs].sum() * (1 + 1e-12):
+        column, jobs = up, jobs_up
+    return PricedTargets(dual.multipliers, dual.bound, column, jobs)
+
+
+# Rounds of raise_to_capacity (each takes the best offers that fit together; later rounds take what is left).
+RAISE_ROUNDS = 8
+
+
+def raise_to_capacity(table: ConfigTable, column: np.ndarray, prices: np.ndarray) -> np.ndarray:
+    """Per job columns (``column``, job order) raised to better ones while the cluster's total CPUs and memory
+    have room for them.
+
+    The priced targets take, among a class's columns of equal priced value, the least used; where the LP mixes
+    such columns (ties at the prices, common on rounds of few distinct jobs) they leave part of the cluster's
+    priced resources idle that the LP optimum uses. Here every job is offered its raise of the highest gain per
+    priced extra use (the LP's exchange rate; ties to the larger gain) that fits the room left, and the best
+    offers are taken, in that order, as far as they fit together; rounds repeat until no offer fits. Each raise
+    adds throughput and stays within the totals.
+    """
+    instance = table.instance
+    cluster = instance.cluster
+    room = np.array([cluster.total_cpus, cluster.total_mem_gb]) * (1 - 1e-12)
+    gpus = instance.gpus.astype(float)
+    column = column.copy()
+    klass = table.klass
+    # Every (job, column of its class) pair.
+    counts = table.start[klass + 1] - table.start[klass]
+    job = np.repeat(np.arange(klass.size), counts)
+    pair = table.start[klass][job] + (np.arange(job.size) - np.repeat(np.cumsum(counts) - counts, counts))
+    cpu, mem, tput = table.cpu[pair] * gpus[job], table.mem[pair] * gpus[job], table.tput[pair]
+    scale = np.array([cluster.total_cpus, cluster.total_mem_gb])
+    for _ in range(RAISE_ROUNDS):
+        now = column[job]
+        left = room - np.array([(table.cpu[column] * gpus).sum(), (table.mem[column] * gpus).sum()])
+        extra_cpu, extra_mem = cpu - table.cpu[now] * gpus[job], mem - table.mem[now] * gpus[job]
+        gain = tput - table.tput[now]
+        ok = (gain > _TOLERANCE * (1 + table.tput[now])) & (extra_cpu <= left[0]) & (extra_mem <= left[1])
+        if not ok.any():
+            break
+        cost = (prices[0] * np.maximum(extra_cpu, 0) + prices[1] * np.maximum(extra_mem, 0)
+                + 1e-9 * (np.maximum(extra_cpu, 0) / scale[0] + np.maximum(extra_mem, 0) / scale[1]))
+        rate = np.where(ok, gain / np.maximum(cost, 1e-300), -np.inf)
+        # Per job its best offer: highest rate, then largest gain.
+        order = np.lexsort((-gain, -rate, job))
+        first = order[np.searchsorted(job[order], np.arange(klass.size))] if job.size else order
+        first = first[np.isfinite(rate[first])]
+        first = first[np.lexsort((-gain[first], -rate[first]))]
+        took = np.cumsum(extra_cpu[first]) <= left[0] * (1 + 1e-12)
+        took &= np.cumsum(extra_mem[first]) <= left[1] * (1 + 1e-12)
+        taken = first[: int(np.argmin(took)) if not took.all() else took.size]  # the first always fits
+        column[job[taken]] = pair[taken]
+    return column
 
 
 def job_throughputs(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> np.ndarray:

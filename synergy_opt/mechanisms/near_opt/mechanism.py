@@ -18,9 +18,9 @@ from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.configs import ConfigTable, PricedTargets, config_table, job_throughputs, priced_targets
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.mechanisms.near_opt.assign import assign_chunks, chunk_sizes, merge_entries
+from synergy_opt.mechanisms.near_opt.exchange import exchange
 from synergy_opt.mechanisms.near_opt.rebalance import reassign_slots, rebalance
-from synergy_opt.mechanisms.near_opt.server_dp import backtrack, choose_units, server_tables
-from synergy_opt.mechanisms.near_opt.splits import split_columns
+from synergy_opt.mechanisms.near_opt.server_dp import choose_units
 from synergy_opt.mechanisms.near_opt.tune_floor import TuneBound
 from synergy_opt.mechanisms.spare import Parts, parts_of, spend_parts
 from synergy_opt.mechanisms.tune import pack_tune_demands
@@ -52,9 +52,8 @@ class NearOptResult:
 def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, PricedTargets]:
     """Steps 1-4 of the package docstring: near-opt's own allocation as :class:`Parts`, and the prices."""
     priced = priced_targets(table)
-    target = priced.column[table.klass]
+    target = priced.job_column
     cpu, mem = table.cpu[target], table.mem[target]
-    cluster = instance.cluster
     entries = assign_chunks(instance, cpu, mem, chunk_sizes(instance, cpu, mem))
     # What each job needs per GPU: its target, and what it cannot do without: a split job its target (its
     # config must fit on every one of its servers), any other no more than its safe config.
@@ -65,16 +64,8 @@ def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, P
     entries = rebalance(instance, reassign_slots(instance, entries, demand), demand)
     entries = merge_entries(entries.job, entries.server, entries.gpus)
     units = choose_units(table)
-    spans = entries.spans(len(instance.jobs))
-    whole = spans[entries.job] == 1
-    tables = server_tables(table, units, entries.server[whole], entries.job[whole], entries.gpus[whole],
-                           cluster.servers)
-    split = split_columns(table, units, entries, np.flatnonzero(spans > 1), tables, target)
-    columns = backtrack(tables, units.per_server - split.cpu_units, units.per_server - split.mem_units)
-    column_of = np.empty(len(instance.jobs), dtype=np.int64)
-    column_of[entries.job[whole]] = np.where(columns >= 0, columns, table.safe[table.klass[entries.job[whole]]])
-    for job, col in split.column.items():
-        column_of[job] = col
+    configured = exchange(table, units, entries, target)
+    entries, column_of = configured.entries, configured.column
     order = np.argsort(entries.job, kind="stable")
     parts = Parts(entries.job[order], entries.server[order], entries.gpus[order], table.cpu[column_of],
                   table.mem[column_of], table.tput[column_of], np.ones(len(instance.jobs), dtype=bool))
