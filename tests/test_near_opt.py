@@ -32,14 +32,17 @@ from synergy_opt import (
 from synergy_opt.evaluation import Evaluation, InvalidAllocationWarning, evaluate
 from synergy_opt.ideal.lagrangian import dual_value
 from synergy_opt.instance import Allocation, Placement
-from synergy_opt.mechanisms.configs import config_table, job_throughputs, priced_targets
+from synergy_opt.mechanisms.configs import config_table, ideal_targets, job_throughputs, placeable, priced_targets
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.mechanisms.near_opt import solve_near_opt
+from synergy_opt.mechanisms.near_opt.assign import assign_chunks, chunk_sizes, merge_entries
+from synergy_opt.mechanisms.near_opt.exchange import configure, exchange
 from synergy_opt.mechanisms.near_opt.server_dp import backtrack, choose_units, server_tables
 from synergy_opt.mechanisms.near_opt.tune_floor import TuneBound, staged_applies, tune_bound
 from synergy_opt.mechanisms.spare import spend_spare
 from synergy_opt.mechanisms.tune import pack_tune
 from synergy_opt.profiles import model_info, models_by_task
+from synergy_opt.round_family import member_round
 from tests.test_joint import brute_force_joint, tiny_instances
 from tests.test_mechanisms import CI, HEURISTICS, generated_rounds, profiles, small_rounds
 
@@ -379,3 +382,85 @@ def test_tolerance_picks_the_smallest_config_close_to_a_noisy_maximum() -> None:
     with pytest.raises(InvalidInputError, match="best_case_tolerance"):
         best_case_demands(instance, 1.0)
     assert job_throughputs(instance, np.array([3.0]), np.array([62.5]))[0] == pytest.approx(1.01)
+
+
+# -- issue 22: per-resource units, placeable targets, raised targets, exchanges, several starts -------------------
+def test_units_are_exact_per_resource_at_every_profiled_ratio() -> None:
+    """One q per resource: 1 CPU and 500/24 GB at every ratio (one q for both needed 12 or 15 at ratios 4, 5)."""
+    for ratio in (3, 4, 5, 6):
+        instance = generate_round(64, multi_gpu=True, seed=1, profile_noise=0.05, cpu_per_gpu=ratio)
+        units = choose_units(config_table(instance))
+        assert (units.cpu, units.mem) == (pytest.approx(1.0), pytest.approx(500 / 24))
+        assert (units.cpu_per_server, units.mem_per_server) == (8 * ratio, 24)
+
+
+def test_placeable_columns_leave_room_for_a_servers_other_gpus() -> None:
+    """On full 8-GPU servers of 24 CPUs, where every job needs at least 1 CPU per GPU, no GPU can have more than
+    24 - 7 = 17 CPUs; with GPUs left idle in the round, more."""
+    hungry = Profile(np.array([3.0, 12.0, 24.0]), np.array([62.5]), np.array([[1.0], [2.0], [3.0]]))
+    giver = Profile(np.array([1.0, 3.0]), np.array([62.5]), np.array([[1.0], [1.0]]))
+
+    def round_of(jobs: int) -> RoundInstance:
+        return RoundInstance(Cluster(2, 8, 24, 500), tuple(Job(f"j{k}", 1, hungry if k % 2 else giver)
+                                                           for k in range(jobs)))
+
+    table = config_table(round_of(16))
+    assert set(table.cpu[placeable(table)].tolist()) == {1.0, 3.0, 12.0}
+    table = config_table(round_of(9))  # 7 GPUs idle: a server may hold one GPU only
+    assert set(table.cpu[placeable(table)].tolist()) == {1.0, 3.0, 12.0, 24.0}
+    table = config_table(round_of(16))
+    targets = priced_targets(table)
+    assert np.all(placeable(table)[targets.job_column])
+
+
+@settings(CI, max_examples=40)
+@given(st.one_of(generated_rounds(max_servers=6), small_rounds()))
+def test_raised_targets_fit_the_totals_and_gain(instance: RoundInstance) -> None:
+    table = config_table(instance)
+    targets = priced_targets(table)
+    cluster = instance.cluster
+    for column in (targets.job_column, targets.other_job_column):
+        if column is None:
+            continue
+        assert instance.gpus @ table.cpu[column] <= cluster.total_cpus * (1 + 1e-9)
+        assert instance.gpus @ table.mem[column] <= cluster.total_mem_gb * (1 + 1e-9)
+        assert np.all(table.tput[column] >= instance.floors - TOL)
+    # Raising never lowers a job below its priced class column.
+    assert table.tput[targets.job_column].sum() >= table.tput[targets.column[table.klass]].sum() - TOL
+
+
+@settings(CI, max_examples=40)
+@given(st.one_of(generated_rounds(max_servers=6), small_rounds()))
+def test_exchange_never_lowers_the_configured_total(instance: RoundInstance) -> None:
+    """The exchanges end at least where the per-server programme started (every round judged exactly), on a
+    realizable round."""
+    table = config_table(instance)
+    target = priced_targets(table).job_column
+    cpu, mem = table.cpu[target], table.mem[target]
+    entries = assign_chunks(instance, cpu, mem, chunk_sizes(instance, cpu, mem))
+    entries = merge_entries(entries.job, entries.server, entries.gpus)
+    units = choose_units(table)
+    first = configure(table, units, entries, target)
+    found = exchange(table, units, entries, target)
+    assert found.total >= first.total - TOL
+    gpus = np.bincount(found.entries.job, found.entries.gpus, minlength=len(instance.jobs))
+    assert np.array_equal(gpus, instance.gpus)  # every job keeps its GPUs
+    per_server = np.bincount(found.entries.server, found.entries.gpus, minlength=instance.cluster.servers)
+    assert np.array_equal(per_server, np.bincount(entries.server, entries.gpus, minlength=instance.cluster.servers))
+
+
+def test_ideal_targets_are_an_ideal_optimum() -> None:
+    instance = generate_round(64, multi_gpu=True, seed=4, profile_noise=0.05)
+    table = config_table(instance)
+    column = ideal_targets(table)
+    assert column is not None
+    assert table.tput[column].sum() == pytest.approx(solve_ideal(instance).objective, rel=2e-4)
+    assert instance.gpus @ table.cpu[column] <= instance.cluster.total_cpus + 1e-9
+
+
+def test_split_jobs_with_less_memory_than_safe_still_make_room() -> None:
+    """A split job above its safe config in CPUs but below it in memory (4 CPUs, 20.8 GB against 3, 62.5) on a
+    server short of CPUs was never moved to safe (its 'excess' was negative): the allocation overloaded the
+    server (25 CPUs of 24 on this family round, found by the issue-22 family). Now valid."""
+    instance = member_round("multi-spanning", 1024, seed=0, profile_noise=0.1)
+    check_near_opt(instance)

@@ -3,15 +3,17 @@ decomposition (:mod:`synergy_opt.joint.decomposition`), decoded to an Allocation
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.evaluation import Evaluation, evaluate
+from synergy_opt.evaluation import Evaluation, InvalidAllocationWarning, evaluate
 from synergy_opt.ideal.model import OBJECTIVE, Objective
 from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.instance import allocation as allocation_rule
 from synergy_opt.io import round_instance
 from synergy_opt.joint.decomposition import DecompositionReport, solve_decomposition
 from synergy_opt.joint.literal import LiteralJointModel, build_joint_literal
@@ -103,7 +105,7 @@ class JointResult(SolvedModel):
 
 @checked(instance=round_instance, consolidate=boolean, split_penalty=Number(0, 1), objective=OBJECTIVE,
          reductions=Optional(InstanceOf(JointReductions)), formulation=OneOf((*FORMULATIONS, "literal")),
-         upper_bound=Optional(Number()), **SOLVER_ARGUMENTS)
+         upper_bound=Optional(Number()), start=Optional(allocation_rule), **SOLVER_ARGUMENTS)
 def solve_joint(
     instance: RoundInstance,
     solver: str = DEFAULT_SOLVER,
@@ -116,6 +118,7 @@ def solve_joint(
     reductions: JointReductions | None = None,
     formulation: JointFormulation = "patterns",
     upper_bound: float | None = None,
+    start: Allocation | None = None,
     threads: int | None = 1,
     seed: int = 0,
     verbose: bool = False,
@@ -164,6 +167,12 @@ def solve_joint(
     """
     if method not in METHODS:
         raise InvalidInputError("method", method, f"choose one of {', '.join(METHODS)}")
+    if start is not None:
+        with warnings.catch_warnings():  # an invalid start is an error here, not a warning
+            warnings.simplefilter("ignore", InvalidAllocationWarning)
+            given = evaluate(instance, start)  # a job or server of another round raises here
+        if not given.valid:
+            raise InvalidInputError("start", "allocation", f"is not a valid allocation: {'; '.join(given.problems)}")
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
                           options=dict(options or {}))
     if formulation not in (*FORMULATIONS, "literal"):
@@ -183,7 +192,15 @@ def solve_joint(
                                        items.per_server, partial_factor=AUTO_PARTIAL_FACTOR)
             if patterns is None:
                 method = "decomposition"
-            else:
+            elif start is not None:
+                # The start may already meet the ideal ILP's bound (then no model need be solved).
+                found, result, report = solve_decomposition(
+                    instance, params, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
+                    reductions=reductions, upper_bound=upper_bound, initial_allocation=start, only_incumbent=True)
+                if result.status is Status.OPTIMAL:
+                    return JointResult(status=result.status, objective=result.objective, bound=result.bound,
+                                       joint=found, solve=result, method="decomposition", report=report)
+            if patterns is not None:
                 method = "direct"
                 joint = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty,
                                     objective=objective, reductions=reductions, upper_bound=upper_bound,
@@ -191,7 +208,8 @@ def solve_joint(
     if method == "decomposition" and instance.jobs:
         found, result, report = solve_decomposition(instance, params, consolidate=consolidate,
                                                     split_penalty=split_penalty, objective=objective,
-                                                    reductions=reductions, upper_bound=upper_bound)
+                                                    reductions=reductions, upper_bound=upper_bound,
+                                                    initial_allocation=start)
         return JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=found,
                            solve=result, method="decomposition", report=report, consolidate=consolidate)
     if joint is None:

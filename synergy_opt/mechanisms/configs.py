@@ -22,12 +22,17 @@ from functools import cached_property
 
 import numpy as np
 
+from synergy_opt.ideal.core import solve_core
 from synergy_opt.ideal.lagrangian import Knapsack, solve_dual
 from synergy_opt.ideal.model import IdealModel, build_ideal
 from synergy_opt.instance import RoundInstance
+from synergy_opt.solvers.base import SolverParams
 
 # Relative slack when comparing per-GPU values with the proportional share and throughputs with each other.
 _TOLERANCE = 1e-9
+# The ideal ILP's relative gap when its solution serves as targets (the same as solve_ideal's default).
+IDEAL_GAP = 1e-4
+
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,6 +146,8 @@ class PricedTargets:
     bound: float  # the ideal LP relaxation's optimum: an upper bound on every realizable round
     column: np.ndarray  # per class
     job_column: np.ndarray  # per job
+    # Per job, the targets from the LP's ties taken the other way when they differ (and fit), else None.
+    other_job_column: np.ndarray | None = None
 
 
 def priced_targets(table: ConfigTable) -> PricedTargets:
@@ -151,12 +158,17 @@ def priced_targets(table: ConfigTable) -> PricedTargets:
     """
     if table.start.size == 1:  # no jobs
         return PricedTargets(np.zeros(2), 0.0, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    # Columns no GPU can run beside its server's other jobs are left out (a valid restriction: every realizable
+    # round avoids them, so the LP's bound still bounds every one).
     knapsack = table.knapsack
-    dual = solve_dual(knapsack)
-    priced, best = knapsack.priced(dual.multipliers)
+    allowed = placeable(table)
+    dual = solve_dual(knapsack.restricted(allowed))
+    priced = knapsack.value - dual.multipliers[0] * knapsack.cpu - dual.multipliers[1] * knapsack.mem
+    best = np.maximum.reduceat(np.where(allowed, priced, -np.inf), knapsack.starts)
     # Priced values within a hair of the best tie (floating sums of prices differ in the last bits); among
     # them, the least priced use (the LP's ties move use, not value), then the smallest footprint.
-    score = np.where(priced >= best[table.col_class] - 1e-9 * (1 + np.abs(best[table.col_class])), 1.0, 0.0)
+    score = np.where(allowed & (priced >= best[table.col_class] - 1e-9 * (1 + np.abs(best[table.col_class]))),
+                     1.0, 0.0)
     priced_use = dual.multipliers[0] * table.cpu + dual.multipliers[1] * table.mem
     column = fit_to_capacity(table, best_per_class(table, score, priced_use))
     jobs = raise_to_capacity(table, column[table.klass], dual.multipliers)
@@ -164,9 +176,25 @@ def priced_targets(table: ConfigTable) -> PricedTargets:
     # and raised: the better of the two.
     up = fit_to_capacity(table, best_per_class(table, score, -priced_use))
     jobs_up = raise_to_capacity(table, up[table.klass], dual.multipliers)
+    other = None if np.array_equal(jobs_up, jobs) else jobs_up
     if table.tput[jobs_up].sum() > table.tput[jobs].sum() * (1 + 1e-12):
-        column, jobs = up, jobs_up
-    return PricedTargets(dual.multipliers, dual.bound, column, jobs)
+        column, jobs, other = up, jobs_up, jobs
+    return PricedTargets(dual.multipliers, dual.bound, column, jobs, other)
+
+
+def placeable(table: ConfigTable) -> np.ndarray:
+    """Per column, whether a GPU can run it on a server whose other GPUs run jobs too: at most ``C - k c_min``
+    CPUs and ``M - k m_min`` GB per GPU, where ``k`` GPUs of a server besides this one must be in use (``G - 1``
+    less the GPUs the round leaves idle) and ``c_min``, ``m_min`` are the least any column asks for."""
+    instance = table.instance
+    cluster = instance.cluster
+    idle = max(cluster.total_gpus - int(instance.gpus.sum()), 0)
+    others = max(cluster.gpus_per_server - 1 - idle, 0)
+    if table.cpu.size == 0:
+        return np.ones(0, dtype=bool)
+    cpu_cap = cluster.cpus_per_server - others * float(table.cpu.min())
+    mem_cap = cluster.mem_gb_per_server - others * float(table.mem.min())
+    return (table.cpu <= cpu_cap * (1 + _TOLERANCE)) & (table.mem <= mem_cap * (1 + _TOLERANCE))
 
 
 # Rounds of raise_to_capacity (each takes the best offers that fit together; later rounds take what is left).
@@ -195,13 +223,14 @@ def raise_to_capacity(table: ConfigTable, column: np.ndarray, prices: np.ndarray
     job = np.repeat(np.arange(klass.size), counts)
     pair = table.start[klass][job] + (np.arange(job.size) - np.repeat(np.cumsum(counts) - counts, counts))
     cpu, mem, tput = table.cpu[pair] * gpus[job], table.mem[pair] * gpus[job], table.tput[pair]
+    allowed = placeable(table)[pair]
     scale = np.array([cluster.total_cpus, cluster.total_mem_gb])
     for _ in range(RAISE_ROUNDS):
         now = column[job]
         left = room - np.array([(table.cpu[column] * gpus).sum(), (table.mem[column] * gpus).sum()])
         extra_cpu, extra_mem = cpu - table.cpu[now] * gpus[job], mem - table.mem[now] * gpus[job]
         gain = tput - table.tput[now]
-        ok = (gain > _TOLERANCE * (1 + table.tput[now])) & (extra_cpu <= left[0]) & (extra_mem <= left[1])
+        ok = (gain > _TOLERANCE * (1 + table.tput[now])) & (extra_cpu <= left[0]) & (extra_mem <= left[1]) & allowed
         if not ok.any():
             break
         cost = (prices[0] * np.maximum(extra_cpu, 0) + prices[1] * np.maximum(extra_mem, 0)
@@ -217,6 +246,17 @@ def raise_to_capacity(table: ConfigTable, column: np.ndarray, prices: np.ndarray
         taken = first[: int(np.argmin(took)) if not took.all() else took.size]  # the first always fits
         column[job[taken]] = pair[taken]
     return column
+
+
+def ideal_targets(table: ConfigTable) -> np.ndarray | None:
+    """Per job, its column in an optimal solution of the ideal ILP (solved exactly through its core,
+    :func:`synergy_opt.ideal.core.solve_core`); None when it has none."""
+    if table.start.size == 1:
+        return None
+    result = solve_core(table.ideal, SolverParams(mip_gap=IDEAL_GAP))
+    if result.x is None:
+        return None
+    return table.ideal.decode(result.x)
 
 
 def job_throughputs(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> np.ndarray:

@@ -347,7 +347,7 @@ def _best_swaps(table: ConfigTable, units: Units, current: _State, target: np.nd
     a, b = a[keep], b[keep]
     if a.size == 0:
         return [], []
-    context = _Context.of(table, units, current, target)
+    context = _Context.of(table, units, current, _aims(table, target))
     old = current.whole_value[mobiles.server[a]] + current.whole_value[mobiles.server[b]]
     gain = np.full(a.size, -np.inf)
     change = np.full(a.size, -1, dtype=np.int64)  # the job whose column changes (-1: none)
@@ -407,21 +407,22 @@ def _enters(have: np.ndarray, mobiles: _Mobiles, mover: np.ndarray, other: np.nd
 @dataclass(frozen=True, eq=False)
 class _Context:
     """What every judgement of a round reads: GPUs and entry of each job on each server, the room the split
-    jobs leave per server, and for each entry of a split job the change in its server's whole value if the job
-    took its target column (and whether the target does not fit there)."""
+    jobs leave per server, and for each entry of a split job and each of the job's aims (:func:`_aims`) the
+    change in its server's whole value if the job took that column (and whether it does not fit there)."""
 
     have: np.ndarray  # (jobs, servers) GPUs
     entry: np.ndarray  # (jobs, servers) entry index, -1 where none
     room_a: np.ndarray
     room_b: np.ndarray
     current: _State
-    piece_delta: np.ndarray  # per entry of a split job (0 where blocked)
-    piece_blocked: np.ndarray  # per entry: the target does not fit that entry's server
-    job_delta: np.ndarray  # per job: the sums over its entries
-    job_blocked: np.ndarray  # per job: on how many of its servers the target does not fit
+    aims: np.ndarray  # (jobs, aims): columns a split job may move to besides its own
+    piece_delta: np.ndarray  # (entries, aims): per entry of a split job (0 where blocked)
+    piece_blocked: np.ndarray  # (entries, aims): the aim does not fit that entry's server
+    job_delta: np.ndarray  # (jobs, aims): the sums over its entries
+    job_blocked: np.ndarray  # (jobs, aims): on how many of its servers the aim does not fit
 
     @classmethod
-    def of(cls, table: ConfigTable, units: Units, current: _State, target: np.ndarray) -> _Context:
+    def of(cls, table: ConfigTable, units: Units, current: _State, aims: np.ndarray) -> _Context:
         entries = current.entries
         jobs, servers = len(table.instance.jobs), current.whole_value.size
         have = np.zeros((jobs, servers), dtype=np.int64)
@@ -430,23 +431,44 @@ class _Context:
         entry[entries.job, entries.server] = np.arange(entries.job.size)
         room_a = units.cpu_per_server - current.split_a
         room_b = units.mem_per_server - current.split_b
-        piece_delta = np.zeros(entries.job.size)
-        piece_blocked = np.zeros(entries.job.size, dtype=bool)
+        piece_delta = np.zeros((entries.job.size, aims.shape[1]))
+        piece_blocked = np.zeros((entries.job.size, aims.shape[1]), dtype=bool)
         split = np.flatnonzero(current.spans[entries.job] > 1)
         job = entries.job[split]
-        now, aim = current.column[job], target[job]
-        n, server = entries.gpus[split], entries.server[split]
+        now, aim = current.column[job][:, None], aims[job]
+        n, server = entries.gpus[split][:, None], entries.server[split][:, None]
         left_a = room_a[server] + units.cpu_units(n, table.cpu[now]) - units.cpu_units(n, table.cpu[aim])
         left_b = room_b[server] + units.mem_units(n, table.mem[now]) - units.mem_units(n, table.mem[aim])
-        read = _read(current.final, server, left_a, left_b)
+        read = _read(current.final, np.broadcast_to(server, aim.shape), left_a, left_b)
         piece_blocked[split] = ~np.isfinite(read)
         piece_delta[split] = np.where(piece_blocked[split], 0.0, read - current.whole_value[server])
-        job_delta = np.bincount(entries.job, piece_delta, minlength=jobs)
-        job_blocked = np.bincount(entries.job, piece_blocked, minlength=jobs).astype(np.int64)
-        return cls(have, entry, room_a, room_b, current, piece_delta, piece_blocked, job_delta, job_blocked)
+        job_delta = np.zeros((jobs, aims.shape[1]))
+        job_blocked = np.zeros((jobs, aims.shape[1]), dtype=np.int64)
+        np.add.at(job_delta, entries.job, piece_delta)
+        np.add.at(job_blocked, entries.job, piece_blocked.astype(np.int64))
+        return cls(have, entry, room_a, room_b, current, aims, piece_delta, piece_blocked, job_delta, job_blocked)
 
     def servers_of(self, job: int) -> np.ndarray:
         return np.flatnonzero(self.have[job] > 0)
+
+
+def _aims(table: ConfigTable, target: np.ndarray) -> np.ndarray:
+    """Per job, the columns a swap may move it to besides its own: its target, and its best column below the
+    target (no more CPUs or memory, less throughput; the target again when there is none), which often fits
+    where the target does not."""
+    instance = table.instance
+    klass = table.klass
+    counts = table.start[klass + 1] - table.start[klass]
+    job = np.repeat(np.arange(klass.size), counts)
+    pair = table.start[klass][job] + (np.arange(job.size) - np.repeat(np.cumsum(counts) - counts, counts))
+    aim = target[job]
+    below = ((table.cpu[pair] <= table.cpu[aim] * (1 + 1e-9)) & (table.mem[pair] <= table.mem[aim] * (1 + 1e-9))
+             & (table.tput[pair] < table.tput[aim] * (1 - 1e-9)))
+    score = np.where(below, table.tput[pair], -np.inf)
+    order = np.lexsort((-score, job))
+    first = order[np.searchsorted(job[order], np.arange(len(instance.jobs)))] if job.size else order
+    second = np.where(np.isfinite(score[first]), pair[first], target)
+    return np.column_stack((target, second))
 
 
 def _class_columns(table: ConfigTable, job: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -491,24 +513,25 @@ def _receive(mobiles: _Mobiles, leave: np.ndarray, come: np.ndarray) -> np.ndarr
 def _piece_gain(table: ConfigTable, units: Units, context: _Context, mobiles: _Mobiles, mover: np.ndarray,
                 other: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per pair, when one GPU of split job ``z`` (mobile ``mover[k]``, on server ``s``) swaps with mobile
-    ``other[k]`` (on ``t``) and ``z`` takes its best column ``c'`` (its own included): the new whole values of
+    ``other[k]`` (on ``t``) and ``z`` takes its column or one of its aims ``c'``: the new whole values of
     ``s`` and ``t`` plus the change of ``z``'s throughput and of the whole values on its other servers; and
     that column."""
     current = context.current
     z = mobiles.job[mover]
     s, t = mobiles.server[mover], mobiles.server[other]
     now = current.column[z][:, None]
-    # z's choices: its column, or its target (all its columns: no better on the rounds tried, 20 times slower).
-    cols = np.concatenate((now, target[z][:, None]), axis=1)
+    # z's choices: its column, or one of its aims (all its columns: no better on the rounds tried, and 20 times
+    # slower).
+    cols = np.concatenate((now, context.aims[z]), axis=1)
     cpu_new, mem_new, cpu_now, mem_now = table.cpu[cols], table.mem[cols], table.cpu[now], table.mem[now]
-    # z's other servers at its target: its total change less that of s and t (t's when z is there already).
+    # z's other servers at each aim: its total change less that of s and t (t's when z is there already).
     k_s, k_t = context.entry[z, s], context.entry[z, t]
-    on_t = k_t >= 0
+    on_t = (k_t >= 0)[:, None]
     k_t = np.maximum(k_t, 0)
-    to_target = context.job_delta[z] - context.piece_delta[k_s] - np.where(on_t, context.piece_delta[k_t], 0.0)
+    to_aim = context.job_delta[z] - context.piece_delta[k_s] - np.where(on_t, context.piece_delta[k_t], 0.0)
     blocked = (context.job_blocked[z] - context.piece_blocked[k_s]
                - np.where(on_t, context.piece_blocked[k_t], False)) > 0
-    elsewhere = np.column_stack((np.zeros(z.size), np.where(blocked, -np.inf, to_target)))
+    elsewhere = np.column_stack((np.zeros(z.size), np.where(blocked, -np.inf, to_aim)))
     # s: z keeps n_s - n GPUs at c'; the other mobile arrives.
     n = mobiles.gpus[mover][:, None]
     n_s = context.have[z, s][:, None]
@@ -554,12 +577,12 @@ def _arrive(table: ConfigTable, units: Units, context: _Context, mobiles: _Mobil
 def _split_gain(table: ConfigTable, units: Units, context: _Context, mobiles: _Mobiles, mover: np.ndarray,
                 other: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per pair, when ``n`` GPUs of whole job ``x`` (split-off mobile ``mover[k]``, on ``s``) swap with mobile
-    ``other[k]`` (on ``t``) and ``x``, split now, takes its column or its target ``c'`` on both: the new whole
+    ``other[k]`` (on ``t``) and ``x``, split now, takes its column or one of its aims ``c'`` on both: the new whole
     values of ``s`` and ``t`` plus ``x``'s throughput (no longer a whole job's); and that column."""
     current = context.current
     x = mobiles.job[mover]
     now = current.column[x][:, None]
-    cols = np.concatenate((now, target[x][:, None]), axis=1)
+    cols = np.concatenate((now, context.aims[x]), axis=1)
     n = mobiles.gpus[mover][:, None]
     keep = context.have[x, mobiles.server[mover]][:, None] - n
     # s: the table without x, x's other GPUs at c', and the other mobile arrives.
