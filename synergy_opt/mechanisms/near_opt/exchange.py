@@ -24,9 +24,9 @@ realizable: GPU counts per server never change and every config comes from :func
 
 Public API
 ----------
-``Configured``
-``configure(table, units, entries, target) -> Configured``
-``exchange(table, units, entries, target, rounds=ROUNDS) -> Configured``
+``Configured``, ``Placed``
+``configure(table, units, entries, start) -> Configured``
+``exchange(table, units, entries, target, rounds=None) -> Placed``
 """
 
 from __future__ import annotations
@@ -43,13 +43,15 @@ from synergy_opt.mechanisms.near_opt.splits import SplitChoice, split_columns
 # At most this many rounds of swaps (each makes at least one swap, or the search ends).
 ROUNDS = 12
 # On clusters of more than ALL_PAIRS servers (their placement needs less repair, and each round costs more).
-LARGE_ROUNDS = 2
+LARGE_ROUNDS = 1
 # Clusters of at most ALL_PAIRS servers try every pair of servers each round; larger ones pair each server that
 # lost throughput with the PARTNERS servers that lost least and the PARTNERS that lost most.
 ALL_PAIRS = 32
 # Clusters of at most ALL_MOBILE servers take every whole job as a mobile; larger ones three per server.
 ALL_MOBILE = 32
 PARTNERS = 4
+# On larger clusters, the split jobs' entries per server that may move in a round.
+LARGE_PIECES = 2
 # Rounds in a row without gain (only gathering split jobs) after which the search ends.
 PATIENCE = 2
 _GAIN = 1e-9
@@ -91,18 +93,28 @@ def configure(table: ConfigTable, units: Units, entries: Entries, start: np.ndar
     return Configured(entries, column, spans, tables, split, value, float(table.tput[column].sum()))
 
 
+@dataclass(frozen=True, eq=False)
+class Placed:
+    """A realizable round: the placement (one entry per job and server), every job's column, the total."""
+
+    entries: Entries
+    column: np.ndarray
+    total: float
+
+
 def exchange(table: ConfigTable, units: Units, entries: Entries, target: np.ndarray,
-             rounds: int | None = None) -> Configured:
-    """Rounds of swaps judged by the per-server programme (module docstring): the configured round at the end,
-    never worse than the first."""
+             rounds: int | None = None) -> Placed:
+    """Rounds of swaps judged by the per-server programme (module docstring), from the configured placement
+    ``entries``: never worse than it. On clusters of at most ``ALL_PAIRS`` servers the round found is configured
+    once more at the end (the split jobs' configs chosen afresh); on larger ones it is returned as the search
+    left it (every server's configs chosen exactly for its placement, the split jobs' as the swaps set them)."""
     first = configure(table, units, entries, target)
+    small = first.whole_value.size <= ALL_PAIRS
     if not np.all(np.isfinite(first.whole_value)):  # a server over capacity (never seen): nothing to judge by
-        return first
+        return Placed(first.entries, first.column, first.total)
     state = _State.of(first)
     idle = 0
-    if rounds is None:
-        rounds = ROUNDS if first.whole_value.size <= ALL_PAIRS else LARGE_ROUNDS
-    for _ in range(rounds):
+    for _ in range(rounds if rounds is not None else ROUNDS if small else LARGE_ROUNDS):
         swaps, changes = _best_swaps(table, units, state, target)
         if not swaps:
             break
@@ -112,10 +124,14 @@ def exchange(table: ConfigTable, units: Units, entries: Entries, target: np.ndar
         state = moved
         if idle >= PATIENCE:
             break
-    if state is None or state.entries is first.entries:
-        return first
+    if state.entries is first.entries:
+        return Placed(first.entries, first.column, first.total)
+    if not small:
+        return Placed(state.entries, state.column, state.total)
     final = configure(table, units, state.entries, state.column)
-    return final if final.total >= first.total else first
+    found = [(final.total, final.entries, final.column), (state.total, state.entries, state.column)]
+    total, placement, column = max(found, key=lambda option: option[0])
+    return Placed(placement, column, total)
 
 
 @dataclass(frozen=True, eq=False)
@@ -276,10 +292,20 @@ def _mobiles(table: ConfigTable, units: Units, current: _State, target: np.ndarr
     # Piece mobiles: 1, 2, 4, ... GPUs and all the GPUs of every split job's entry; their server's own table, with
     # the room those GPUs free.
     split = np.flatnonzero((spans[entries.job] > 1) & here)
+    large = current.whole_value.size > ALL_PAIRS
+    if large:
+        # On large clusters per server the split jobs' entries that lost most against their targets (each
+        # judged pair costs; large clusters need less repair), one GPU or all of the entry.
+        lost = (table.tput[target[entries.job[split]]] - table.tput[current.column[entries.job[split]]])
+        order = np.lexsort((-lost, entries.server[split]))
+        rank = np.arange(order.size) - np.searchsorted(entries.server[split][order], entries.server[split][order])
+        split = np.sort(split[order[rank < LARGE_PIECES]])
     have = entries.gpus[split]
-    sizes: list[tuple[np.ndarray, int | None]] = [
-        (split[have >= size], int(size)) for size in 2 ** np.arange(int(have.max(initial=1)).bit_length())]
-    sizes.append((split[(have & (have - 1)) != 0], None))  # all of an entry whose size is no power of 2
+    powers = 2 ** np.arange(int(have.max(initial=1)).bit_length())
+    if large:
+        powers = powers[:1]
+    sizes: list[tuple[np.ndarray, int | None]] = [(split[have >= size], int(size)) for size in powers]
+    sizes.append((split[~np.isin(have, powers)], None))  # all of an entry (when not one of the sizes already)
     pieces = np.concatenate([k for k, _ in sizes])
     take = np.concatenate([np.full(k.size, size) if size else entries.gpus[k] for k, size in sizes]).astype(np.int64)
     p_job = entries.job[pieces]
@@ -291,7 +317,8 @@ def _mobiles(table: ConfigTable, units: Units, current: _State, target: np.ndarr
     # Split-off mobiles: 1, 2, 4, ... GPUs (fewer than all) of each whole mobile of several GPUs; the table of its
     # server without the job (the GPUs left there are placed at the job's column when judged).
     g = entries.gpus[mobile_whole]
-    offs = [(np.flatnonzero(g > size), size) for size in 2 ** np.arange(int(g.max(initial=1)).bit_length())]
+    off_sizes = 2 ** np.arange(int(g.max(initial=1)).bit_length())
+    offs = [(np.flatnonzero(g > size), size) for size in (off_sizes[:1] if large else off_sizes)]
     off = np.concatenate([k for k, _ in offs]).astype(np.int64)
     off_take = np.concatenate([np.full(k.size, size) for k, size in offs]).astype(np.int64)
     kinds = (mobile_whole.size, pieces.size, off.size)
@@ -379,10 +406,12 @@ def _best_swaps(table: ConfigTable, units: Units, current: _State, target: np.nd
     done = np.zeros(servers, dtype=bool)
     score = np.where(gain > tolerance, gain, 0.0)
     candidates = np.flatnonzero(worth)
+    # A split job whose column changes changes its other servers too.
+    recolumned = (change >= 0) & (column != current.column[np.maximum(change, 0)])
     for k in candidates[np.lexsort((-gathered[candidates], -score[candidates]))].tolist():
         s, t = int(mobiles.server[a[k]]), int(mobiles.server[b[k]])
         touched = [s, t]
-        if change[k] >= 0:  # a changed split job's other servers change too
+        if recolumned[k]:
             touched += context.servers_of(int(change[k])).tolist()
         if done[touched].any():
             continue
@@ -390,6 +419,8 @@ def _best_swaps(table: ConfigTable, units: Units, current: _State, target: np.nd
         swaps.append((s, int(mobiles.job[a[k]]), t, int(mobiles.job[b[k]]), int(mobiles.gpus[a[k]])))
         if change[k] >= 0:
             changes.append((int(change[k]), int(column[k])))
+        if done.all():
+            break
     return swaps, changes
 
 

@@ -25,7 +25,7 @@ from synergy_opt.mechanisms.configs import (
 )
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.mechanisms.near_opt.assign import assign_chunks, chunk_sizes, merge_entries
-from synergy_opt.mechanisms.near_opt.exchange import Configured, exchange
+from synergy_opt.mechanisms.near_opt.exchange import Placed, exchange
 from synergy_opt.mechanisms.near_opt.rebalance import reassign_slots, rebalance
 from synergy_opt.mechanisms.near_opt.server_dp import choose_units
 from synergy_opt.mechanisms.near_opt.tune_floor import TuneBound
@@ -86,7 +86,7 @@ def _starts(instance: RoundInstance, table: ConfigTable, priced: PricedTargets) 
     return starts
 
 
-def _placed(instance: RoundInstance, table: ConfigTable, target: np.ndarray) -> Configured:
+def _placed(instance: RoundInstance, table: ConfigTable, target: np.ndarray) -> Placed:
     """Steps 2-4 from per-job targets: placement, local search, exchanges, per-server optimum."""
     cpu, mem = table.cpu[target], table.mem[target]
     entries = assign_chunks(instance, cpu, mem, chunk_sizes(instance, cpu, mem))
