@@ -1,26 +1,43 @@
 """Exchanges judged by the per-server programme: swaps between servers that raise the round's real total.
 
 The local search of :mod:`~synergy_opt.mechanisms.near_opt.rebalance` balances the *targets* on the servers.
-When the targets cannot all fit (the cluster's CPUs or memory are used to the last unit, or a server size
-leaves no exact packing), what matters is what the configs chosen afterwards give. This step searches on that
-value itself: with the GPUs placed, :func:`configure` chooses every job's config (the per-server programme for
-the whole jobs, :mod:`~synergy_opt.mechanisms.near_opt.splits` for the split ones) and scores the round; then
-rounds of swaps of *mobiles* between servers are judged exactly against the programme's tables and the best
-swaps that touch distinct servers are made.
+When the targets cannot all fit (the cluster's CPUs or memory used to the last unit, a server size that leaves
+no exact packing, a split job whose config must fit on every one of its servers), what counts is what the
+configs chosen afterwards give. This step searches on that value itself. :func:`configure` chooses every job's
+config for a placement (the per-server programme for the whole jobs, :mod:`~synergy_opt.mechanisms.near_opt.splits`
+for the split ones) and scores it; then rounds of swaps of *mobiles* between two servers are judged exactly and
+the best swaps that touch distinct servers are made.
 
-A mobile is a whole job on its server, or one GPU of a split job (a job on several servers): swapping two of
-equal GPU count keeps every server's GPUs. Per server the mobiles are its whole job that lost most against its
-target (ties: the largest use), its whole job of the smallest use, and one GPU of each split job there. For a
-whole mobile the programme is run once more over the server's other whole jobs (its table without the
-mobile); for a GPU of a split job the server's own table serves, with the room that GPU frees. Split jobs keep
-their configs while a round is judged, so the value of a server receiving a mobile is exact: for a whole job,
-its best column plus the table without the leaving mobile in the room left; for a GPU of a split job, that
-table in the room left after the GPU's use at its job's config. A swap's gain is the two servers' new values
-less their old ones.
+Mobiles (on clusters of at most ``ALL_MOBILE`` servers every whole job; on larger ones, per server, its whole
+job that lost most against its target, its lightest and its heaviest, and the ``LARGE_PIECES`` split jobs'
+entries that lost most):
 
-After each round the round is configured again (split jobs' configs chosen afresh, which may differ from the
-fixed ones the swaps were judged with), and the best configured round seen is kept. Every round placed is
-realizable: GPU counts per server never change and every config comes from :func:`configure`.
+- a whole job (all its GPUs move);
+- GPUs of a split job (a job on several servers): 1, 2, 4, ... or all of its GPUs on the server (on large
+  clusters 1 or all); the job keeps its config, or moves to one of its *aims* (its target, or its best column
+  below the target) on all its servers;
+- GPUs of a whole multi-GPU job, 1, 2, 4, ... but not all (on large clusters 1): the job is *split off*, its
+  config (its own or an aim) the same on both servers. This is how near-opt splits a job when splitting lets
+  the round hold more.
+
+Two mobiles of equal GPU count swap, so every server keeps its GPUs. How a swap is judged: with split jobs'
+configs held (but the one that moves), every value needed is a read of a per-server table. For a whole mobile
+the programme is run once more over its server's other whole jobs (a *virtual server* per mobile): the table
+without it. A server's new value is that table in the room left once the arriving mobile is in: a whole job at
+its best column (one read per column), GPUs of a split job at its config. A split job that changes its config
+also changes what its other servers' whole jobs get, read off their tables at the room it leaves them. A swap's
+gain is the new values less the old, so it is exact; swaps are made best first, no two sharing a server (or a
+server of a split job whose config changes), and the tables of the servers touched are programmed again. A
+swap worth nothing is made too when it gathers a split job on fewer servers (fewer servers per split job make
+later raises possible; the number of (job, server) entries falls, so the search cannot cycle); ``PATIENCE``
+rounds in a row without gain end it, ``ROUNDS`` at most (``LARGE_ROUNDS`` on clusters of more than
+``ALL_PAIRS`` servers, where every pair of servers is not tried: each server that lost throughput meets the
+``PARTNERS`` that lost least and the ``PARTNERS`` that lost most).
+
+Every round is realizable (GPU counts per server never change, every server's whole jobs take the programme's
+configs in the room its split jobs leave) and no worse than the one before. On small clusters the result is
+configured once more at the end (split jobs' configs chosen afresh by the coordinate ascent) and the better of
+the two kept.
 
 Public API
 ----------
@@ -31,7 +48,7 @@ Public API
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -47,8 +64,10 @@ LARGE_ROUNDS = 1
 # Clusters of at most ALL_PAIRS servers try every pair of servers each round; larger ones pair each server that
 # lost throughput with the PARTNERS servers that lost least and the PARTNERS that lost most.
 ALL_PAIRS = 32
-# Clusters of at most ALL_MOBILE servers take every whole job as a mobile; larger ones three per server.
+# Clusters of at most ALL_MOBILE servers take every whole job as a mobile; larger ones three per server (module
+# docstring).
 ALL_MOBILE = 32
+MOBILES_PER_SERVER = 4
 PARTNERS = 4
 # On larger clusters, the split jobs' entries per server that may move in a round.
 LARGE_PIECES = 2
@@ -114,11 +133,13 @@ def exchange(table: ConfigTable, units: Units, entries: Entries, target: np.ndar
         return Placed(first.entries, first.column, first.total)
     state = _State.of(first)
     idle = 0
+    memory = _Memory()
     for _ in range(rounds if rounds is not None else ROUNDS if small else LARGE_ROUNDS):
-        swaps, changes = _best_swaps(table, units, state, target)
+        swaps, changes = _best_swaps(table, units, state, target, memory)
         if not swaps:
             break
         moved = state.after(table, units, swaps, changes)
+        memory.touched = moved.touched
         # Rounds that only gather split jobs (the total unchanged) may unlock gains; PATIENCE of them in a row end it.
         idle = 0 if moved.total > state.total * (1 + 1e-12) + _GAIN else idle + 1
         state = moved
@@ -147,6 +168,7 @@ class _State:
     split_b: np.ndarray
     whole_value: np.ndarray
     total: float
+    touched: np.ndarray | None = None  # the servers changed from the state before
 
     @classmethod
     def of(cls, configured: Configured) -> _State:
@@ -197,7 +219,7 @@ class _State:
         whole_value[which] = np.where(fits, tables.final[np.arange(which.size), np.maximum(room_a, 0),
                                                          np.maximum(room_b, 0)], -np.inf)
         total = float(whole_value.sum() + table.tput[column[np.flatnonzero(spans > 1)]].sum())
-        return _State(entries, column, spans, final, split_a, split_b, whole_value, total)
+        return _State(entries, column, spans, final, split_a, split_b, whole_value, total, touched)
 
 
 @dataclass(frozen=True, eq=False)
@@ -260,8 +282,9 @@ def _partners(table: ConfigTable, units: Units, current: _State, loss: np.ndarra
 
 
 def _mobiles(table: ConfigTable, units: Units, current: _State, target: np.ndarray,
-             involved: np.ndarray) -> _Mobiles:
-    """The mobiles on the ``involved`` servers (module docstring), with their servers' tables without them."""
+             involved: np.ndarray, cache: dict[tuple[int, int, bytes], np.ndarray]) -> _Mobiles:
+    """The mobiles on the ``involved`` servers (module docstring), with their servers' tables without them
+    (``cache``: those of earlier rounds, by server, job and the server's whole jobs)."""
     entries, spans = current.entries, current.spans
     split_a, split_b = current.split_a, current.split_b
     room_a, room_b = units.cpu_per_server - split_a, units.mem_per_server - split_b
@@ -272,23 +295,36 @@ def _mobiles(table: ConfigTable, units: Units, current: _State, target: np.ndarr
     col = current.column[job]
     footprint = table.footprint[col] * entries.gpus[whole]
     lost = table.tput[target[job]] - table.tput[col]
+    chosen = []
+    # Per server: the whole job that lost most, the lightest, the heaviest; on small clusters up to
+    # MOBILES_PER_SERVER, the others by what they lost.
+    server = entries.server[whole]
+    for sort_keys in ((-footprint, -lost), (footprint,), (-footprint,)):
+        order = np.lexsort((*sort_keys, server))
+        first = np.unique(server[order], return_index=True)[1]
+        chosen.append(whole[order[first]])
     if current.whole_value.size <= ALL_MOBILE:
-        mobile_whole = whole
-    else:
-        chosen = []
-        for keys in ((-footprint, -lost), (footprint,), (-footprint,)):
-            order = np.lexsort((*keys, entries.server[whole]))
-            first = np.unique(entries.server[whole][order], return_index=True)[1]
-            chosen.append(whole[order[first]])
-        mobile_whole = np.unique(np.concatenate(chosen))
-    # Their servers' tables without them: the programme once more, one virtual server per mobile.
+        order = np.lexsort((-footprint, -lost, server))
+        rank = np.arange(order.size) - np.searchsorted(server[order], server[order])
+        chosen.append(whole[order[rank < MOBILES_PER_SERVER]])
+    mobile_whole = np.unique(np.concatenate(chosen))
+    # Their servers' tables without them: the programme once more, one virtual server per mobile (kept from
+    # earlier rounds while the server's whole jobs are the same).
     host = entries.server[mobile_whole]
-    same = entries.server[whole][None, :] == host[:, None]
-    same &= whole[None, :] != mobile_whole[:, None]
-    virtual, member = np.nonzero(same)
-    others = whole[member]
-    without = server_tables(table, units, virtual, entries.job[others], entries.gpus[others],
-                            mobile_whole.size).final
+    signature = _signatures(entries, whole, current.whole_value.size)
+    keys = [(int(h), int(j), signature[int(h)]) for h, j in zip(host, entries.job[mobile_whole], strict=True)]
+    missing = np.array([k not in cache for k in keys], dtype=bool)
+    if missing.any():
+        need = mobile_whole[missing]
+        same = entries.server[whole][None, :] == entries.server[need][:, None]
+        same &= whole[None, :] != need[:, None]
+        virtual, member = np.nonzero(same)
+        others = whole[member]
+        found = server_tables(table, units, virtual, entries.job[others], entries.gpus[others], need.size).final
+        for key, found_table in zip((k for k, m in zip(keys, missing, strict=True) if m), found, strict=True):
+            cache[key] = found_table
+    shape = current.final.shape[1:]
+    without = np.stack([cache[k] for k in keys]) if keys else np.zeros((0, *shape))
     # Piece mobiles: 1, 2, 4, ... GPUs and all the GPUs of every split job's entry; their server's own table, with
     # the room those GPUs free.
     split = np.flatnonzero((spans[entries.job] > 1) & here)
@@ -350,7 +386,27 @@ def _arrivals(table: ConfigTable, units: Units, job: np.ndarray, gpus: np.ndarra
                                             np.full((pieces, widest), -np.inf)))}
 
 
-def _best_swaps(table: ConfigTable, units: Units, current: _State, target: np.ndarray
+@dataclass
+class _Memory:
+    """What one search keeps from round to round: each whole mobile's table without it (by server, job and the
+    server's whole jobs), and the gains of the last round's swaps of two whole jobs (by their two jobs), valid
+    while neither of their servers changes."""
+
+    tables: dict[tuple[int, int, bytes], np.ndarray] = field(default_factory=dict)
+    pair_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pair_gains: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    touched: np.ndarray | None = None  # the servers the last round changed
+
+
+def _signatures(entries: Entries, whole: np.ndarray, servers: int) -> list[bytes]:
+    """Per server, its whole entries (job, GPUs) as bytes: equal exactly when the server's whole jobs are."""
+    order = whole[np.lexsort((entries.job[whole], entries.server[whole]))]
+    bounds = np.searchsorted(entries.server[order], np.arange(servers + 1))
+    pairs = np.column_stack((entries.job[order], entries.gpus[order]))
+    return [pairs[bounds[k]:bounds[k + 1]].tobytes() for k in range(servers)]
+
+
+def _best_swaps(table: ConfigTable, units: Units, current: _State, target: np.ndarray, memory: _Memory
                 ) -> tuple[list[tuple[int, int, int, int, int]], list[tuple[int, int]]]:
     """The round's swaps, (server, job, other server, other job, GPUs), best gains first, and the new columns
     of the split jobs they change, (job, column); no two touch a server in common."""
@@ -360,7 +416,7 @@ def _best_swaps(table: ConfigTable, units: Units, current: _State, target: np.nd
         return [], []
     involved = np.zeros(servers, dtype=bool)
     involved[pair_s] = involved[pair_t] = True
-    mobiles = _mobiles(table, units, current, target, involved)
+    mobiles = _mobiles(table, units, current, target, involved, memory.tables)
     # Mobiles by server; every pair of servers tried, every pair of their mobiles of equal GPUs.
     by = np.argsort(mobiles.server, kind="stable")
     first = np.searchsorted(mobiles.server[by], np.arange(servers + 1))
@@ -381,7 +437,7 @@ def _best_swaps(table: ConfigTable, units: Units, current: _State, target: np.nd
     column = np.full(a.size, -1, dtype=np.int64)
     whole = ~mobiles.piece & ~mobiles.split_off
     k = np.flatnonzero(whole[a] & whole[b])
-    gain[k] = _receive(mobiles, a[k], b[k]) + _receive(mobiles, b[k], a[k]) - old[k]
+    gain[k] = _whole_gains(mobiles, a[k], b[k], old[k], len(table.instance.jobs), memory)
     # A swap that moves GPUs of a split job may change that job's config as well (its column or its target); one
     # that splits off GPUs of a whole job gives it one config on both servers. Two split-offs never pair.
     for mover, other in ((a, b), (b, a)):
@@ -532,6 +588,25 @@ def _arrive_whole(mobiles: _Mobiles, tables: np.ndarray, which: np.ndarray, room
     left_b = room_b[..., None] - per_pair(mobiles.arrive_b[come])
     read = _read(tables, per_pair(which[:, None]), left_a, left_b)
     return (read + per_pair(mobiles.arrive_value[come])).max(axis=-1)
+
+
+def _whole_gains(mobiles: _Mobiles, a: np.ndarray, b: np.ndarray, old: np.ndarray, jobs: int,
+                 memory: _Memory) -> np.ndarray:
+    """The gains of swapping whole mobiles ``a[k]`` and ``b[k]``: those of the last round where neither server
+    changed since (each judged once), the others judged now; kept for the next round."""
+    low, high = np.minimum(mobiles.job[a], mobiles.job[b]), np.maximum(mobiles.job[a], mobiles.job[b])
+    keys = low * jobs + high
+    gain = np.full(a.size, np.nan)
+    if memory.touched is not None and memory.pair_keys.size:
+        fresh = np.flatnonzero(~(memory.touched[mobiles.server[a]] | memory.touched[mobiles.server[b]]))
+        at = np.minimum(np.searchsorted(memory.pair_keys, keys[fresh]), memory.pair_keys.size - 1)
+        hit = memory.pair_keys[at] == keys[fresh]
+        gain[fresh[hit]] = memory.pair_gains[at[hit]]
+    judge = np.flatnonzero(np.isnan(gain))
+    gain[judge] = (_receive(mobiles, a[judge], b[judge]) + _receive(mobiles, b[judge], a[judge])) - old[judge]
+    order = np.argsort(keys, kind="stable")
+    memory.pair_keys, memory.pair_gains = keys[order], gain[order]
+    return gain
 
 
 def _receive(mobiles: _Mobiles, leave: np.ndarray, come: np.ndarray) -> np.ndarray:

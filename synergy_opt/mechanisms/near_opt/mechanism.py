@@ -1,4 +1,5 @@
-"""near-opt end to end: targets, placement, local search, per-server optimum, spare capacity, TUNE floor.
+"""near-opt end to end: targets, placement, local search, per-server optimum and exchanges, spare capacity, TUNE
+floor.
 
 Why the result is valid: every job gets exactly its GPUs (the placement places every GPU of every job, and
 the local search swaps entries of equal GPU counts); every config is one of the ideal ILP's columns, which
@@ -76,10 +77,12 @@ def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, P
 
 def _starts(instance: RoundInstance, table: ConfigTable, priced: PricedTargets) -> list[np.ndarray]:
     """The targets near-opt places from: the priced ones; on clusters of at most ``MULTI_START_SERVERS`` servers
-    also the LP's ties taken the other way and the ideal ILP's own configs (each placement a local optimum of
-    its own; on few servers they differ most, and cost least)."""
+    with multi-GPU jobs also the LP's ties taken the other way and the ideal ILP's own configs (each placement a
+    local optimum of its own; on few servers they differ most, and cost least)."""
     starts = [priced.job_column]
-    if instance.cluster.servers <= MULTI_START_SERVERS:
+    # Single-GPU rounds gain little from more starts (their worst round of the issue-22 tuning seeds: 99.35 ->
+    # 99.76% of the joint optimum, three times the time); rounds with split jobs most.
+    if instance.cluster.servers <= MULTI_START_SERVERS and np.any(instance.gpus > 1):
         for other in (priced.other_job_column, ideal_targets(table)):
             if other is not None and not any(np.array_equal(other, known) for known in starts):
                 starts.append(other)
