@@ -4,7 +4,7 @@ Run from the repository root::
 
     python benchmarks/bench_family.py                           # the figures: 128 GPUs, report seeds 100-109
     python benchmarks/bench_family.py --sizes 1024 --seeds 100 101 102 --noise 0.1
-    python benchmarks/bench_family.py --seeds 0 1 2 3 4 --tag tune   # the seeds near-opt was tuned on
+    python benchmarks/bench_family.py --seeds 0 1 2 3 4 --tag=-tune  # the seeds near-opt was tuned on
     python benchmarks/bench_family.py --joint-runs 3 --noise 0.1     # the joint optimum's time, 3 runs a round
 
 Rounds: every member of ``FAMILY`` at ``--noise`` (default 0 and 0.1; a ``*-mixed`` member draws its own
