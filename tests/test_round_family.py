@@ -7,7 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from synergy_opt import InvalidInputError, evaluate, run_mechanism
+from synergy_opt import (
+    InvalidInputError,
+    RoundInstance,
+    Status,
+    evaluate,
+    load_instance,
+    run_mechanism,
+    save_instance,
+    solve_joint,
+)
 from synergy_opt.errors import UnknownNameError
 from synergy_opt.profiles import model_info, models_by_task
 from synergy_opt.round_family import (
@@ -148,3 +157,33 @@ def test_near_opt_is_valid_and_at_least_tune_on_small_members(name: str) -> None
         near = evaluate(instance, run_mechanism(instance, "near-opt"), strict=True)
         tune = evaluate(instance, run_mechanism(instance, "tune"))
         assert near.objective >= tune.objective - 1e-9 * (1 + tune.objective)
+
+
+@pytest.mark.parametrize("name", list(FAMILY))
+def test_members_are_valid_rounds_that_save_and_load(name: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Every member's round is a valid instance (its jobs fit the cluster, their profiles meet the grid rules)
+    whose metadata is JSON: it saves and loads back unchanged."""
+    instance = member_round(name, 64, seed=11)
+    assert int(instance.gpus.max()) <= instance.cluster.total_gpus
+    loaded = load_instance(save_instance(instance, tmp_path / "round.json"))
+    assert isinstance(loaded, RoundInstance)
+    assert _same(instance, loaded) and loaded.metadata == instance.metadata
+    # Every job placed at its proportional share is a valid allocation of the round.
+    assert evaluate(instance, run_mechanism(instance, "proportional"), strict=True).valid
+
+
+@pytest.mark.parametrize(("name", "seed"), [("multi-spanning", 1), ("multi-odd", 0), ("multi-servers-4", 0),
+                                            ("single-servers-4", 0), ("multi-memory", 1)])
+def test_near_opt_and_tune_stay_below_the_joint_optimum_on_small_members(name: str, seed: int) -> None:
+    """On 16-GPU members the joint optimum (any job may split) is proven; near-opt and TUNE never exceed it,
+    near-opt never falls below TUNE, and the optimum started from near-opt's allocation is the same."""
+    instance = member_round(name, 16, seed=seed, profile_noise=0.05)
+    joint = solve_joint(instance, consolidate=False)
+    assert joint.status is Status.OPTIMAL and joint.evaluation is not None
+    near = evaluate(instance, run_mechanism(instance, "near-opt"), strict=True)
+    tune = evaluate(instance, run_mechanism(instance, "tune"))
+    optimum = joint.evaluation.objective
+    assert tune.objective - 1e-9 * optimum <= near.objective <= optimum * (1 + 1e-6)
+    started = solve_joint(instance, consolidate=False, start=run_mechanism(instance, "near-opt"))
+    assert started.status is Status.OPTIMAL and started.evaluation is not None
+    assert math.isclose(started.evaluation.objective, optimum, rel_tol=1e-4)
