@@ -21,6 +21,9 @@ mechanism's figure is ``100 * objective / reference``; ``valid`` is the evaluato
 
 ``--joint-runs N`` times ``solve_joint(consolidate=False)`` N more times per round (same process, the load average
 beside each run) and writes ``results/family_joint_times<tag>.csv``: the distribution of the decomposition's time.
+Every run also writes ``results/family_joint_summary<tag>.csv`` from the cached references (one joint run a
+round): per member, size and noise the rounds proven, the time's median, 90th percentile and maximum, the
+largest gap left; ``--joint-summary-only`` writes just that.
 """
 
 from __future__ import annotations
@@ -202,6 +205,26 @@ def print_summary(table: list[dict[str, Any]]) -> None:
               f"{e['near_opt_worst_seed']:<5} | {e['round_ms_median']:6.1f} | {e['references']}")
 
 
+def joint_summary(references: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per member, size and noise: the distribution of the joint optimum's time in the reference runs (one run
+    a round, started from near-opt's allocation unless ``--joint-start none``), how many were proven, the
+    largest gap left and the load average at their start."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for row in references:
+        groups.setdefault((str(row["member"]), str(row["gpus"]), str(row["noise"])), []).append(row)
+    out = []
+    for (member, gpus, noise), group in sorted(groups.items(), key=lambda kv: (int(kv[0][1]), kv[0][0], kv[0][2])):
+        seconds = sorted(float(r["joint_s"]) for r in group)
+        gaps = [float(r["joint_gap"]) if r["joint_gap"] not in ("", None) else math.inf for r in group]
+        out.append({"member": member, "gpus": gpus, "noise": noise, "rounds": len(group),
+                    "proven": sum(r["joint_status"] == "optimal" for r in group),
+                    "seconds_median": statistics.median(seconds),
+                    "seconds_p90": seconds[min(len(seconds) - 1, math.ceil(0.9 * len(seconds)) - 1)],
+                    "seconds_max": seconds[-1], "gap_max": max(gaps),
+                    "load_avg_median": statistics.median(float(r["joint_load_avg"]) for r in group)})
+    return out
+
+
 def joint_runs(args: argparse.Namespace) -> list[dict[str, Any]]:
     """``solve_joint(consolidate=False)`` ``--joint-runs`` times per round: its time distribution."""
     rows = []
@@ -250,14 +273,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--joint-start", choices=("near-opt", "none"), default="near-opt",
                         help="the joint optimum's first incumbent (near-opt's time counted in the joint's)")
     parser.add_argument("--references-only", action="store_true", help="compute and cache the references only")
+    parser.add_argument("--joint-summary-only", action="store_true",
+                        help="write family_joint_summary<tag>.csv from the cached references only")
     parser.add_argument("--tag", default="", help="suffix of the CSV names (e.g. -tune for the tuning seeds)")
     args = parser.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
     if args.joint_runs:
         write(RESULTS / f"family_joint_times{args.tag}.csv", joint_runs(args))
         return 0
-    rows = figures(args)
-    if args.references_only:
+    rows = [] if args.joint_summary_only else figures(args)
+    references = list(load(RESULTS / f"family_references{args.tag}.csv").values())
+    write(RESULTS / f"family_joint_summary{args.tag}.csv", joint_summary(references))
+    if args.references_only or args.joint_summary_only:
         return 0
     table = summary(rows)
     print_summary(table)

@@ -453,6 +453,23 @@ def test_a_start_is_an_incumbent_and_never_changes_the_optimum() -> None:
     assert quick.status is Status.OPTIMAL and quick.objective == pytest.approx(optimum.objective, rel=1e-4)
 
 
+def test_auto_keeps_the_start_when_the_direct_model_stops_without_better() -> None:
+    """``auto`` on a round whose patterns it lists solves the direct model after checking the start; stopped by
+    the time limit before it finds anything as good, it returns the start (FEASIBLE, the tighter bound), never
+    NO_SOLUTION or less than the start."""
+    instance = so.member_round("multi-odd", 16, seed=2, profile_noise=0.05)  # about 30 s to prove directly
+    near = so.run_mechanism(instance, "near-opt")
+    value = so.evaluate(instance, near).objective
+    plain = so.solve_joint(instance, consolidate=False, time_limit=0.02)
+    assert plain.method == "direct" and plain.status is not Status.OPTIMAL
+    started = so.solve_joint(instance, consolidate=False, time_limit=0.02, start=near)
+    assert started.status is Status.FEASIBLE and started.evaluation is not None and started.evaluation.valid
+    assert started.objective is not None and started.objective >= value * (1 - 1e-9)
+    assert started.bound is not None and started.bound >= started.objective and started.gap is not None
+    if not plain.has_solution:  # (on this machine, always: the direct model finds nothing in 0.02 s)
+        assert started.objective == pytest.approx(value, rel=1e-9) and "start kept" in started.message
+
+
 def test_a_start_that_is_not_a_valid_allocation_is_named() -> None:
     instance = so.generate_round(16, seed=0)
     greedy = so.Allocation({job.id: (so.Placement(0, job.gpus, 1000.0, 1.0),) for job in instance.jobs})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Literal
 
@@ -183,6 +183,7 @@ def solve_joint(
     if method == "decomposition" and why_not:
         raise InvalidInputError("method", method, f"the decomposition does not apply here: {why_not}")
     joint: JointModel | LiteralJointModel | None = None
+    started: JointResult | None = None  # the start as an incumbent, when auto solves the direct model after it
     if method == "auto":
         if why_not or not instance.jobs:
             method = "direct"
@@ -197,9 +198,11 @@ def solve_joint(
                 found, result, report = solve_decomposition(
                     instance, params, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
                     reductions=reductions, upper_bound=upper_bound, initial_allocation=start, only_incumbent=True)
+                started = JointResult(status=result.status, objective=result.objective, bound=result.bound,
+                                      joint=found, solve=result, method="decomposition", report=report,
+                                      consolidate=consolidate)
                 if result.status is Status.OPTIMAL:
-                    return JointResult(status=result.status, objective=result.objective, bound=result.bound,
-                                       joint=found, solve=result, method="decomposition", report=report)
+                    return started
             if patterns is not None:
                 method = "direct"
                 joint = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty,
@@ -215,8 +218,22 @@ def solve_joint(
     if joint is None:
         joint = _direct_model(instance, consolidate, split_penalty, objective, reductions, formulation, upper_bound)
     result = solve_model(joint.model, solver, params)
-    return JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=joint,
-                       solve=result, method="direct", consolidate=consolidate)
+    direct = JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=joint,
+                         solve=result, method="direct", consolidate=consolidate)
+    return direct if started is None else _better(direct, started)
+
+
+def _better(direct: JointResult, started: JointResult) -> JointResult:
+    """The direct model's result, or the start's when the direct solve stopped (time limit) without a solution
+    or below it: the start, with the tighter of the two bounds."""
+    if direct.status is Status.OPTIMAL or started.objective is None or (
+            direct.objective is not None and direct.objective >= started.objective):
+        return direct
+    bounds = [b for b in (direct.bound, started.bound) if b is not None]
+    bound = min(bounds) if bounds else None
+    solve = replace(started.solve, status=Status.FEASIBLE, bound=bound,
+                    message=f"the start kept: the direct model {direct.solve.message}")
+    return replace(started, status=Status.FEASIBLE, bound=bound, solve=solve)
 
 
 def _decomposition_unsupported(solver: str, formulation: str, reductions: JointReductions,
