@@ -21,6 +21,7 @@ from synergy_opt.joint import JointResult, solve_joint
 from synergy_opt.mechanisms import MECHANISMS, run_mechanism
 from synergy_opt.placement.solve import OptResult, solve_opt
 from synergy_opt.profiles import builtin_profile, model_names
+from synergy_opt.round_family import FAMILY, family_round, member_round
 from synergy_opt.solvers import SolveResult, SolverParams, Status, available_solvers, solver_names
 
 __version__ = "0.1.0"
@@ -45,6 +46,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "FAMILY",
     "MECHANISMS",
     "Allocation",
     "Cluster",
@@ -79,10 +81,12 @@ __all__ = [
     "build_ideal",
     "builtin_profile",
     "evaluate",
+    "family_round",
     "generate_round",
     "generate_trace",
     "load_instance",
     "load_trace",
+    "member_round",
     "model_names",
     "run_mechanism",
     "save_instance",

@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("gavel_throughputs", "profiles", "io", "evaluation"),
     ("profiling",),
     ("generate",),
+    ("round_family",),
     ("cli",),
     ("solvers",),
     ("policies",),

@@ -431,3 +431,53 @@ def test_a_node_beyond_the_pricing_flags_stays_open_with_a_valid_bound(monkeypat
     if result.has_solution:
         assert result.objective is not None and result.objective <= direct.objective + 1e-6
         check_allocation(instance, result)
+
+
+# -- issue 22: a start (near-opt's allocation) -------------------------------------------------------------------
+def test_a_start_is_an_incumbent_and_never_changes_the_optimum() -> None:
+    """With near-opt's allocation as the start the decomposition proves the same optimum (within the gap) and
+    never returns less than the start; a start meeting the ideal bound needs no model at all (``auto``)."""
+    instance = so.generate_round(64, multi_gpu=True, seed=1, profile_noise=0.05)
+    near = so.run_mechanism(instance, "near-opt")
+    value = so.evaluate(instance, near).objective
+    plain = so.solve_joint(instance, consolidate=False, method="decomposition", time_limit=120)
+    started = so.solve_joint(instance, consolidate=False, method="decomposition", start=near, time_limit=120)
+    assert plain.status is Status.OPTIMAL and started.status is Status.OPTIMAL
+    assert started.objective >= value - 1e-9 * (1 + value)
+    assert started.objective == pytest.approx(plain.objective, rel=2e-4)
+    assert started.evaluation is not None and started.evaluation.valid
+    # The start as its own proof: it meets the bound when it is the ideal ILP's optimum's placement.
+    single = so.generate_round(32, seed=2)
+    optimum = so.solve_joint(single, consolidate=False)
+    quick = so.solve_joint(single, consolidate=False, start=optimum.allocation)
+    assert quick.status is Status.OPTIMAL and quick.objective == pytest.approx(optimum.objective, rel=1e-4)
+
+
+def test_auto_keeps_the_start_when_the_direct_model_stops_without_better() -> None:
+    """``auto`` on a round whose patterns it lists solves the direct model after checking the start; stopped by
+    the time limit before it finds anything as good, it returns the start (FEASIBLE, the tighter bound), never
+    NO_SOLUTION or less than the start."""
+    instance = so.member_round("multi-odd", 16, seed=2, profile_noise=0.05)  # about 30 s to prove directly
+    near = so.run_mechanism(instance, "near-opt")
+    value = so.evaluate(instance, near).objective
+    plain = so.solve_joint(instance, consolidate=False, time_limit=0.02)
+    assert plain.method == "direct" and plain.status is not Status.OPTIMAL
+    started = so.solve_joint(instance, consolidate=False, time_limit=0.02, start=near)
+    assert started.status in (Status.FEASIBLE, Status.OPTIMAL)
+    assert started.evaluation is not None and started.evaluation.valid
+    assert started.objective is not None and started.objective >= value * (1 - 1e-9)
+    assert started.bound is not None and started.bound >= started.objective and started.gap is not None
+
+
+def test_a_start_that_is_not_a_valid_allocation_is_named() -> None:
+    instance = so.generate_round(16, seed=0)
+    greedy = so.Allocation({job.id: (so.Placement(0, job.gpus, 1000.0, 1.0),) for job in instance.jobs})
+    with pytest.raises(so.InvalidInputError) as raised:
+        so.solve_joint(instance, start=greedy)
+    assert raised.value.field == "start"
+    other = so.generate_round(16, seed=5, multi_gpu=True)
+    with pytest.raises(so.InvalidInputError):
+        so.solve_joint(instance, start=so.run_mechanism(other, "near-opt"))
+    with pytest.raises(so.InvalidInputError) as raised:
+        so.solve_joint(instance, start="near-opt")  # type: ignore[arg-type]
+    assert raised.value.field == "start"

@@ -56,6 +56,11 @@ class Knapsack:
         """First column of each class."""
         return np.flatnonzero(np.r_[True, self.col_class[1:] != self.col_class[:-1]])
 
+    def restricted(self, keep: np.ndarray) -> Knapsack:
+        """The knapsack of the columns ``keep`` (a mask) only; every class must keep one."""
+        return replace(self, value=self.value[keep], cpu=self.cpu[keep], mem=self.mem[keep],
+                       col_class=self.col_class[keep])
+
     def without_row(self, row: int) -> Knapsack:
         """The relaxation that drops CPU (``row`` 0) or memory (1); prices still count that row's use."""
         usage = {"cpu": self.cpu, "mem": self.mem}

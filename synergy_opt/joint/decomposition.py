@@ -27,9 +27,9 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.ideal.model import Objective
 from synergy_opt.ideal.solve import solve_ideal
-from synergy_opt.instance import RoundInstance
+from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.joint.branching import RULES, BranchOutcome, Tree, branch_and_price
-from synergy_opt.joint.incumbent import Placement, improve, place
+from synergy_opt.joint.incumbent import Placement, improve, place, placement_of
 from synergy_opt.joint.master import ColumnGeneration
 from synergy_opt.joint.model import ItemColumns, JointModel, JointReductions, build_joint, item_columns
 from synergy_opt.joint.pricing import ItemTypes, best_patterns, near_patterns
@@ -94,6 +94,8 @@ def solve_decomposition(
     objective: Objective,
     reductions: JointReductions,
     upper_bound: float | None = None,
+    initial_allocation: Allocation | None = None,
+    only_incumbent: bool = False,
     heuristics: bool = True,
     prove: bool = True,
     stop_early: bool = True,
@@ -104,8 +106,10 @@ def solve_decomposition(
     ``heuristics=False`` leaves every incumbent to the branch-and-price's own nodes, ``prove=False`` skips the
     branch-and-price, and ``stop_early=False`` keeps the search going without the ideal ILP's bound and past
     early stops (tests of each path: with both off, a forced branching), and ``rules`` orders the tree's splits
-    (:data:`~synergy_opt.joint.branching.RULES`; a test of each kind). The model returned decodes ``x`` (a
-    patterns model restricted to the incumbent's loads).
+    (:data:`~synergy_opt.joint.branching.RULES`; a test of each kind). ``initial_allocation``, a realizable
+    allocation of the round (e.g. near-opt's), is an incumbent from the start (with ``heuristics``);
+    ``only_incumbent`` stops after the first incumbent (OPTIMAL when it meets the ideal ILP's bound). The model
+    returned decodes ``x`` (a patterns model restricted to the incumbent's loads).
     """
 
     start = time.perf_counter()
@@ -142,7 +146,7 @@ def solve_decomposition(
             best = candidate
             if report.first_incumbent_seconds is None:
                 report.first_incumbent_seconds = time.perf_counter() - start
-            if heuristics and candidate.source != "greedy" and "local search" not in candidate.source:
+            if heuristics and candidate.source not in ("greedy", "start") and "local search" not in candidate.source:
                 # A new incumbent, polished: its servers' configs re-chosen together, jobs moved and swapped.
                 offer(_polish(instance, items, candidate, aim_values, time.perf_counter() + POLISH_SECONDS,
                               consolidate, split_penalty, objective, reductions))
@@ -165,7 +169,12 @@ def solve_decomposition(
         bound = min(bound, ideal.bound)
     if ideal.status is Status.INFEASIBLE:
         return finish(Status.INFEASIBLE, "infeasible: the ideal ILP (a relaxation) is")
-    if heuristics and ideal.has_solution:
+    # The allocation given, else the ideal ILP's configs placed greedily (what near-opt does better and faster).
+    given = None if not heuristics or initial_allocation is None else placement_of(items, instance,
+                                                                                    initial_allocation)
+    if given is not None:
+        offer(_from_placement(instance, items, given, "start", consolidate, split_penalty, objective, reductions))
+    elif heuristics and ideal.has_solution:
         budget = INCUMBENT_SECONDS if params.time_limit is None else min(INCUMBENT_SECONDS,
                                                                          INCUMBENT_SHARE * params.time_limit)
         placement = place(items, cluster, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu, aim_values,
@@ -177,6 +186,8 @@ def solve_decomposition(
     if closed():
         return finish(Status.OPTIMAL, "optimal: the incumbent meets the ideal ILP's bound" if upper_bound is None
                       else "optimal: the incumbent meets the ideal ILP's bound or upper_bound")
+    if only_incumbent:
+        return finish(_limit(best), "stopped after the first incumbent (asked)")
 
     initial = [np.diag(items.per_server)]
     if best is not None:

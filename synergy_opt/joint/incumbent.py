@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synergy_opt.instance import Cluster
+from synergy_opt.instance import Allocation, Cluster, RoundInstance
 from synergy_opt.joint.model import ItemColumns
 from synergy_opt.joint.pricing import undominated
 
@@ -127,6 +127,36 @@ def place(items: ItemColumns, cluster: Cluster, aim_cpu: np.ndarray, aim_mem: np
     placement = Placement(state.column, state.on)
     state.improve(aim_value, deadline)
     return placement
+
+
+def placement_of(items: ItemColumns, instance: RoundInstance, allocation: Allocation) -> Placement | None:
+    """A realizable ``allocation`` of ``instance`` in the model's terms, or None when a job's config is no column
+    (or its per-GPU share differs between its servers, or it is not placed).
+
+    Each job takes the column of its class with its per-GPU CPUs and memory (a whole column when it sits on one
+    server and its class has one, else in pieces); a config that is no column (dominated or below the grid) takes
+    the best column within it, which asks for no more on any server."""
+    jobs = _Jobs(items, len(instance.jobs))
+    cols = items.columns
+    column = np.full(len(instance.jobs), -1, dtype=np.int64)
+    on: list[dict[int, int]] = []
+    for j, job in enumerate(instance.jobs):
+        parts = allocation.jobs.get(job.id, ())
+        if not parts or sum(p.gpus for p in parts) != job.gpus:
+            return None
+        per_gpu = np.array([(p.cpus / p.gpus, p.mem_gb / p.gpus) for p in parts])
+        if np.any(np.abs(per_gpu - per_gpu[0]) > 1e-9 * (1 + np.abs(per_gpu[0]))):
+            return None
+        spread: dict[int, int] = {}
+        for p in parts:
+            spread[p.server] = spread.get(p.server, 0) + p.gpus
+        options = jobs.columns(j, True) if len(spread) == 1 and jobs.columns(j, True).size else jobs.columns(j, False)
+        within = options[(cols.cpu[options] <= per_gpu[0, 0] * _FIT) & (cols.mem[options] <= per_gpu[0, 1] * _FIT)]
+        if not within.size:
+            return None
+        column[j] = within[np.argmax(items.weight[within])]
+        on.append(spread)
+    return Placement(column, on)
 
 
 def improve(items: ItemColumns, cluster: Cluster, placement: Placement, aim_value: np.ndarray,

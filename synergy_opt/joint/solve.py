@@ -3,16 +3,18 @@ decomposition (:mod:`synergy_opt.joint.decomposition`), decoded to an Allocation
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Literal, overload
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.evaluation import Evaluation, evaluate
+from synergy_opt.evaluation import Evaluation, InvalidAllocationWarning, evaluate
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.model import OBJECTIVE, Objective
 from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.instance import allocation as allocation_rule
 from synergy_opt.io import any_round
 from synergy_opt.joint.decomposition import DecompositionReport, solve_decomposition
 from synergy_opt.joint.hetero_solve import HeteroJointResult, solve_hetero_joint
@@ -108,7 +110,8 @@ def solve_joint(instance: RoundInstance, solver: str = ..., consolidate: bool = 
                 time_limit: float | None = ..., mip_gap: float = ..., *, objective: Objective = ...,
                 reductions: JointReductions | None = ..., formulation: JointFormulation = ...,
                 upper_bound: float | None = ..., threads: int | None = ..., seed: int = ..., verbose: bool = ...,
-                options: Mapping[str, Any] | None = ..., method: str = ...) -> JointResult: ...
+                options: Mapping[str, Any] | None = ..., method: str = ..., start: Allocation | None = ...,
+                ) -> JointResult: ...
 
 
 @overload
@@ -116,12 +119,13 @@ def solve_joint(instance: HeteroRound, solver: str = ..., consolidate: bool = ..
                 time_limit: float | None = ..., mip_gap: float = ..., *, objective: Objective = ...,
                 reductions: JointReductions | None = ..., formulation: JointFormulation = ...,
                 upper_bound: float | None = ..., threads: int | None = ..., seed: int = ..., verbose: bool = ...,
-                options: Mapping[str, Any] | None = ..., method: str = ...) -> HeteroJointResult: ...
+                options: Mapping[str, Any] | None = ..., method: str = ..., start: Allocation | None = ...,
+                ) -> HeteroJointResult: ...
 
 
 @checked(instance=any_round, consolidate=boolean, split_penalty=Number(0, 1), objective=OBJECTIVE,
          reductions=Optional(InstanceOf(JointReductions)), formulation=OneOf((*FORMULATIONS, "literal")),
-         upper_bound=Optional(Number()), **SOLVER_ARGUMENTS)
+         upper_bound=Optional(Number()), start=Optional(allocation_rule), **SOLVER_ARGUMENTS)
 def solve_joint(
     instance: RoundInstance | HeteroRound,
     solver: str = DEFAULT_SOLVER,
@@ -134,6 +138,7 @@ def solve_joint(
     reductions: JointReductions | None = None,
     formulation: JointFormulation = "patterns",
     upper_bound: float | None = None,
+    start: Allocation | None = None,
     threads: int | None = 1,
     seed: int = 0,
     verbose: bool = False,
@@ -188,11 +193,19 @@ def solve_joint(
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
                           options=dict(options or {}))
     if isinstance(instance, HeteroRound):
+        if start is not None:
+            raise InvalidInputError("start", "allocation", "is taken on rounds of one GPU type only")
         check_options(objective, split_penalty, upper_bound, "patterns")
         return solve_hetero_joint(instance, solver, consolidate, split_penalty, params, objective,
                                   reductions or JointReductions(), upper_bound, method, solve_joint)
     if method not in METHODS:
         raise InvalidInputError("method", method, f"choose one of {', '.join(METHODS)}")
+    if start is not None:
+        with warnings.catch_warnings():  # an invalid start is an error here, not a warning
+            warnings.simplefilter("ignore", InvalidAllocationWarning)
+            given = evaluate(instance, start)  # a job or server of another round raises here
+        if not given.valid:
+            raise InvalidInputError("start", "allocation", f"is not a valid allocation: {'; '.join(given.problems)}")
     if formulation not in (*FORMULATIONS, "literal"):
         raise InvalidInputError("formulation", formulation, "choose one of patterns, servers, literal")
     check_options(objective, split_penalty, upper_bound, "patterns")
@@ -201,6 +214,7 @@ def solve_joint(
     if method == "decomposition" and why_not:
         raise InvalidInputError("method", method, f"the decomposition does not apply here: {why_not}")
     joint: JointModel | LiteralJointModel | None = None
+    started: JointResult | None = None  # the start as an incumbent, when auto solves the direct model after it
     if method == "auto":
         if why_not or not instance.jobs:
             method = "direct"
@@ -210,7 +224,17 @@ def solve_joint(
                                        items.per_server, partial_factor=AUTO_PARTIAL_FACTOR)
             if patterns is None:
                 method = "decomposition"
-            else:
+            elif start is not None:
+                # The start may already meet the ideal ILP's bound (then no model need be solved).
+                found, result, report = solve_decomposition(
+                    instance, params, consolidate=consolidate, split_penalty=split_penalty, objective=objective,
+                    reductions=reductions, upper_bound=upper_bound, initial_allocation=start, only_incumbent=True)
+                started = JointResult(status=result.status, objective=result.objective, bound=result.bound,
+                                      joint=found, solve=result, method="decomposition", report=report,
+                                      consolidate=consolidate)
+                if result.status is Status.OPTIMAL:
+                    return started
+            if patterns is not None:
                 method = "direct"
                 joint = build_joint(instance, consolidate=consolidate, split_penalty=split_penalty,
                                     objective=objective, reductions=reductions, upper_bound=upper_bound,
@@ -218,14 +242,29 @@ def solve_joint(
     if method == "decomposition" and instance.jobs:
         found, result, report = solve_decomposition(instance, params, consolidate=consolidate,
                                                     split_penalty=split_penalty, objective=objective,
-                                                    reductions=reductions, upper_bound=upper_bound)
+                                                    reductions=reductions, upper_bound=upper_bound,
+                                                    initial_allocation=start)
         return JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=found,
                            solve=result, method="decomposition", report=report, consolidate=consolidate)
     if joint is None:
         joint = _direct_model(instance, consolidate, split_penalty, objective, reductions, formulation, upper_bound)
     result = solve_model(joint.model, solver, params)
-    return JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=joint,
-                       solve=result, method="direct", consolidate=consolidate)
+    direct = JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=joint,
+                         solve=result, method="direct", consolidate=consolidate)
+    return direct if started is None else _better(direct, started)
+
+
+def _better(direct: JointResult, started: JointResult) -> JointResult:
+    """The direct model's result, or the start's when the direct solve stopped (time limit) without a solution
+    or below it: the start, with the tighter of the two bounds."""
+    if direct.status is Status.OPTIMAL or started.objective is None or (
+            direct.objective is not None and direct.objective >= started.objective):
+        return direct
+    bounds = [b for b in (direct.bound, started.bound) if b is not None]
+    bound = min(bounds) if bounds else None
+    solve = replace(started.solve, status=Status.FEASIBLE, bound=bound,
+                    message=f"the start kept: the direct model {direct.solve.message}")
+    return replace(started, status=Status.FEASIBLE, bound=bound, solve=solve)
 
 
 def _decomposition_unsupported(solver: str, formulation: str, reductions: JointReductions,

@@ -22,12 +22,17 @@ from functools import cached_property
 
 import numpy as np
 
+from synergy_opt.ideal.core import solve_core
 from synergy_opt.ideal.lagrangian import Knapsack, solve_dual
 from synergy_opt.ideal.model import IdealModel, build_ideal
 from synergy_opt.instance import RoundInstance
+from synergy_opt.solvers.base import SolverParams
 
 # Relative slack when comparing per-GPU values with the proportional share and throughputs with each other.
 _TOLERANCE = 1e-9
+# The ideal ILP's relative gap when its solution serves as targets (the same as solve_ideal's default).
+IDEAL_GAP = 1e-4
+
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,11 +139,15 @@ def fit_to_capacity(table: ConfigTable, column: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PricedTargets:
-    """CPU and memory prices, the LP bound they prove, and each class's best column at those prices."""
+    """CPU and memory prices, the LP bound they prove, each class's best column at those prices, and per job
+    that column raised while the cluster's totals have room (:func:`raise_to_capacity`)."""
 
     prices: np.ndarray  # (per CPU, per GB)
     bound: float  # the ideal LP relaxation's optimum: an upper bound on every realizable round
     column: np.ndarray  # per class
+    job_column: np.ndarray  # per job
+    # Per job, the targets from the LP's ties taken the other way when they differ (and fit), else None.
+    other_job_column: np.ndarray | None = None
 
 
 def priced_targets(table: ConfigTable) -> PricedTargets:
@@ -148,16 +157,106 @@ def priced_targets(table: ConfigTable) -> PricedTargets:
     the cluster's CPUs and memory wherever the LP leaves a resource unpriced.
     """
     if table.start.size == 1:  # no jobs
-        return PricedTargets(np.zeros(2), 0.0, np.zeros(0, dtype=np.int64))
+        return PricedTargets(np.zeros(2), 0.0, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    # Columns no GPU can run beside its server's other jobs are left out (a valid restriction: every realizable
+    # round avoids them, so the LP's bound still bounds every one).
     knapsack = table.knapsack
-    dual = solve_dual(knapsack)
-    priced, best = knapsack.priced(dual.multipliers)
+    allowed = placeable(table)
+    dual = solve_dual(knapsack.restricted(allowed))
+    priced = knapsack.value - dual.multipliers[0] * knapsack.cpu - dual.multipliers[1] * knapsack.mem
+    best = np.maximum.reduceat(np.where(allowed, priced, -np.inf), knapsack.starts)
     # Priced values within a hair of the best tie (floating sums of prices differ in the last bits); among
     # them, the least priced use (the LP's ties move use, not value), then the smallest footprint.
-    score = np.where(priced >= best[table.col_class] - 1e-9 * (1 + np.abs(best[table.col_class])), 1.0, 0.0)
+    score = np.where(allowed & (priced >= best[table.col_class] - 1e-9 * (1 + np.abs(best[table.col_class]))),
+                     1.0, 0.0)
     priced_use = dual.multipliers[0] * table.cpu + dual.multipliers[1] * table.mem
     column = fit_to_capacity(table, best_per_class(table, score, priced_use))
-    return PricedTargets(dual.multipliers, dual.bound, column)
+    jobs = raise_to_capacity(table, column[table.klass], dual.multipliers)
+    # The ties taken the other way (the most priced use: the LP's fractional classes rounded up), trimmed to fit
+    # and raised: the better of the two.
+    up = fit_to_capacity(table, best_per_class(table, score, -priced_use))
+    jobs_up = raise_to_capacity(table, up[table.klass], dual.multipliers)
+    other = None if np.array_equal(jobs_up, jobs) else jobs_up
+    if table.tput[jobs_up].sum() > table.tput[jobs].sum() * (1 + 1e-12):
+        column, jobs, other = up, jobs_up, jobs
+    return PricedTargets(dual.multipliers, dual.bound, column, jobs, other)
+
+
+def placeable(table: ConfigTable) -> np.ndarray:
+    """Per column, whether a GPU can run it on a server whose other GPUs run jobs too: at most ``C - k c_min``
+    CPUs and ``M - k m_min`` GB per GPU, where ``k`` GPUs of a server besides this one must be in use (``G - 1``
+    less the GPUs the round leaves idle) and ``c_min``, ``m_min`` are the least any column asks for."""
+    instance = table.instance
+    cluster = instance.cluster
+    idle = max(cluster.total_gpus - int(instance.gpus.sum()), 0)
+    others = max(cluster.gpus_per_server - 1 - idle, 0)
+    if table.cpu.size == 0:
+        return np.ones(0, dtype=bool)
+    cpu_cap = cluster.cpus_per_server - others * float(table.cpu.min())
+    mem_cap = cluster.mem_gb_per_server - others * float(table.mem.min())
+    return (table.cpu <= cpu_cap * (1 + _TOLERANCE)) & (table.mem <= mem_cap * (1 + _TOLERANCE))
+
+
+# Rounds of raise_to_capacity (each takes the best offers that fit together; later rounds take what is left).
+RAISE_ROUNDS = 8
+
+
+def raise_to_capacity(table: ConfigTable, column: np.ndarray, prices: np.ndarray) -> np.ndarray:
+    """Per job columns (``column``, job order) raised to better ones while the cluster's total CPUs and memory
+    have room for them.
+
+    The priced targets take, among a class's columns of equal priced value, the least used; where the LP mixes
+    such columns (ties at the prices, common on rounds of few distinct jobs) they leave part of the cluster's
+    priced resources idle that the LP optimum uses. Here every job is offered its raise of the highest gain per
+    priced extra use (the LP's exchange rate; ties to the larger gain) that fits the room left, and the best
+    offers are taken, in that order, as far as they fit together; rounds repeat until no offer fits. Each raise
+    adds throughput and stays within the totals.
+    """
+    instance = table.instance
+    cluster = instance.cluster
+    room = np.array([cluster.total_cpus, cluster.total_mem_gb]) * (1 - 1e-12)
+    gpus = instance.gpus.astype(float)
+    column = column.copy()
+    klass = table.klass
+    # Every (job, column of its class) pair.
+    counts = table.start[klass + 1] - table.start[klass]
+    job = np.repeat(np.arange(klass.size), counts)
+    pair = table.start[klass][job] + (np.arange(job.size) - np.repeat(np.cumsum(counts) - counts, counts))
+    cpu, mem, tput = table.cpu[pair] * gpus[job], table.mem[pair] * gpus[job], table.tput[pair]
+    allowed = placeable(table)[pair]
+    scale = np.array([cluster.total_cpus, cluster.total_mem_gb])
+    for _ in range(RAISE_ROUNDS):
+        now = column[job]
+        left = room - np.array([(table.cpu[column] * gpus).sum(), (table.mem[column] * gpus).sum()])
+        extra_cpu, extra_mem = cpu - table.cpu[now] * gpus[job], mem - table.mem[now] * gpus[job]
+        gain = tput - table.tput[now]
+        ok = (gain > _TOLERANCE * (1 + table.tput[now])) & (extra_cpu <= left[0]) & (extra_mem <= left[1]) & allowed
+        if not ok.any():
+            break
+        cost = (prices[0] * np.maximum(extra_cpu, 0) + prices[1] * np.maximum(extra_mem, 0)
+                + 1e-9 * (np.maximum(extra_cpu, 0) / scale[0] + np.maximum(extra_mem, 0) / scale[1]))
+        rate = np.where(ok, gain / np.maximum(cost, 1e-300), -np.inf)
+        # Per job its best offer: highest rate, then largest gain.
+        order = np.lexsort((-gain, -rate, job))
+        first = order[np.searchsorted(job[order], np.arange(klass.size))] if job.size else order
+        first = first[np.isfinite(rate[first])]
+        first = first[np.lexsort((-gain[first], -rate[first]))]
+        took = np.cumsum(extra_cpu[first]) <= left[0] * (1 + 1e-12)
+        took &= np.cumsum(extra_mem[first]) <= left[1] * (1 + 1e-12)
+        taken = first[: int(np.argmin(took)) if not took.all() else took.size]  # the first always fits
+        column[job[taken]] = pair[taken]
+    return column
+
+
+def ideal_targets(table: ConfigTable) -> np.ndarray | None:
+    """Per job, its column in an optimal solution of the ideal ILP (solved exactly through its core,
+    :func:`synergy_opt.ideal.core.solve_core`); None when it has none."""
+    if table.start.size == 1:
+        return None
+    result = solve_core(table.ideal, SolverParams(mip_gap=IDEAL_GAP))
+    if result.x is None:
+        return None
+    return table.ideal.decode(result.x)
 
 
 def job_throughputs(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> np.ndarray:

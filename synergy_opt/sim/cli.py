@@ -37,6 +37,7 @@ from synergy_opt.cli.journal import Journal, read_command, recorded_argv, run_jo
 from synergy_opt.cli.parallel import MAX_WORKERS
 from synergy_opt.errors import SynergyError
 from synergy_opt.generate import JOB_KIND
+from synergy_opt.hetero import HeteroCluster
 from synergy_opt.sim import compare as sim_compare
 from synergy_opt.sim.allocators import mechanism_names
 from synergy_opt.sim.experiments import check_setting, experiment_names, flag_text, load_experiment
@@ -45,6 +46,7 @@ from synergy_opt.sim.fidelity import NAME as FIDELITY
 from synergy_opt.sim.fidelity import cli_main as fidelity_main
 from synergy_opt.sim.gavel import GAVEL_TRACES, gavel_trace_file
 from synergy_opt.sim.gavel import SOURCE as GAVEL_SOURCE
+from synergy_opt.sim.gavel_policies import GAVEL_POLICIES
 from synergy_opt.sim.outputs import JOURNAL, file_digest, print_summary, run_fields, to_record, write_folder
 from synergy_opt.sim.philly import SOURCE as PHILLY_SOURCE
 from synergy_opt.sim.policies import POLICIES
@@ -161,8 +163,12 @@ def build_parser() -> _Parser:
     sweep = parser.add_argument_group("the cluster and the trace (comma-separated lists sweep)")
     sweep.add_argument("--gpus", type=cli_args.gpu_sizes, help="cluster size(s) in GPUs, multiples of 8 (128)")
     sweep.add_argument("--cpu-per-gpu", type=_ratios, help="CPU:GPU ratio(s) of the servers and profiles: 3-6 (3)")
-    sweep.add_argument("--policy", type=cli_args.names_of("policy", tuple(POLICIES)),
-                       help=f"scheduling policy(ies): {', '.join(POLICIES)} (fifo)")
+    sweep.add_argument("--policy", type=cli_args.names_of("policy", (*POLICIES, *GAVEL_POLICIES)),
+                       help=f"scheduling policy(ies): {', '.join(POLICIES)}, or Gavel's {', '.join(GAVEL_POLICIES)} "
+                            "(fifo)")
+    sweep.add_argument("--types", metavar="TYPE:SERVERS,...",
+                       help="a heterogeneous cluster, servers of 8 GPUs per GPU type, e.g. k80:2,p100:2,v100:2 "
+                            "(--gpus is their total); the policy picks each job's type")
     sweep.add_argument("--load", type=_loads, help="arrivals in jobs/hour, or 'static' (9)")
     sweep.add_argument("--split", type=_splits,
                        help="workload split(s), percent image,language,speech; several joined by / (20,70,10)")
@@ -251,10 +257,25 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, _Parser]:
                 setattr(args, key, value)
         if args.plot is None:
             args.plot = True  # an experiment draws its figure unless told not to
+    if args.types is not None:  # the types' servers are the cluster: --gpus is their total, or left out
+        total = _type_cluster(args.types, args.cpu_per_gpu or DEFAULTS["cpu_per_gpu"], parser).total_gpus
+        if args.gpus is not None and list(args.gpus) != [total]:
+            parser.error(f"--gpus {','.join(map(str, args.gpus))}: --types {args.types} has {total} GPUs "
+                         "(leave --gpus out)")
+        args.gpus = [total]
     for key, value in DEFAULTS.items():
         if getattr(args, key) is None and not (key in GENERATOR_FLAGS and args.trace is not None):
             setattr(args, key, value)
     return args, parser
+
+
+def _type_cluster(types: str, ratios: Sequence[int], parser: _Parser) -> HeteroCluster:
+    """``--types``' cluster at each CPU:GPU ratio (checked here, so that a bad count is one line)."""
+    try:
+        clusters = [SimSetting(cpu_per_gpu=ratio, types=types).cluster for ratio in ratios]
+    except SynergyError as error:
+        parser.error(f"--types {types}: {error}")
+    return clusters[0]  # type: ignore[return-value]
 
 
 def _flags(argv: Sequence[str]) -> list[str]:
@@ -321,7 +342,7 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
         settings = [
             (SimSetting(gpus, ratio, policy, load, split, multi_gpu, args.profile_noise, args.job_kind,
                         args.jobs if args.jobs is not None else _default_jobs(args), seed, round_s, args.monitor,
-                        args.preemption_overhead, backfill=args.backfill == "yes"), None)
+                        args.preemption_overhead, backfill=args.backfill == "yes", types=args.types or ""), None)
             for gpus, ratio, split, multi_gpu, policy, load, seed in itertools.product(*lists)
         ]
     runs: list[SimRun] = []
@@ -386,7 +407,7 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
         # A trace file has no load: its arrivals are its own (the load column stays empty).
         setting = SimSetting(gpus, ratio, policy, None, split, multi_gpu, 0.0,
                              "builtin", len(trace), seed, args.round_s, args.monitor, args.preemption_overhead,
-                             path.name, backfill=args.backfill == "yes")
+                             path.name, backfill=args.backfill == "yes", types=args.types or "")
         settings.append((setting, trace))
     return settings
 

@@ -117,6 +117,7 @@ SETTINGS: dict[str, Kind] = {
     "jobs": Kind(_INTEGER),
     "seeds": Kind(_INTEGER, lists=True),
     "trace": Kind(_STRING),
+    "types": Kind(_STRING),
     "mechanisms": Kind(_STRING, lists=True),
     "round_s": Kind(_NUMBER),
     "monitor": Kind(_INTEGER, length=2),

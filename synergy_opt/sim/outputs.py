@@ -110,8 +110,8 @@ WIDE_HEADERS = (
     ("p95_jct_h", "p95 h"), ("p99_jct_h", "p99 h"), ("makespan_h", "makespan h"), ("unfinished", "unfinished"),
     ("proportional_ratio", "prop/this"), ("rounds", "rounds"), ("rounds_solved", "solved"), ("wall_s", "wall s"),
 )
-SETTING_HEADERS = {"cluster_gpus": "GPUs", "cpu_per_gpu": "CPU:GPU", "multi_gpu": "multi", "profile_noise": "noise",
-                   "job_kind": "jobs", "trace_jobs": "trace jobs", "round_s": "round s"}
+SETTING_HEADERS = {"cluster_gpus": "GPUs", "gpu_types": "GPU types", "cpu_per_gpu": "CPU:GPU", "multi_gpu": "multi",
+                   "profile_noise": "noise", "job_kind": "jobs", "trace_jobs": "trace jobs", "round_s": "round s"}
 CAPTION = ("Each figure: its column's mean over the seeds (summary.csv: every run). prop/this: proportional's "
            "avg JCT over the row's. ideal: the paper's OPT (ideal bound).")
 
@@ -120,7 +120,8 @@ def table_layout(table: Sequence[Mapping[str, Any]], wide: bool = False) -> tupl
     """The title (the settings that do not vary) and the headers (those that do, then the figures)."""
     columns = [c for c in SETTING_COLUMNS if c not in ("seed", "mechanism")]
     swept = [c for c in columns if len({str(row.get(c)) for row in table}) > 1]
-    fixed = [c for c in columns if c not in swept]
+    # One GPU type (gpu_types empty in every row) is the usual cluster: the title does not mention it.
+    fixed = [c for c in columns if c not in swept and not (c == "gpu_types" and not table[0].get(c))]
     seeds = str(table[0]["seeds"]) if table else ""
     title = f"means over seeds {seeds}: " + ", ".join(
         f"{SETTING_HEADERS.get(column, column.replace('_', ' '))} {_shown(table[0][column])}"

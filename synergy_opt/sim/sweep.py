@@ -18,6 +18,7 @@ import pandas as pd
 
 from synergy_opt.cli.parallel import run_in_order
 from synergy_opt.generate import GPUS_PER_SERVER, MEM_GB_PER_SERVER, JobKind
+from synergy_opt.hetero import HeteroCluster
 from synergy_opt.instance import Cluster
 from synergy_opt.sim.engine import Progress, simulate
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SUMMARY_KEYS
@@ -25,8 +26,8 @@ from synergy_opt.sim.trace import Trace, generate_trace
 
 # What identifies a run, in CSV order; ``trace`` is "generated" or the trace file's name.
 SETTING_COLUMNS = (
-    "trace", "cluster_gpus", "cpu_per_gpu", "policy", "load", "split", "multi_gpu", "profile_noise", "job_kind",
-    "trace_jobs", "round_s", "seed", "mechanism",
+    "trace", "cluster_gpus", "gpu_types", "cpu_per_gpu", "policy", "load", "split", "multi_gpu", "profile_noise",
+    "job_kind", "trace_jobs", "round_s", "seed", "mechanism",
 )
 SUMMARY_COLUMNS = (
     *SETTING_COLUMNS, "monitor_first", "monitor_last", "preemption_overhead_s", "backfill", *SUMMARY_KEYS,
@@ -67,10 +68,15 @@ class SimSetting:
     preemption_overhead_s: float = 0.0
     trace_name: str = GENERATED
     backfill: bool = True
+    types: str = ""
 
     @property
-    def cluster(self) -> Cluster:
-        """8-GPU servers with 500 GB and ``8 * cpu_per_gpu`` CPUs each, as :func:`synergy_opt.generate_round`'s."""
+    def cluster(self) -> Cluster | HeteroCluster:
+        """8-GPU servers with 500 GB and ``8 * cpu_per_gpu`` CPUs each, as :func:`synergy_opt.generate_round`'s;
+        with ``types`` (``"k80:2,v100:2"``: servers per GPU type) a :class:`HeteroCluster` of such servers."""
+        if self.types:
+            return HeteroCluster.of(self.types, GPUS_PER_SERVER, GPUS_PER_SERVER * self.cpu_per_gpu,
+                                    MEM_GB_PER_SERVER)
         return Cluster(self.gpus // GPUS_PER_SERVER, GPUS_PER_SERVER, GPUS_PER_SERVER * self.cpu_per_gpu,
                        MEM_GB_PER_SERVER)
 
@@ -80,7 +86,7 @@ class SimSetting:
             "trace": self.trace_name, "cluster_gpus": self.gpus, "cpu_per_gpu": self.cpu_per_gpu, "policy": self.policy,
             "load": self.load, "split": split_text(self.split), "multi_gpu": self.multi_gpu,
             "profile_noise": self.profile_noise, "job_kind": self.job_kind, "trace_jobs": self.jobs,
-            "round_s": self.round_s, "seed": self.seed,
+            "round_s": self.round_s, "seed": self.seed, "gpu_types": self.types,
         }
 
 

@@ -2,13 +2,14 @@
 
 Given which jobs sit on each server (and with how many GPUs), the configs that maximise the server's total
 throughput within its CPUs and memory are found by dynamic programming over a grid of resource *units*, all
-servers at once (numpy, one pass per job slot and distinct unit cost). CPUs and memory are counted in units
-of ``c_p / q`` and ``m_p / q`` (``q`` chosen per round, see :func:`choose_units`), so a server has ``G q`` of
-each; a config's use is rounded *up* to whole units. Rounding up never over-claims (a server within its units
-is within its capacity), and for the built-in profiles (CPUs in whole numbers, memory in multiples of
-500/24 GB) ``q = 3`` makes every use exact, so the result is the exact optimum of each server's problem.
-On other grids it is the exact optimum of a slightly conservative problem. The proportional share is always
-exactly ``q`` units per GPU, so a server holds all its jobs at their safe configs (at most proportional).
+servers at once (numpy, one pass per job slot and distinct unit cost). CPUs are counted in units of ``c_p /
+q_c`` and memory in units of ``m_p / q_m`` (``q_c``, ``q_m`` chosen per round and per resource, see
+:func:`choose_units`), so a server has ``G q_c`` CPU and ``G q_m`` memory units; a config's use is rounded
+*up* to whole units. Rounding up never over-claims (a server within its units is within its capacity), and for
+the built-in profiles (CPUs in whole numbers, memory in multiples of 500/24 GB) ``q_c = c_p`` (1 CPU) and
+``q_m = 3`` make every use exact, so the result is the exact optimum of each server's problem. On other grids
+it is the exact optimum of a slightly conservative problem. The proportional share is always exactly ``q``
+units per GPU in each resource, so a server holds all its jobs at their safe configs (at most proportional).
 
 Public API
 ----------
@@ -25,7 +26,9 @@ import numpy as np
 
 from synergy_opt.mechanisms.configs import ConfigTable
 
-# Finest grid tried: q units per proportional share (a server has G q units of each resource).
+# Finest grid tried per resource: q units per proportional share (a server has G q units of it). Each resource
+# has its own q, so every built-in grid is exact at every profiled CPU:GPU ratio (1 CPU: q_c = 3..6; 500/24 GB:
+# q_m = 3), where one q for both needed 12 or 15 at ratios 4 and 5 and fell back to 8 (units of 0.625 CPU).
 MAX_UNITS_PER_SHARE = 8
 # A grid is taken as exact when every use is at most this many units *below* a whole number (20.83 GB is 1
 # unit of 500/24 GB); a use above a whole number is never taken as exact.
@@ -37,11 +40,13 @@ _FLOAT_ROUNDING = 1e-9
 
 @dataclass(frozen=True)
 class Units:
-    """Resource units of the per-server dynamic programme: ``cpu`` CPUs and ``mem`` GB each."""
+    """Resource units of the per-server dynamic programme: ``cpu`` CPUs and ``mem`` GB each; a server has
+    ``cpu_per_server`` and ``mem_per_server`` of them."""
 
     cpu: float
     mem: float
-    per_server: int  # units of either resource a server has (G q)
+    cpu_per_server: int  # G q_c
+    mem_per_server: int  # G q_m
 
     def cpu_units(self, gpus: np.ndarray, cpu_per_gpu: np.ndarray) -> np.ndarray:
         return _units(gpus * cpu_per_gpu / self.cpu)
@@ -56,21 +61,20 @@ def _units(amount: np.ndarray) -> np.ndarray:
 
 
 def choose_units(table: ConfigTable) -> Units:
-    """The coarsest grid (smallest ``q``) on which every column's CPUs and memory per GPU are whole units, or
-    at most ``_SNAP`` units below them (rounding those up wastes less than a thousandth of a unit)."""
+    """Per resource, the coarsest grid (smallest ``q``) on which every column's use per GPU is whole units, or
+    at most ``_SNAP`` units below them (rounding those up wastes less than a thousandth of a unit); the finest
+    tried (``MAX_UNITS_PER_SHARE``) when none is exact."""
     cluster = table.instance.cluster
     c_p, m_p = cluster.cpu_per_gpu, cluster.mem_gb_per_gpu
-    cpu_values, mem_values = np.unique(table.cpu), np.unique(table.mem)
-    chosen = MAX_UNITS_PER_SHARE
+    q_c, q_m = (_per_share(np.unique(values), share) for values, share in ((table.cpu, c_p), (table.mem, m_p)))
+    return Units(c_p / q_c, m_p / q_m, cluster.gpus_per_server * q_c, cluster.gpus_per_server * q_m)
+
+
+def _per_share(values: np.ndarray, share: float) -> int:
     for q in range(1, MAX_UNITS_PER_SHARE + 1):
-        exact = all(
-            np.all(_units(values * q / share) - values * q / share <= _SNAP)
-            for values, share in ((cpu_values, c_p), (mem_values, m_p))
-        )
-        if exact:
-            chosen = q
-            break
-    return Units(c_p / chosen, m_p / chosen, cluster.gpus_per_server * chosen)
+        if np.all(_units(values * q / share) - values * q / share <= _SNAP):
+            return q
+    return MAX_UNITS_PER_SHARE
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,7 +102,7 @@ def server_tables(
 ) -> ServerTables:
     """Dynamic programme over the whole jobs of every server at once (entries: ``job`` with ``gpus`` GPUs on
     ``server``, each job once), for every budget up to a server's units."""
-    size = units.per_server
+    size_a, size_b = units.cpu_per_server, units.mem_per_server
     order = np.argsort(server, kind="stable")
     server, job, gpus = server[order], job[order], gpus[order]
     first = np.searchsorted(server, np.arange(servers))
@@ -111,31 +115,32 @@ def server_tables(
     cu = units.cpu_units(gpus[entry], table.cpu[column])
     mu = units.mem_units(gpus[entry], table.mem[column])
     # A column that leaves the server's other entries less than their least use can never be chosen (exact).
-    least_a = np.full(server.size, size + 1)
-    least_b = np.full(server.size, size + 1)
+    least_a = np.full(server.size, size_a + 1)
+    least_b = np.full(server.size, size_b + 1)
     np.minimum.at(least_a, entry, cu)
     np.minimum.at(least_b, entry, mu)
     others_a = np.bincount(server, least_a, minlength=servers)[server] - least_a  # per entry
     others_b = np.bincount(server, least_b, minlength=servers)[server] - least_b
-    fits = (cu <= size - others_a[entry]) & (mu <= size - others_b[entry])
+    fits = (cu <= size_a - others_a[entry]) & (mu <= size_b - others_b[entry])
     entry, column, cu, mu = entry[fits], column[fits], cu[fits], mu[fits]
     value = table.tput[column]
     pair_server = server[entry]
     pair_slot = slot[entry]
 
-    best = [np.zeros((servers, size + 1, size + 1))]
+    best = [np.zeros((servers, size_a + 1, size_b + 1))]
+    costs = (size_a + 1) * (size_b + 1)
     # Pairs of one slot with equal unit costs shift every server's table alike: one pass per (slot, cost), over
     # the pairs sorted once by slot, cost and server; two columns of one entry with one cost: the better counts.
-    cost_key = cu * (size + 1) + mu
-    group_key = (pair_slot * (size + 1) ** 2 + cost_key) * servers + pair_server  # (slot, cost, server)
+    cost_key = cu * (size_b + 1) + mu
+    group_key = (pair_slot * costs + cost_key) * servers + pair_server  # (slot, cost, server)
     by = np.argsort(group_key, kind="stable")
     g_key = group_key[by]
     first = np.flatnonzero(np.r_[True, g_key[1:] != g_key[:-1]][: g_key.size])  # no pairs: none
     g_value = np.maximum.reduceat(value[by], first) if first.size else np.zeros(0)
     g_key = g_key[first]
     g_server = g_key % servers
-    g_pass = g_key // servers  # slot * (size + 1)**2 + cost
-    g_slot = g_pass // (size + 1) ** 2
+    g_pass = g_key // servers  # slot * costs + cost
+    g_slot = g_pass // costs
     starts = np.flatnonzero(np.r_[True, g_pass[1:] != g_pass[:-1]][: g_pass.size])
     stops = np.r_[starts[1:], g_pass.size]
     slot_of = g_slot[starts]
@@ -147,14 +152,14 @@ def server_tables(
         idle[g_server[g_slot == t]] = False
         current[idle] = previous[idle]
         for start, stop in zip(starts[slot_of == t].tolist(), stops[slot_of == t].tolist(), strict=True):
-            a, b = divmod(int(g_pass[start]) % (size + 1) ** 2, size + 1)
+            a, b = divmod(int(g_pass[start]) % costs, size_b + 1)
             if stop - start == 1:  # one server: views, no gather and scatter
                 row = int(g_server[start])
                 there = current[row, a:, b:]
-                np.maximum(there, previous[row, : size + 1 - a, : size + 1 - b] + g_value[start], out=there)
+                np.maximum(there, previous[row, : size_a + 1 - a, : size_b + 1 - b] + g_value[start], out=there)
                 continue
             rows = g_server[start:stop]
-            shifted = previous[rows, : size + 1 - a, : size + 1 - b]
+            shifted = previous[rows, : size_a + 1 - a, : size_b + 1 - b]
             shifted += g_value[start:stop, None, None]
             there = current[rows, a:, b:]
             np.maximum(there, shifted, out=there)

@@ -45,7 +45,7 @@ def split_columns(
 ) -> SplitChoice:
     """Choose the split jobs' configs (see the module docstring); ``target`` is the column per job."""
     servers = tables.final.shape[0]
-    size = units.per_server
+    size_a, size_b = units.cpu_per_server, units.mem_per_server
     final = tables.final
     # Per split job: its servers, its columns, and each column's units on each of its servers (entries are
     # sorted by job, so a job's are one slice).
@@ -67,11 +67,11 @@ def split_columns(
 
     # 1. Targets, with the heaviest split job on an infeasible server moved to safe until all fit.
     while True:
-        room_a, room_b = size - used_a, size - used_b
+        room_a, room_b = size_a - used_a, size_b - used_b
         short = (room_a < 0) | (room_b < 0)
         ok = np.flatnonzero(~short)
         short[ok] = ~np.isfinite(final[ok, room_a[ok], room_b[ok]])
-        worst, most = -1, -1.0
+        worst, most = -1, -np.inf  # any split job above its safe config on a short server may move
         for job, (where, _, cu, mu) in costs.items():
             on_short = short[where]
             if at[job] == safe[job] or not on_short.any():
@@ -90,16 +90,16 @@ def split_columns(
     # 2. Coordinate ascent on the total. A job's room on its servers is at most a server's units (its own use
     # is part of what is used there), so only the lower end needs clipping; the tables are read flat.
     flat = final.reshape(-1)
-    reads = {job: ((where * (size + 1))[:, None], table.tput[cols]) for job, (where, cols, _, _) in costs.items()}
+    reads = {job: ((where * (size_a + 1))[:, None], table.tput[cols]) for job, (where, cols, _, _) in costs.items()}
     for _ in range(PASSES):
         changed = False
         for job, (where, _, cu, mu) in costs.items():
             now = at[job]
             row, tput = reads[job]
-            room_a = (size - used_a[where] + cu[:, now])[:, None] - cu
-            room_b = (size - used_b[where] + mu[:, now])[:, None] - mu
+            room_a = (size_a - used_a[where] + cu[:, now])[:, None] - cu
+            room_b = (size_b - used_b[where] + mu[:, now])[:, None] - mu
             fits = ((room_a >= 0) & (room_b >= 0)).all(axis=0)
-            rest = flat[(row + np.maximum(room_a, 0)) * (size + 1) + np.maximum(room_b, 0)].sum(axis=0)
+            rest = flat[(row + np.maximum(room_a, 0)) * (size_b + 1) + np.maximum(room_b, 0)].sum(axis=0)
             total = np.where(fits, tput + rest, -np.inf)
             best = int(total.argmax())
             if total[best] > total[now] + 1e-12 * (1 + abs(total[now])):

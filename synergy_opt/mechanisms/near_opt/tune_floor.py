@@ -135,18 +135,18 @@ class TuneBound:
         knapsack = table.knapsack
         gpus = instance.gpus[first].astype(float)
         switched = np.flatnonzero(above)
-        restricted = _with_columns(_columns(knapsack, at_most_demand), switched, instance.floors[first][switched],
+        restricted = _with_columns(knapsack.restricted(at_most_demand), switched, instance.floors[first][switched],
                                    gpus[switched] * c_p, gpus[switched] * m_p)
         if np.unique(restricted.col_class).size < first.size:  # a class left without a column (never seen)
             at_most_proportional = (table.cpu <= c_p * (1 + _TOLERANCE)) & (table.mem <= m_p * (1 + _TOLERANCE))
-            restricted = _columns(knapsack, at_most_demand | at_most_proportional)
+            restricted = knapsack.restricted(at_most_demand | at_most_proportional)
         staged = None
         if staged_applies(instance):
             value = job_throughputs(instance, cpu, mem)[first]
             has = np.zeros(first.size, dtype=bool)
             has[table.col_class[at_most_demand]] = True
             lowered_class = np.where(has, np.cumsum(has) - 1, -1)
-            lowered = _columns(knapsack, at_most_demand)
+            lowered = knapsack.restricted(at_most_demand)
             lowered = replace(lowered, col_class=lowered_class[lowered.col_class],
                               class_count=knapsack.class_count[has])
             runs = len(set(zip(cpu.tolist(), mem.tolist(), strict=True)))  # distinct demands
@@ -192,11 +192,6 @@ def _with_columns(knapsack: Knapsack, classes: np.ndarray, value: np.ndarray, cp
     return replace(knapsack, value=np.concatenate((knapsack.value, value))[order],
                    cpu=np.concatenate((knapsack.cpu, cpu))[order], mem=np.concatenate((knapsack.mem, mem))[order],
                    col_class=col_class[order])
-
-
-def _columns(knapsack: Knapsack, keep: np.ndarray) -> Knapsack:
-    return replace(knapsack, value=knapsack.value[keep], cpu=knapsack.cpu[keep], mem=knapsack.mem[keep],
-                   col_class=knapsack.col_class[keep])
 
 
 def tune_bound(table: ConfigTable, best_case_tolerance: float, prices: np.ndarray | None = None) -> float:
