@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.is_file():
         with args.out.open(newline="") as handle:
             kept = [row for row in csv.DictReader(handle)
-                    if row["setting"] not in args.settings and row["trace"] == args.trace and row["types"] == args.types]
+                    if row["setting"] not in args.settings
+                    and (row["trace"], row["types"]) == (args.trace, args.types)]
         rows = sorted([*kept, *rows], key=lambda row: order.index(str(row["setting"])))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", newline="") as handle:
