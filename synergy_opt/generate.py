@@ -22,6 +22,7 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, normalise, parse_type_counts
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
+from synergy_opt.portable import exp, power_of_ten
 from synergy_opt.profiles import (
     REFERENCE_GPU_TYPE,
     TASKS,
@@ -190,7 +191,7 @@ def draw_durations_min(rng: np.random.Generator, count: int) -> np.ndarray:
     """Duration at proportional share: ``10^x`` minutes, ``x ~ U[1.5, 3]`` w.p. 0.8, else ``U[3, 4]``."""
     short = rng.random(count) < 0.8
     exponent = np.where(short, rng.uniform(1.5, 3.0, count), rng.uniform(3.0, 4.0, count))
-    return np.power(10.0, exponent)
+    return power_of_ten(exponent)
 
 
 def job_profiles(
@@ -226,7 +227,7 @@ def job_profiles(
 
 def _noisy(profile: Profile, normal: np.ndarray, sigma: float) -> Profile:
     """Log-normal noise per entry, then made monotone again: more CPU or memory never slows a job."""
-    tput = profile.tput * np.exp(sigma * normal)
+    tput = profile.tput * exp(sigma * normal)
     tput = np.maximum.accumulate(np.maximum.accumulate(tput, axis=0), axis=1)
     return Profile(profile.cpu_per_gpu, profile.mem_gb_per_gpu, tput, name=profile.name)
 

@@ -17,6 +17,11 @@ near-opt's allocations on the generated rounds (``near-opt`` in each generated r
 from the code before its speed-ups (commit 1e374c1, issue 11's near-opt as merged); on rounds whose profiles
 have different grids that code ordered the ideal ILP's classes by memory address, so no small rounds there.
 
+The rounds are drawn through :mod:`synergy_opt.portable` (the C library's ``exp`` and ``pow``), so a seed gives
+the same bits with or without AVX-512; before, NumPy's AVX-512 ``exp`` moved near-opt on two rounds. near-opt's
+ties still follow NumPy's summation order, which is the same on every x86-64 with AVX2 (recorded there; on a CPU
+without AVX2 seven of its digests differ, by ties of equal objective or by at most 0.3%).
+
 Re-record (only when a change of behaviour is intended, and say so), from the repository root:
 ``PYTHONPATH=. python tests/test_mechanism_digests.py`` (near-opt's too, then from the current code).
 """

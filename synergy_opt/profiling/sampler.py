@@ -36,6 +36,7 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile
+from synergy_opt.portable import exp
 from synergy_opt.profiles import cpu_gpu_ratios, model_info
 from synergy_opt.profiling.fit import BUILTIN_MODEL, builtin_job_model
 from synergy_opt.profiling.model import JobModel
@@ -91,7 +92,7 @@ def draw_job_model(
     """
     base = builtin_job_model(name)
     normals = rng.standard_normal(len(spread))
-    varied = {key: getattr(base, key) * float(np.exp(sigma * z)) for (key, sigma), z in zip(
+    varied = {key: getattr(base, key) * exp(sigma * z).item() for (key, sigma), z in zip(
         spread, normals, strict=True)}
     try:
         return replace(base, **varied)
