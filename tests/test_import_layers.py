@@ -10,12 +10,14 @@ and the importer's own packages (already running when one of their modules impor
 from __future__ import annotations
 
 import ast
+import importlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import synergy_opt
+from synergy_opt.moved import MOVED_MODULES
 
 ROOT = Path(synergy_opt.__file__).parent
 PACKAGE = "synergy_opt"
@@ -211,3 +213,18 @@ def test_parent_packages_count_except_the_root_and_the_importers_own() -> None:
 @pytest.mark.parametrize(("module", "target"), sorted(LAZY_IMPORTS))
 def test_each_listed_lazy_import_exists(module: str, target: str) -> None:
     assert (target, True) in set(imports(module)), f"{module} no longer imports {target} lazily: unlist it"
+
+
+@pytest.mark.parametrize("old", sorted(MOVED_MODULES))
+def test_an_old_module_path_fails_naming_its_new_one(old: str) -> None:
+    """Old import paths (issue 17) fail with the new path in the message, never with a bare 'No module'."""
+    with pytest.raises(ModuleNotFoundError, match="moved to") as caught:
+        importlib.import_module(old)
+    assert MOVED_MODULES[old].split()[0] in str(caught.value)
+
+
+def test_a_name_that_left_a_package_names_its_new_home() -> None:
+    with pytest.raises(ImportError, match="moved to synergy_opt.sim.with_profiling_delay"):
+        from synergy_opt.profiling import with_profiling_delay  # noqa: F401
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        _ = synergy_opt.profiling.no_such_name  # type: ignore[attr-defined]

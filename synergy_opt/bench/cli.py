@@ -26,6 +26,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from synergy_opt.bench import compare as bench_compare
 from synergy_opt.bench.cells import RunOptions, run_cell
 from synergy_opt.bench.grid import (
@@ -276,8 +278,6 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _run(cells: list[Any], keys: list[str], journal: Journal, options: RunOptions,
          args: argparse.Namespace) -> list[dict[str, Any]]:
-    from tqdm import tqdm
-
     with tqdm(total=len(cells), desc="bench", unit="cell", disable=args.no_progress, file=sys.stderr,
               dynamic_ncols=True, mininterval=0.5) as bar:
         bar.update(journal.count(keys))

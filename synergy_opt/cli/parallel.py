@@ -123,7 +123,7 @@ def _stop(pool: ProcessPoolExecutor, futures: dict[Future[Any], int]) -> None:
 def _run_dask(
     function: Callable[[Item], Result], items: Sequence[Item], dask: Any, done: Callable[[int, Result], None]
 ) -> list[Result]:
-    from distributed import Client
+    from distributed import Client  # the optional "distributed" extra, needed only with --dask
     from distributed import as_completed as dask_completed
 
     own = not isinstance(dask, Client)

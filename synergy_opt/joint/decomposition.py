@@ -389,7 +389,7 @@ def _run_highs(model: object, params: SolverParams, seconds: float, start: np.nd
                ) -> tuple[np.ndarray, float] | None:
     """Solve a MILP on HiGHS from a starting solution for at most ``seconds``: its best solution and value, or
     None when it found none."""
-    import highspy
+    import highspy  # imported on use, as the backends are: importing the package loads no solver
 
     from synergy_opt.solvers.highs import run, to_highs  # highspy on first use (no solver library at import)
 
@@ -409,7 +409,7 @@ def _run_highs(model: object, params: SolverParams, seconds: float, start: np.nd
 
 
 def _solution(x: np.ndarray) -> highspy.HighsSolution:
-    import highspy
+    import highspy  # imported on use, as the backends are: importing the package loads no solver
 
     solution = highspy.HighsSolution()
     solution.col_value = list(map(float, x))
@@ -447,7 +447,7 @@ def _priced_loads(types: ItemTypes, demand: np.ndarray, caps: np.ndarray, patter
     """The loads (within ``caps``) the LP of the fewest servers holding ``demand`` uses, priced in from
     ``patterns`` capped at ``caps``; None when that LP needs more than ``servers`` (no placement exists: by its
     optimum or, on the way, Farley's bound ``pi . demand / (the best load's value)``) or at ``stop``."""
-    import highspy
+    import highspy  # imported on use, as the backends are: importing the package loads no solver
 
     from synergy_opt.solvers.highs import quiet_highs, run  # highspy on first use (no solver library at import)
 
@@ -502,7 +502,7 @@ def _within_slack(loads: np.ndarray, pi: np.ndarray, demand: np.ndarray, servers
 def _cover(loads: np.ndarray, demand: np.ndarray, servers: int, stop: float) -> np.ndarray | None:
     """Whole numbers of servers for each of ``loads`` that hold ``demand`` on at most ``servers`` servers (a
     small MILP on HiGHS, until ``stop``), or None."""
-    import highspy
+    import highspy  # imported on use, as the backends are: importing the package loads no solver
 
     from synergy_opt.solvers.highs import quiet_highs, run  # highspy on first use (no solver library at import)
 

@@ -31,6 +31,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
+from tqdm import tqdm
+
 from synergy_opt.cli import args as cli_args
 from synergy_opt.cli.errors import OneLineParser, run_cli
 from synergy_opt.cli.journal import Journal, read_command, recorded_argv, run_journaled, run_key, write_command
@@ -462,8 +464,6 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _run(the_plan: Plan, journal: Journal, args: argparse.Namespace, rounds: bool) -> list[Any]:
-    from tqdm import tqdm
-
     quiet = bool(args.no_progress)
     with tqdm(total=len(the_plan.runs), desc="sim", unit="run", disable=quiet, file=sys.stderr,
               dynamic_ncols=True, mininterval=0.5) as bar:
@@ -482,8 +482,6 @@ def _run(the_plan: Plan, journal: Journal, args: argparse.Namespace, rounds: boo
 
 def _run_here(run: SimRun, position: int) -> Any:
     """One run in this process, with a bar of its own: monitored jobs finished, and the simulated time."""
-    from tqdm import tqdm
-
     with tqdm(desc=f"  {run.mechanism}", unit="job", file=sys.stderr, dynamic_ncols=True, mininterval=0.5,
               position=position, leave=False) as bar:
         def advance(time_s: float, finished: int, monitored: int) -> None:

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from synergy_opt.cli.parallel import run_in_order
 from synergy_opt.cli.table import print_table, write_csv
 from synergy_opt.files import atomic_open
@@ -262,8 +264,6 @@ def figure(table: Sequence[dict[str, Any]]) -> Any:
 
 def main(out: Path | None, workers: int, seeds: Sequence[int] | None, show_progress: bool) -> int:
     """Run (or resume) the experiment, write its files, print its table; the exit code."""
-    from tqdm import tqdm
-
     from synergy_opt.cli.plots import save_figure
 
     plan = Plan(fidelity_runs(seeds if seeds is not None else tuple(range(10))), out or DEFAULT_OUT, workers)
