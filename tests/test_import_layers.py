@@ -224,7 +224,7 @@ def test_an_old_module_path_fails_naming_its_new_one(old: str) -> None:
 
 
 def test_a_name_that_left_a_package_names_its_new_home() -> None:
-    with pytest.raises(ImportError, match="moved to synergy_opt.sim.with_profiling_delay"):
+    with pytest.raises(ImportError, match=r"moved to synergy_opt\.sim\.with_profiling_delay"):
         from synergy_opt.profiling import with_profiling_delay  # noqa: F401
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         _ = synergy_opt.profiling.no_such_name  # type: ignore[attr-defined]
