@@ -85,6 +85,7 @@ ROWS = [
     config("time_limit string", 'time_limit = "5"\n', "time_limit"),
     config("round_s inf", "round_s = inf\n", "round-s"),
     config("load nan", "load = nan\n", "load"),
+    config("load below the generator's least", "load = [1e-300]\n", "load"),
     config("load empty", "load = []\n", "load"),
     config("load too many", f"load = [{MANY}]\n", "load"),
     config("load date", "load = 1979-05-27\n", "load"),
@@ -116,6 +117,7 @@ ROWS = [
     sim("jobs huge", "--jobs", "10000000", names="jobs"),
     sim("workers huge", "--workers", "100000", names="workers"),
     sim("monitor huge", "--monitor", "0,10000000", names="monitor"),
+    sim("load below the generator's least", "--load", "1e-300", names="load"),
     sim("load full-width digits", "--load", "６", names="load"),
     sim("gpus full-width digits", "--gpus", "１６", names="gpus"),
     sim("gpus Arabic-Indic digits", "--gpus", "١٦", names="gpus"),
@@ -202,6 +204,7 @@ def test_cli_input(row: Row, folders: dict[str, Path], tmp_path: Path, capsys: p
     assert len(err.strip().splitlines()) == 1 and " error: " in err, err
     assert row.names in err, err
     assert out == "", out  # refused before anything ran
+    assert not (tmp_path / "out").exists()  # and before a result folder was made (it would block a rerun)
 
 
 def test_the_table_covers_every_example_of_the_issue() -> None:

@@ -25,7 +25,7 @@ from synergy_opt.bench.compare import compare_table as bench_compare_table
 from synergy_opt.bench.table import headers as bench_headers
 from synergy_opt.bench.table import render_table as bench_render
 from synergy_opt.bench.table import title as bench_title
-from synergy_opt.cli.table import read_csv, render_table
+from synergy_opt.cli.table import fitted_columns, read_csv, render_table
 from synergy_opt.sim.cli import main as sim_main
 from synergy_opt.sim.compare import compare_table
 from synergy_opt.sim.experiments import experiment_names
@@ -268,6 +268,19 @@ def test_every_cli_table_fits_100_columns_with_every_number_whole(uninterrupted:
     title, sim_headers = table_layout(table)
     widest = max(widest, _check_width_100(render_table(table, sim_headers, title, caption=SIM_CAPTION),
                                           [k for k, _ in sim_headers], table))
+    # The simulator's table with five swept settings: they fold into one wrapping setting column.
+    swept = tmp_path / "swept"
+    assert sim_main(["--gpus", "8,16", "--policy", "fifo,srtf", "--cpu-per-gpu", "3,4", "--multi-gpu", "both",
+                     "--load", "1,2", "--jobs", "3", "--mechanisms", "proportional", "--no-progress",
+                     "--out", str(swept)]) == 0
+    table = read_csv(swept / "table.csv")
+    title, sim_headers = table_layout(table)
+    rows, fitted = fitted_columns(table, sim_headers, block=[k for k, _ in sim_headers if k != "mechanism"])
+    assert fitted[0] == ("setting", "setting") and len(fitted) < len(sim_headers)
+    for row in rows:
+        assert f"policy={row['policy']}" in row["setting"] and f"load={row['load']:g}" in row["setting"]
+    widest = max(widest, _check_width_100(render_table(rows, fitted, title, caption=SIM_CAPTION),
+                                          [k for k, _ in fitted], rows))
     # Both compare tables.
     for rows, cmp_headers, cmp_title, caption in (compare_table(table, table, ("a", "b")),
                                                  bench_compare_table(medians, medians, ("a", "b"))):

@@ -16,7 +16,7 @@ import synergy_opt as so
 from synergy_opt.sim import generate_trace, simulate
 from synergy_opt.sim.cli import main, parse
 from synergy_opt.sim.experiments import EXPERIMENTS_DIR, experiment_names, load_experiment
-from synergy_opt.sim.sweep import PER_JOB_COLUMNS, SUMMARY_COLUMNS, WALL_TIME_COLUMNS
+from synergy_opt.sim.sweep import PER_JOB_COLUMNS, SUMMARY_COLUMNS, WALL_TIME_COLUMNS, varying
 from synergy_opt.sim.trace_io import load_trace, save_trace
 from tests.test_sim_trace_io import PHILLY_LOG
 
@@ -171,3 +171,10 @@ def test_experiment_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--experiment", "list"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in experiment_names()) and "Figure 9" in out
+
+
+def test_a_setting_left_empty_does_not_vary_when_read_back_as_nan() -> None:
+    """A one-type sweep's empty gpu_types column comes back from pandas as NaN in every row; NaN never equals
+    itself, so the plots once drew a panel per job labelled 'gpu_types=static'."""
+    rows = [{"gpu_types": float("nan"), "load": 1.0}, {"gpu_types": float("nan"), "load": 2.0}]
+    assert varying(rows, ["gpu_types", "load"]) == ["load"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
+import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from synergy_opt.cli import args as cli_args
 from synergy_opt.cli.errors import OneLineParser, run_cli
 from synergy_opt.cli.journal import Journal, read_command, recorded_argv, run_journaled, run_key, write_command
 from synergy_opt.cli.parallel import MAX_WORKERS
+from synergy_opt.cli.table import TABLE_WIDTH
 from synergy_opt.errors import SynergyError
 from synergy_opt.generate import type_counts
 from synergy_opt.profiles import gavel_gpu_types
@@ -267,7 +269,7 @@ def _main(argv: Sequence[str] | None) -> int:
     paths, summary = write_folder(the_plan.out, rows)
     print_table(summary, title=table_title(summary), wide=args.wide)
     for note in notes + _errors(rows):
-        print(note)
+        print(textwrap.fill(note, TABLE_WIDTH, subsequent_indent="  ", break_on_hyphens=False))
     print(f"wrote {paths[0]} ({len(rows)} rows) and {paths[1]}")
     if args.plot:
         for path in bench_compare.plot_folder(the_plan.out):

@@ -17,8 +17,9 @@ Row = dict[str, Any]
 
 Headers = Sequence[tuple[str, str]]
 # Left-justified columns; of them, names and statuses may wrap when a table must shrink (never a number).
-_TEXT_KEYS = frozenset({"trace", "mechanism", "solver", "status", "policy", "split", "job_kind", "seeds", "multi_gpu"})
-_WRAPPING_KEYS = frozenset({"trace", "mechanism", "solver", "status", "policy", "job_kind"})
+_TEXT_KEYS = frozenset({"trace", "mechanism", "solver", "status", "policy", "split", "job_kind", "seeds", "multi_gpu",
+                        "setting"})
+_WRAPPING_KEYS = frozenset({"trace", "mechanism", "solver", "status", "policy", "job_kind", "setting"})
 
 
 TABLE_WIDTH = 100  # columns a printed table fits by default (a pipe, a file, or a wider terminal)
@@ -51,11 +52,12 @@ def render_table(
     for index, (key, header) in enumerate(headers):
         justify: Literal["left", "right"] = "left" if key in _TEXT_KEYS else "right"
         if key in _WRAPPING_KEYS:  # wraps between words only: a name stays whole
-            longest = max((len(word) for cells in rows for word in cells[index].split()), default=1)
+            longest = max((len(word) for text in [header, *(cells[index] for cells in rows)] for word in text.split()),
+                          default=1)
             table.add_column(header, justify=justify, overflow="fold", min_width=longest)
-        else:
-            widest = max((len(cells[index]) for cells in rows), default=0)
-            table.add_column(header, justify=justify, no_wrap=True, min_width=max(widest, 1))
+        else:  # as wide as its widest cell or header, which never wrap (rich would measure the header's words)
+            widest = max((len(text) for text in [header, *(cells[index] for cells in rows)]), default=1)
+            table.add_column(header, justify=justify, no_wrap=True, min_width=widest)
     previous: tuple[Any, ...] | None = None
     for row, cells in zip(summary, rows, strict=True):
         # A rule between blocks (the bench: size and trace) keeps a sweep's table readable.
@@ -67,11 +69,35 @@ def render_table(
     return table
 
 
+def fitted_table(
+    summary: Sequence[Row], headers: Headers, title: str = "", block: Sequence[str] = (), caption: str = "",
+    width: int = TABLE_WIDTH,
+) -> Table:
+    """:func:`render_table` of :func:`fitted_columns`: at most ``width`` columns wide without cutting a number."""
+    rows, kept = fitted_columns(summary, headers, block, width)
+    return render_table(rows, kept, title, block, caption)
+
+
+def fitted_columns(
+    summary: Sequence[Row], headers: Headers, block: Sequence[str] = (), width: int = TABLE_WIDTH
+) -> tuple[Sequence[Row], Headers]:
+    """The rows and headers to print in ``width`` columns: as given when they fit side by side, else with the
+    ``block`` columns (a row's setting: GPUs, policy, load, ...) folded into one ``setting`` column of
+    ``header=value`` pairs, which wraps between pairs."""
+    folded = [key for key, _ in headers if key in block]
+    if len(folded) < 2 or _minimum_width(render_table(summary, headers, block=block)) <= width:
+        return summary, headers
+    labels = dict(headers)
+    rows = [{**row, "setting": ", ".join(f"{labels[key].replace(' ', '_')}={_cell(key, row.get(key))}"
+                                          for key in folded)} for row in summary]
+    return rows, [("setting", "setting"), *((key, header) for key, header in headers if key not in folded)]
+
+
 def print_table(
     summary: Sequence[Row], headers: Headers, title: str = "", console: Console | None = None,
     block: Sequence[str] = (), caption: str = "", wide: bool = False,
 ) -> None:
-    """Print :func:`render_table` to ``console``: by default at most ``TABLE_WIDTH`` columns wide (the
+    """Print :func:`fitted_table` to ``console``: by default at most ``TABLE_WIDTH`` columns wide (the
     terminal's width if narrower); ``wide``, on a pipe or a file, every column at full width."""
     table = render_table(summary, headers, title, block, caption)
     if console is None:
@@ -81,7 +107,14 @@ def print_table(
             console = Console(width=full if wide else min(full, TABLE_WIDTH))
         elif not wide and console.width > TABLE_WIDTH:
             console = Console(width=min(full, TABLE_WIDTH))
+    if not wide:
+        table = fitted_table(summary, headers, title, block, caption, console.width)
     console.print(table)
+
+
+def _minimum_width(table: Table) -> int:
+    """The fewest columns ``table`` needs: its numbers never wrap, so narrower is cut."""
+    return Console(width=10_000).measure(table).minimum
 
 
 def _cell(key: str, value: Any) -> str:

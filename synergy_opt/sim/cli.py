@@ -37,7 +37,7 @@ from synergy_opt.cli import args as cli_args
 from synergy_opt.cli.errors import OneLineParser, run_cli
 from synergy_opt.cli.journal import Journal, read_command, recorded_argv, run_journaled, run_key, write_command
 from synergy_opt.cli.parallel import MAX_WORKERS
-from synergy_opt.errors import SynergyError
+from synergy_opt.errors import InvalidInputError, SynergyError
 from synergy_opt.generate import JOB_KIND
 from synergy_opt.hetero import HeteroCluster
 from synergy_opt.sim import compare as sim_compare
@@ -347,6 +347,12 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
                         args.preemption_overhead, backfill=args.backfill == "yes", types=args.types or ""), None)
             for gpus, ratio, split, multi_gpu, policy, load, seed in itertools.product(*lists)
         ]
+        try:  # every generated trace's arguments, before the sweep writes its folder
+            for setting, _ in settings:
+                setting.check_generated()
+        except InvalidInputError as error:
+            parser.context = f"experiment {args.experiment}" if args.experiment else ""
+            parser.error(str(error))
     runs: list[SimRun] = []
     for setting, trace in settings:
         for mechanism in args.mechanisms:
@@ -384,7 +390,7 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
     this toolkit is read once.
     """
     path: Path = args.trace
-    first = load_trace(path)  # a missing or non-regular file is an error naming it, with the reason
+    first = _read_trace(parser, path)
     philly = first.metadata.get("source") == PHILLY_SOURCE
     gavel = first.metadata.get("source") == GAVEL_SOURCE
     if not philly and args.split != DEFAULTS["split"]:
@@ -394,9 +400,9 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
     for gpus, ratio, split, policy, seed in itertools.product(
             args.gpus, args.cpu_per_gpu, args.split, args.policy, args.seeds):
         if philly:
-            trace = load_trace(path, split=split, seed=seed, cpu_per_gpu=ratio, max_gpus=gpus)
+            trace = _read_trace(parser, path, split=split, seed=seed, cpu_per_gpu=ratio, max_gpus=gpus)
         elif gavel and ratio != first.metadata["cpu_per_gpu"]:  # the ratio's built-in profiles
-            trace = load_trace(path, cpu_per_gpu=ratio)
+            trace = _read_trace(parser, path, cpu_per_gpu=ratio)
         else:
             trace = first
         too_big = [job for job in trace.jobs if job.gpus > gpus]
@@ -412,6 +418,14 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
                              path.name, backfill=args.backfill == "yes", types=args.types or "")
         settings.append((setting, trace))
     return settings
+
+
+def _read_trace(parser: _Parser, path: Path, **options: Any) -> Trace:
+    """``load_trace(path, **options)``; a fault in the file is one line naming ``--trace`` and the file."""
+    try:
+        return load_trace(path, **options)
+    except InvalidInputError as error:  # a missing or unreadable file names its path already
+        parser.error(str(error) if str(path) in str(error) else f"--trace {path}: {error}")
 
 
 # --- running and reporting ------------------------------------------------------------------------------------

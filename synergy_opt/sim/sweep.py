@@ -23,6 +23,7 @@ from synergy_opt.instance import Cluster
 from synergy_opt.sim.engine import Progress, simulate
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SUMMARY_KEYS
 from synergy_opt.sim.trace import Trace, generate_trace
+from synergy_opt.validation import check_arguments
 
 # What identifies a run, in CSV order; ``trace`` is "generated" or the trace file's name.
 SETTING_COLUMNS = (
@@ -80,6 +81,17 @@ class SimSetting:
         return Cluster(self.gpus // GPUS_PER_SERVER, GPUS_PER_SERVER, GPUS_PER_SERVER * self.cpu_per_gpu,
                        MEM_GB_PER_SERVER)
 
+    def generator_arguments(self) -> dict[str, Any]:
+        """The arguments of :func:`generate_trace` that make this setting's trace (when it is generated)."""
+        return {"jobs": self.jobs, "load": self.load, "split": self.split, "multi_gpu": self.multi_gpu,
+                "seed": self.seed, "cpu_per_gpu": self.cpu_per_gpu, "profile_noise": self.profile_noise,
+                "job_kind": self.job_kind}
+
+    def check_generated(self) -> None:
+        """Refuse now, naming the field, what :func:`generate_trace` would refuse when the run starts (a sweep
+        checks every setting before it writes its folder)."""
+        check_arguments(generate_trace, **self.generator_arguments())
+
     def columns(self) -> dict[str, Any]:
         """The setting's CSV columns (``SETTING_COLUMNS`` but ``mechanism``)."""
         return {
@@ -107,9 +119,7 @@ class SimRun:
     def make_trace(self) -> Trace:
         if self.trace is not None:
             return self.trace
-        s = self.setting
-        return generate_trace(jobs=s.jobs, load=s.load, split=s.split, multi_gpu=s.multi_gpu, seed=s.seed,
-                              cpu_per_gpu=s.cpu_per_gpu, profile_noise=s.profile_noise, job_kind=s.job_kind)
+        return generate_trace(**self.setting.generator_arguments())
 
 
 @dataclass(frozen=True, eq=False)
@@ -204,4 +214,6 @@ def varying(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> list[s
 
 
 def _hashable(value: Any) -> Any:
+    if isinstance(value, float) and value != value:  # NaN (an empty CSV field read by pandas) never equals itself
+        return None
     return tuple(value) if isinstance(value, list) else value
