@@ -211,7 +211,8 @@ def test_bench_plot_and_compare(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert (first / "gap.png").stat().st_size > 1000 and (first / "time.png").stat().st_size > 1000
     capsys.readouterr()
     assert bench_main(["compare", str(first), str(second), "--out", str(tmp_path / "cmp")]) == 0
-    assert "B/A" in capsys.readouterr().out
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "B/A" in printed and "different rounds: A split 20/70/10, seeds 0; B split 20/70/10, seeds 0,1" in printed
     rows = read_csv(tmp_path / "cmp" / "compare.csv")
     medians_a, medians_b = read_csv(first / "medians.csv"), read_csv(second / "medians.csv")
     assert len(rows) == len(medians_a) == 4

@@ -58,9 +58,12 @@ def compare_table(
 
 def compare_folders(first: Path, second: Path, out: Path, wide: bool = False, plot: bool = True) -> list[Path]:
     """Print two bench folders' medians side by side; write ``compare.csv`` (and the figures) to ``out``."""
-    (_, medians_a), (_, medians_b) = read_folder(first), read_folder(second)
+    (rows_a, medians_a), (rows_b, medians_b) = read_folder(first), read_folder(second)
     names = (first.name or str(first), second.name or str(second))
     rows, headers, title, caption = compare_table(medians_a, medians_b, names, wide)
+    workloads = setting_title(rows_a), setting_title(rows_b)
+    if workloads[0] != workloads[1]:  # other seeds, split or noise: the medians are of different rounds
+        caption += f" The folders ran on different rounds: A {workloads[0]}; B {workloads[1]}."
     print_table(rows, headers, title=title, caption=caption, wide=wide,
                 block=[key for key in ("gpus", "trace") if key in dict(headers)])
     keys = [key for key in rows[0] if "." not in key] if rows else []
