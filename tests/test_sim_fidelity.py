@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from synergy_opt import Cluster
+from synergy_opt.cli.table import write_csv
 from synergy_opt.sim import fidelity
 from synergy_opt.sim.artifact_trace import fig9_trace
 from synergy_opt.sim.capacity import (
@@ -20,6 +21,7 @@ from synergy_opt.sim.capacity import (
     mean_duration_h,
     mean_gpus,
     model_shares,
+    saturated_run,
     saturated_throughput,
     trace_mix,
 )
@@ -36,10 +38,10 @@ def test_the_plan_switches_one_factor_at_a_time() -> None:
     own = [run for run in figure_9 if (run.trace, run.progress) == ("artifact", "artifact")]
     assert {run.variant.label for run in own} == {variant.label for variant in fidelity.VARIANTS}
     assert {run.seed for run in own} == {42}
-    # The trace switched alone: generated seeds, the artifact's accounting, its two mechanisms.
+    # The trace switched alone: generated seeds, the artifact's accounting, every mechanism on every seed.
     switched = [run for run in figure_9 if (run.trace, run.progress) == ("generated", "artifact")]
-    assert {run.variant.label for run in switched} == {"proportional", "tune-artifact"}
-    assert {run.seed for run in switched} == {0, 1}
+    assert {(run.variant.label, run.seed) for run in switched} == {
+        (variant.label, seed) for variant in fidelity.VARIANTS for seed in (0, 1)}
     assert {run.variant.mechanism for run in runs if run.block != FIGURE_9} >= {"joint", "proportional"}
     assert all(run.block == FIGURE_9 for run in runs[: len(figure_9)])  # the short window's joint runs last
 
@@ -76,6 +78,16 @@ def test_a_recorded_run_is_not_run_again(tmp_path: Path) -> None:
            "progress": "artifact", "seed": 42, "avg_jct_h": 81.0886}
     (folder / f"{run.key}.json").write_text(json.dumps(row))
     assert run_plan(Plan([run], tmp_path)) == [row]  # read back: a real run would take minutes
+
+
+def test_a_recorded_runs_csv_restores_the_runs_files(tmp_path: Path) -> None:
+    run = FidelityRun(FIGURE_9, Variant("proportional", "proportional"), "artifact", "artifact")
+    row = {"key": run.key, "block": run.block, "variant": "proportional", "options": "", "trace": "artifact",
+           "progress": "artifact", "seed": 42, "avg_jct_h": 81.0886}
+    write_csv([row], tmp_path / "recorded.csv", list(row))
+    assert fidelity.restore_runs(tmp_path / "recorded.csv", tmp_path / "out") == 1
+    assert fidelity.restore_runs(tmp_path / "recorded.csv", tmp_path / "out") == 0  # a run's file is kept
+    assert run_plan(Plan([run], tmp_path / "out")) == [row]
 
 
 def test_a_run_on_a_short_window_writes_its_file_and_matches_simulate(tmp_path: Path) -> None:
@@ -155,5 +167,11 @@ def test_a_saturated_run_finishes_jobs_at_about_the_bound() -> None:
     rate = saturated_throughput("proportional", cluster, seed=1, load=4.0, warmup_h=100.0, until_h=400.0)
     bound = fluid_capacity(cluster, configs="proportional")
     assert 0.75 * bound < rate < 1.25 * bound
+    # Against the finished jobs' own mix the draw's noise is gone: the share runs at 16 GPUs / their work.
+    run = saturated_run("proportional", cluster, seed=1, load=4.0, warmup_h=100.0, until_h=400.0)
+    assert run.jobs_per_h == rate and sum(run.shares.values()) == pytest.approx(1.0)
+    own = fluid_capacity(cluster, configs="proportional", shares=run.shares, work_h=run.work_h)
+    assert own == pytest.approx(16 / run.work_h)
+    assert 0.9 * own < rate < 1.1 * own
     with pytest.raises(RuntimeError, match="saturate"):
         saturated_throughput("proportional", cluster, seed=1, load=0.2, warmup_h=10.0, until_h=40.0)

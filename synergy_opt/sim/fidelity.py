@@ -15,15 +15,16 @@ switches one factor at a time:
   order, spread), near-opt and the ideal bound; and, on a shorter window (jobs 1000-1099 of the artifact's
   trace, exact accounting) where the joint optimum's per-round MILP is affordable, joint against the others.
 
-Columns (trace / accounting): the artifact's run (artifact / artifact), the accounting switched (artifact /
-exact), the trace switched (generated / artifact; proportional and the artifact's TUNE), and this toolkit's
-own setting (generated / exact; every mechanism). Each cell: the average JCT (over seeds: mean, min-max) and
+Columns (trace / accounting), every mechanism in each: the artifact's run (artifact / artifact), the
+accounting switched (artifact / exact), the trace switched (generated / artifact), and this toolkit's own
+setting (generated / exact). Each cell: the average JCT (over seeds: mean, min-max) and
 proportional's average JCT over it.
 
 Each run is one file in ``DIR/runs/`` (JSON), written when it finishes; a run whose file exists is not run
 again, so an interrupted experiment resumes where it stopped (the default folder, ``results/fig9-fidelity``,
-is fixed for that reason). Then ``table.csv`` (one row per block, mechanism, trace and accounting),
-``runs.csv`` (one per run) and ``fidelity.png`` are written and the table printed.
+is fixed for that reason; :func:`restore_runs` rebuilds those files from a recorded ``runs.csv``). Then
+``table.csv`` (one row per block, mechanism, trace and accounting), ``runs.csv`` (one per run) and
+``fidelity.png`` are written and the table printed.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from typing import Any
 from tqdm import tqdm
 
 from synergy_opt.cli.parallel import run_in_order
-from synergy_opt.cli.table import print_table, write_csv
+from synergy_opt.cli.table import print_table, read_csv, write_csv
 from synergy_opt.files import atomic_open
 from synergy_opt.instance import Cluster
 from synergy_opt.sim.artifact_trace import FIG9_MONITOR, fig9_jcts, fig9_trace
@@ -80,12 +81,12 @@ VARIANTS = (
     Variant("ideal", "ideal"),
 )
 SHORT_VARIANTS = (VARIANTS[0], VARIANTS[1], VARIANTS[2], VARIANTS[4], VARIANTS[6], Variant("joint", "joint"))
-# (trace, accounting) columns, in the table's order, and the mechanisms each is run for (None: all).
-COLUMNS: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
-    ("artifact", "artifact", None),
-    ("artifact", "exact", None),
-    ("generated", "artifact", ("proportional", "tune-artifact")),
-    ("generated", "exact", None),
+# (trace, accounting) columns, in the table's order; every mechanism runs in each.
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("artifact", "artifact"),
+    ("artifact", "exact"),
+    ("generated", "artifact"),
+    ("generated", "exact"),
 )
 
 
@@ -120,10 +121,8 @@ class Plan:
 def fidelity_runs(seeds: Sequence[int] = tuple(range(10)), joint: bool = True) -> list[FidelityRun]:
     """Every run of the experiment, the quick ones (proportional, the artifact's run) first."""
     runs = []
-    for trace, progress, only in COLUMNS:
+    for trace, progress in COLUMNS:
         for variant in VARIANTS:
-            if only is not None and variant.label not in only:
-                continue
             for seed in ((42,) if trace == "artifact" else tuple(seeds)):
                 runs.append(FidelityRun(FIGURE_9, variant, trace, progress, seed))
     for variant in SHORT_VARIANTS:
@@ -167,6 +166,22 @@ def run_plan(plan: Plan, progress: Callable[[dict[str, Any]], None] | None = Non
     return [row for row in (recorded[run.key] for run in plan.runs) if row is not None]
 
 
+def restore_runs(recorded: Path, out: Path) -> int:
+    """Write each row of a recorded ``runs.csv`` (e.g. ``benchmarks/results/fig9_fidelity_runs.csv``) as its
+    run's file in ``out/runs`` unless one is there, so that ``--out out`` resumes from it; how many written."""
+    folder = out / "runs"
+    folder.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for row in read_csv(recorded):
+        path = folder / f"{row['key']}.json"
+        if path.is_file():
+            continue
+        with atomic_open(path) as handle:
+            json.dump({**row, "options": row["options"] or ""}, handle, indent=1, allow_nan=True)
+        written += 1
+    return written
+
+
 def _read(path: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
@@ -205,7 +220,7 @@ def fidelity_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "artifact_avg_jct_h": artifact,
         })
     order = {variant.label: k for k, variant in enumerate((*VARIANTS, *SHORT_VARIANTS))}
-    columns = {(trace, progress): k for k, (trace, progress, _) in enumerate(COLUMNS)}
+    columns = {column: k for k, column in enumerate(COLUMNS)}
     return sorted(table, key=lambda r: (r["block"] != FIGURE_9, order[r["variant"]],
                                         columns.get((r["trace"], r["progress"]), 9)))
 
@@ -214,7 +229,7 @@ def printed_rows(table: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     """The table as printed: a row per block and mechanism, a cell per (trace, accounting) column."""
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     headers = [("block", "block"), ("variant", "mechanism")]
-    for trace, progress, _ in COLUMNS:
+    for trace, progress in COLUMNS:
         headers.append((f"{trace}/{progress}", f"{trace} trace, {progress} acct: avg JCT h (x prop)"))
     for row in table:
         out = rows.setdefault((row["block"], row["variant"]), {"block": row["block"], "variant": row["variant"]})
@@ -245,7 +260,7 @@ def figure(table: Sequence[dict[str, Any]]) -> Any:
     for axis, block in zip(axes, blocks, strict=True):
         rows = [row for row in table if row["block"] == block]
         labels = list(dict.fromkeys(row["variant"] for row in rows))
-        for k, (trace, progress, _) in enumerate(COLUMNS):
+        for k, (trace, progress) in enumerate(COLUMNS):
             mine = [row for row in rows if (row["trace"], row["progress"]) == (trace, progress)]
             y = [labels.index(row["variant"]) + 0.15 * (k - 1.5) for row in mine]
             x = [row["mean_avg_jct_h"] for row in mine]
@@ -312,4 +327,4 @@ def cli_main(args: Any, error: Callable[[str], Any]) -> int:
     return main(out, args.workers or 1, args.seeds, not args.no_progress)
 
 
-__all__ = ["NAME", "VARIANTS", "FidelityRun", "Plan", "fidelity_runs", "fidelity_table", "run_fidelity"]
+__all__ = ["NAME", "VARIANTS", "FidelityRun", "Plan", "fidelity_runs", "fidelity_table", "restore_runs", "run_fidelity"]
