@@ -42,7 +42,7 @@ from synergy_opt.mechanisms.near_opt.tune_floor import TuneBound, staged_applies
 from synergy_opt.mechanisms.spare import spend_spare
 from synergy_opt.mechanisms.tune import pack_tune
 from synergy_opt.profiles import model_info, models_by_task
-from synergy_opt.round_family import member_round
+from synergy_opt.round_family import DEMANDS, family_round, member_round
 from tests.test_joint import brute_force_joint, tiny_instances
 from tests.test_mechanisms import CI, HEURISTICS, generated_rounds, profiles, small_rounds
 
@@ -237,6 +237,28 @@ def test_tune_bound_bounds_tune(instance: RoundInstance, tolerance: float) -> No
     least = bound.minimum()
     for total in (0.99 * least, 1.01 * least):
         assert (bound.minimum(start=prices, decide=total) <= total) == (least <= total)
+
+
+@st.composite
+def small_server_rounds(draw: st.DrawFn) -> RoundInstance:
+    """Full-load family rounds on servers of 2-4 GPUs (few neighbours per GPU: the placeable caps bind)."""
+    per_server = draw(st.sampled_from([2, 4]))
+    return family_round(gpus=per_server * draw(st.integers(2, 8)), demands=draw(st.sampled_from(DEMANDS)),
+                        gpus_per_server=per_server, cpu_per_gpu=draw(st.sampled_from([3, 4, 5, 6])),
+                        profile_noise=draw(st.sampled_from([0.0, 0.1])), seed=draw(st.integers(0, 10_000)))
+
+
+@settings(CI, max_examples=60)
+@given(small_server_rounds(), st.sampled_from([0.0, DEFAULT_TOLERANCE, 0.2]))
+def test_tune_bound_keeps_to_placeable_configs_and_bounds_tune(instance: RoundInstance, tolerance: float) -> None:
+    """The bounds leave out what no GPU can run beside its server's other jobs (TUNE places every job, so
+    none of its configs is such): on small servers that is most of a CPU-hungry job's best configs."""
+    table = config_table(instance)
+    tune = evaluate(instance, run_mechanism(instance, "tune", best_case_tolerance=tolerance)).objective
+    bound = TuneBound.of(table, *best_case_demands(instance, tolerance))
+    assert tune <= bound.minimum() + TOL
+    assert tune <= bound.at(priced_targets(table).prices) + TOL
+    assert tune <= bound.at(np.zeros(2)) + TOL
 
 
 @st.composite

@@ -12,6 +12,7 @@ Public API
 ``config_table(instance) -> ConfigTable``
 ``priced_targets(table) -> PricedTargets``
 ``fit_to_capacity(table, column) -> ndarray``
+``placeable(table) -> ndarray``, ``placeable_caps(table) -> (float, float)``
 ``job_throughputs(instance, cpu_per_gpu, mem_per_gpu) -> ndarray``
 """
 
@@ -186,15 +187,22 @@ def placeable(table: ConfigTable) -> np.ndarray:
     """Per column, whether a GPU can run it on a server whose other GPUs run jobs too: at most ``C - k c_min``
     CPUs and ``M - k m_min`` GB per GPU, where ``k`` GPUs of a server besides this one must be in use (``G - 1``
     less the GPUs the round leaves idle) and ``c_min``, ``m_min`` are the least any column asks for."""
+    if table.cpu.size == 0:
+        return np.ones(0, dtype=bool)
+    cpu_cap, mem_cap = placeable_caps(table)
+    return (table.cpu <= cpu_cap * (1 + _TOLERANCE)) & (table.mem <= mem_cap * (1 + _TOLERANCE))
+
+
+def placeable_caps(table: ConfigTable) -> tuple[float, float]:
+    """The most CPUs and GB per GPU a placeable config may ask for (:func:`placeable`)."""
     instance = table.instance
     cluster = instance.cluster
     idle = max(cluster.total_gpus - int(instance.gpus.sum()), 0)
     others = max(cluster.gpus_per_server - 1 - idle, 0)
     if table.cpu.size == 0:
-        return np.ones(0, dtype=bool)
-    cpu_cap = cluster.cpus_per_server - others * float(table.cpu.min())
-    mem_cap = cluster.mem_gb_per_server - others * float(table.mem.min())
-    return (table.cpu <= cpu_cap * (1 + _TOLERANCE)) & (table.mem <= mem_cap * (1 + _TOLERANCE))
+        return float(cluster.cpus_per_server), float(cluster.mem_gb_per_server)
+    return (cluster.cpus_per_server - others * float(table.cpu.min()),
+            cluster.mem_gb_per_server - others * float(table.mem.min()))
 
 
 # Rounds of raise_to_capacity (each takes the best offers that fit together; later rounds take what is left).

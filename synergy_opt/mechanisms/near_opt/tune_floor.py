@@ -17,6 +17,12 @@ duality): ``L(lam) = lam . cap + sum_j max_{allowed c} (W_j(c) - lam . use_j(c))
 most proportional instead, as a first version did, is looser: on noisy multi-GPU 1024-GPU rounds it left TUNE to
 run on 4 rounds of 10, this on 1.)
 
+**Placeable configs only** (both bounds). TUNE places every job of a round whose GPUs exist, so at most the
+round's idle GPUs of a server are free and each of its configs runs beside its server's other jobs: it is
+*placeable* (:func:`~synergy_opt.mechanisms.configs.placeable`). Columns and demands that are not are left
+out of both bounds (on 4-GPU servers of 12 CPUs no GPU has more than 9 CPUs: the bound on multi-GPU 1024-GPU
+rounds fell from 1-3% above near-opt to below it, so TUNE no longer runs there).
+
 **Bound 2, the staged bound** (rounds whose jobs all have one GPU). The same Lagrangian argument with each
 job's own set: ``two_j = max(W_j(d_j) - lam . use_j(d_j), floor_j - lam . use_j(c_p, m_p))`` for a job that
 ends at ``d_j`` or ``(c_p, m_p)``, and ``low_j = max_{columns c <= d_j} (W_j(c) - lam . use_j(c))`` for one
@@ -66,7 +72,7 @@ import numpy as np
 
 from synergy_opt.ideal.lagrangian import Knapsack, dual_value, solve_dual
 from synergy_opt.instance import RoundInstance
-from synergy_opt.mechanisms.configs import ConfigTable, job_throughputs
+from synergy_opt.mechanisms.configs import ConfigTable, job_throughputs, placeable, placeable_caps
 from synergy_opt.mechanisms.demand import best_case_demands
 
 _TOLERANCE = 1e-9
@@ -128,8 +134,11 @@ class TuneBound:
         d_cpu, d_mem = cpu[first], mem[first]
         c_p, m_p = cluster.cpu_per_gpu, cluster.mem_gb_per_gpu
         above = (d_cpu > c_p * (1 + _TOLERANCE)) | (d_mem > m_p * (1 + _TOLERANCE))  # demotion's rule
+        # TUNE's round is realizable with every job placed, so each of its configs is placeable (see
+        # configs.placeable): the others, which no GPU can run beside its server's other jobs, are left out.
+        fits = placeable(table)
         at_most_demand = ((table.cpu <= d_cpu[table.col_class] * (1 + _TOLERANCE))
-                          & (table.mem <= d_mem[table.col_class] * (1 + _TOLERANCE)))
+                          & (table.mem <= d_mem[table.col_class] * (1 + _TOLERANCE)) & fits)
         # A job above proportional may also end at (c_p, m_p), worth its floor: one column more for its class (the
         # ideal ILP may have dropped that point as dominated).
         knapsack = table.knapsack
@@ -143,6 +152,8 @@ class TuneBound:
         staged = None
         if staged_applies(instance):
             value = job_throughputs(instance, cpu, mem)[first]
+            # A demand no GPU can run beside its server's other jobs is never where TUNE leaves a job.
+            value = np.where(_placeable_point(table, d_cpu, d_mem), value, -np.inf)
             has = np.zeros(first.size, dtype=bool)
             has[table.col_class[at_most_demand]] = True
             lowered_class = np.where(has, np.cumsum(has) - 1, -1)
@@ -168,6 +179,12 @@ class TuneBound:
         """Bound 1 minimised (the restricted LP's optimum), from ``start``; with ``decide``, any value of it once
         that is ``<= decide``, or one above ``decide`` once the minimum is known to be."""
         return float(solve_dual(self.restricted, start=start, decide=decide).bound)
+
+
+def _placeable_point(table: ConfigTable, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
+    """Whether per-GPU points ``cpu``, ``mem`` are placeable (:func:`~synergy_opt.mechanisms.configs.placeable`)."""
+    cpu_cap, mem_cap = placeable_caps(table)
+    return (cpu <= cpu_cap * (1 + _TOLERANCE)) & (mem <= mem_cap * (1 + _TOLERANCE))
 
 
 def staged_applies(instance: RoundInstance) -> bool:
