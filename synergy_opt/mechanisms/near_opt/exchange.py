@@ -60,7 +60,7 @@ from synergy_opt.mechanisms.near_opt.splits import SplitChoice, split_columns
 # At most this many rounds of swaps (each makes at least one swap, or the search ends).
 ROUNDS = 12
 # On clusters of more than ALL_PAIRS servers (their placement needs less repair, and each round costs more).
-LARGE_ROUNDS = 1
+LARGE_ROUNDS = 3
 # Clusters of at most ALL_PAIRS servers try every pair of servers each round; larger ones pair each server that
 # lost throughput with the PARTNERS servers that lost least and the PARTNERS that lost most.
 ALL_PAIRS = 32
@@ -68,7 +68,7 @@ ALL_PAIRS = 32
 # docstring).
 ALL_MOBILE = 32
 MOBILES_PER_SERVER = 4
-PARTNERS = 4
+PARTNERS = 8
 # On larger clusters, the split jobs' entries per server that may move in a round.
 LARGE_PIECES = 2
 # Rounds in a row without gain (only gathering split jobs) after which the search ends.
@@ -315,12 +315,7 @@ def _mobiles(table: ConfigTable, units: Units, current: _State, target: np.ndarr
     keys = [(int(h), int(j), signature[int(h)]) for h, j in zip(host, entries.job[mobile_whole], strict=True)]
     missing = np.array([k not in cache for k in keys], dtype=bool)
     if missing.any():
-        need = mobile_whole[missing]
-        same = entries.server[whole][None, :] == entries.server[need][:, None]
-        same &= whole[None, :] != need[:, None]
-        virtual, member = np.nonzero(same)
-        others = whole[member]
-        found = server_tables(table, units, virtual, entries.job[others], entries.gpus[others], need.size).final
+        found = _without(table, units, entries, whole, mobile_whole, mobile_whole[missing])
         for key, found_table in zip((k for k, m in zip(keys, missing, strict=True) if m), found, strict=True):
             cache[key] = found_table
     shape = current.final.shape[1:]
@@ -370,6 +365,26 @@ def _mobiles(table: ConfigTable, units: Units, current: _State, target: np.ndarr
         tables=np.concatenate((without, current.final)),
         **_arrivals(table, units, entries.job[mobile_whole], g, pieces.size + off.size),
     )
+
+
+def _without(table: ConfigTable, units: Units, entries: Entries, whole: np.ndarray, mobile: np.ndarray,
+             need: np.ndarray) -> np.ndarray:
+    """Per entry of ``need`` (whole mobiles), the table of its server's other whole jobs (``whole``: the whole
+    entries). The programme runs once over each server's whole jobs that are not mobiles (``mobile``), and from
+    that table per needed mobile over its server's other mobiles only (one virtual server each)."""
+    servers = int(entries.server.max(initial=0)) + 1
+    hosts = np.unique(entries.server[need])
+    index = np.full(servers, -1, dtype=np.int64)
+    index[hosts] = np.arange(hosts.size)
+    fixed = whole[(index[entries.server[whole]] >= 0) & ~np.isin(whole, mobile)]
+    start = server_tables(table, units, index[entries.server[fixed]], entries.job[fixed], entries.gpus[fixed],
+                          hosts.size).final
+    same = entries.server[mobile][None, :] == entries.server[need][:, None]
+    same &= mobile[None, :] != need[:, None]
+    virtual, member = np.nonzero(same)
+    others = mobile[member]
+    return server_tables(table, units, virtual, entries.job[others], entries.gpus[others], need.size,
+                         base=start[index[entries.server[need]]]).final
 
 
 def _arrivals(table: ConfigTable, units: Units, job: np.ndarray, gpus: np.ndarray, pieces: int

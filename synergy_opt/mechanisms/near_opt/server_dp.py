@@ -14,7 +14,7 @@ units per GPU in each resource, so a server holds all its jobs at their safe con
 Public API
 ----------
 ``choose_units(table) -> Units``
-``server_tables(table, units, server, job, gpus, servers) -> ServerTables``
+``server_tables(table, units, server, job, gpus, servers, base=None) -> ServerTables``
 ``backtrack(tables, cpu_room, mem_room) -> ndarray``
 """
 
@@ -98,10 +98,12 @@ class ServerTables:
 
 
 def server_tables(
-    table: ConfigTable, units: Units, server: np.ndarray, job: np.ndarray, gpus: np.ndarray, servers: int
+    table: ConfigTable, units: Units, server: np.ndarray, job: np.ndarray, gpus: np.ndarray, servers: int,
+    base: np.ndarray | None = None,
 ) -> ServerTables:
     """Dynamic programme over the whole jobs of every server at once (entries: ``job`` with ``gpus`` GPUs on
-    ``server``, each job once), for every budget up to a server's units."""
+    ``server``, each job once), for every budget up to a server's units. ``base`` (servers, a, b) is where each
+    server's programme starts (default 0 everywhere: no jobs yet), e.g. the table of jobs the entries join."""
     size_a, size_b = units.cpu_per_server, units.mem_per_server
     order = np.argsort(server, kind="stable")
     server, job, gpus = server[order], job[order], gpus[order]
@@ -127,7 +129,7 @@ def server_tables(
     pair_server = server[entry]
     pair_slot = slot[entry]
 
-    best = [np.zeros((servers, size_a + 1, size_b + 1))]
+    best = [np.zeros((servers, size_a + 1, size_b + 1)) if base is None else base]
     costs = (size_a + 1) * (size_b + 1)
     # Pairs of one slot with equal unit costs shift every server's table alike: one pass per (slot, cost), over
     # the pairs sorted once by slot, cost and server; two columns of one entry with one cost: the better counts.
