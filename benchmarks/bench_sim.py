@@ -54,9 +54,11 @@ FIG9_MECHANISMS = ("proportional", "tune", "tune (paper's order)", "ideal")
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "tune (paper's order)": ("tune", {"sort": "demand", "fit": "best"}),
 }
-# The capacity markers drawn on the Figure 9 plot: bench_capacity.py's labels -> the plot's lines.
+# The capacity markers drawn on the Figure 9 plot: bench_capacity.py's labels -> the plot's lines (a mechanism
+# without a line gets a marker of its own colour).
 CAPACITY_LINES = {"proportional": "proportional", "tune (spread)": "tune",
-                  "tune (paper's order)": "tune (paper's order)", "ideal": "ideal"}
+                  "tune (paper's order)": "tune (paper's order)", "ideal": "ideal", "tune-artifact": "tune-artifact",
+                  "tune (policy order)": "tune (policy order)", "near-opt": "near-opt"}
 # The paper's Figure 9 at 9 jobs/h and the artifact's simulator run on that setting (the figures).
 PAPER = {"proportional": 81.0, "tune": 22.0, "ideal": 20.0}
 ARTIFACT = {"proportional": (81.1, 465.0), "tune": (21.9, 496.0)}
