@@ -39,6 +39,8 @@ from synergy_opt.packing.state import ServerState
 TRY_MINIMUM = 0.02
 # Clusters of at most this many servers are placed from three sets of targets (see _starts).
 MULTI_START_SERVERS = 32
+# Of those targets, how many are placed once more one GPU at a time (see _starts).
+SINGLE_STARTS = 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,8 +65,8 @@ def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, P
     """Steps 1-4 of the package docstring: near-opt's own allocation as :class:`Parts`, and the prices."""
     priced = priced_targets(table)
     configured = None
-    for target in _starts(instance, table, priced):
-        placed = _placed(instance, table, target)
+    for target, single in _starts(instance, table, priced):
+        placed = _placed(instance, table, target, single)
         if configured is None or placed.total > configured.total * (1 + 1e-12):
             configured = placed
     assert configured is not None
@@ -75,10 +77,15 @@ def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, P
     return parts, priced
 
 
-def _starts(instance: RoundInstance, table: ConfigTable, priced: PricedTargets) -> list[np.ndarray]:
-    """The targets near-opt places from: the priced ones; on clusters of at most ``MULTI_START_SERVERS`` servers
-    with multi-GPU jobs also the LP's ties taken the other way and the ideal ILP's own configs (each placement a
-    local optimum of its own; on few servers they differ most, and cost least)."""
+def _starts(instance: RoundInstance, table: ConfigTable, priced: PricedTargets) -> list[tuple[np.ndarray, bool]]:
+    """The targets near-opt places from, each with whether every job is placed one GPU at a time: the priced
+    ones; on clusters of at most ``MULTI_START_SERVERS`` servers with multi-GPU jobs also the LP's ties taken the
+    other way and the ideal ILP's own configs (each placement a local optimum of its own; on few servers they
+    differ most, and cost least), and the priced ones placed one GPU at a time. That last start spreads a job at
+    the proportional share like any other: a large hungry job that must span servers (AlexNet at 12 CPUs, M5
+    at 187.5 GB per GPU) then finds one free GPU on each of many servers, where whole 8-GPU chunks of neutral
+    jobs would have filled some servers and crowded it (multi-spanning, development seed 45: 90.5% -> 100% of the
+    joint optimum)."""
     starts = [priced.job_column]
     # Single-GPU rounds gain little from more starts (their worst round of the issue-22 tuning seeds: 99.35 ->
     # 99.76% of the joint optimum, three times the time); rounds with split jobs most.
@@ -86,13 +93,16 @@ def _starts(instance: RoundInstance, table: ConfigTable, priced: PricedTargets) 
         for other in (priced.other_job_column, ideal_targets(table)):
             if other is not None and not any(np.array_equal(other, known) for known in starts):
                 starts.append(other)
-    return starts
+        return [(target, False) for target in starts] + [(target, True) for target in starts[:SINGLE_STARTS]]
+    return [(target, False) for target in starts]
 
 
-def _placed(instance: RoundInstance, table: ConfigTable, target: np.ndarray) -> Placed:
-    """Steps 2-4 from per-job targets: placement, local search, exchanges, per-server optimum."""
+def _placed(instance: RoundInstance, table: ConfigTable, target: np.ndarray, single: bool = False) -> Placed:
+    """Steps 2-4 from per-job targets: placement, local search, exchanges, per-server optimum; with ``single``
+    every job is placed one GPU at a time."""
     cpu, mem = table.cpu[target], table.mem[target]
-    entries = assign_chunks(instance, cpu, mem, chunk_sizes(instance, cpu, mem))
+    chunk = np.ones(len(instance.jobs), dtype=np.int64) if single else chunk_sizes(instance, cpu, mem)
+    entries = assign_chunks(instance, cpu, mem, chunk)
     # What each job needs per GPU: its target, and what it cannot do without: a split job its target (its
     # config must fit on every one of its servers), any other no more than its safe config.
     safe = table.safe[table.klass]
