@@ -14,10 +14,12 @@ over item types with bounds on what is still to come.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from synergy_opt.instance import Cluster
+from synergy_opt.joint.grid import Grid, grid_patterns, integer_grid
 
 # Relative slack when testing "fits on a server" (as the model's builder does).
 _FIT = 1 + 1e-9
@@ -54,6 +56,11 @@ class ItemTypes:
     def fits(self, patterns: np.ndarray) -> np.ndarray:
         """Whether each pattern (rows) fits one server."""
         return np.all(patterns @ self.need <= self.capacity + 1e-9, axis=1)
+
+    @cached_property
+    def grid(self) -> Grid | None:
+        """The integer grid the loads' sums lie on, when there is a small one (:mod:`synergy_opt.joint.grid`)."""
+        return integer_grid(self.need, self.capacity)
 
 
 @dataclass(frozen=True)
@@ -110,7 +117,7 @@ class Bonus:
 
 
 def best_patterns(items: ItemTypes, prices: np.ndarray, caps: np.ndarray, count: int = 1,
-                  bonus: Bonus | None = None, beat: float = 0.0) -> Priced:
+                  bonus: Bonus | None = None, beat: float = 0.0, on_grid: bool = True) -> Priced:
     """``max prices . a + bonus(a)`` over the patterns of one server with ``a <= caps``, exactly; up to ``count``
     of the best.
 
@@ -123,6 +130,10 @@ def best_patterns(items: ItemTypes, prices: np.ndarray, caps: np.ndarray, count:
     ``beat``), even with every GPU, every CPU or every GB left at the best value per unit of the types still open
     to them, are dropped too. When no pattern is worth more than ``beat``, the answer is ``beat`` (an upper bound
     on the best value) and the empty pattern; otherwise the best value is exact.
+
+    When the loads' sums lie on a small integer grid (``items.grid``) and the bonus has conditions of one
+    component only, the same answer comes from the dense programme of :mod:`synergy_opt.joint.grid` instead
+    (``on_grid=False`` keeps this one: tests compare the two).
     """
     bonus = bonus if bonus is not None and bonus.item.size else None
     gain = np.zeros(prices.size) if bonus is None else bonus.best_gain(prices.size)
@@ -130,6 +141,8 @@ def best_patterns(items: ItemTypes, prices: np.ndarray, caps: np.ndarray, count:
     empty = Priced(max(beat, 0.0), np.zeros((1, prices.size), dtype=np.int64), np.zeros(1))
     if not types.size:
         return empty
+    if on_grid and items.grid is not None and (bonus is None or bonus.single().all()):
+        return _on_grid(items.grid, prices, caps, types, bonus, count, beat, empty)
     optimistic = prices + gain  # an item's value with every positive bonus of its type (bounds only)
     types = types[np.lexsort((types, -optimistic[types] / items.size[types]))]
     size, need, value, cap = items.size[types], items.need[types], prices[types], caps[types]
@@ -195,6 +208,23 @@ def best_patterns(items: ItemTypes, prices: np.ndarray, caps: np.ndarray, count:
             patterns[row, types[item]] += 1
             at, i = at - int(size[item]), int(levels[at].parent[i])
     return Priced(max(float(values[chosen[0]]), beat), patterns, values[chosen])
+
+
+def _on_grid(grid: Grid, prices: np.ndarray, caps: np.ndarray, types: np.ndarray, bonus: Bonus | None, count: int,
+             beat: float, empty: Priced) -> Priced:
+    """:func:`best_patterns` by the dense programme: the types worth adding, each condition's bonus paid by the
+    item that brings its type's count to the condition's."""
+    open_caps = np.zeros_like(caps)
+    open_caps[types] = caps[types]
+    pay = None
+    if bonus is not None:
+        pay = np.zeros((prices.size, int(open_caps.max()) + 1))
+        reached = bonus.at_least <= open_caps[bonus.item]  # a count never reached: its condition is never met
+        np.add.at(pay, (bonus.item[reached], bonus.at_least[reached]), bonus.value[bonus.condition[reached]])
+    loads, values = grid_patterns(grid, prices, open_caps, pay, count)
+    if values.max(initial=-np.inf) <= beat:
+        return empty
+    return Priced(max(float(values[0]), beat), loads, values)
 
 
 @dataclass(frozen=True)

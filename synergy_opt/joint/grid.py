@@ -1,0 +1,127 @@
+"""The pricing problem on an integer grid: a dense dynamic programme over (GPUs, CPU units, memory units).
+
+Every server load of the toolkit's rounds has whole GPUs, CPUs that are multiples of a small unit and memory
+that is (to within a few parts in 10^4) a multiple of one too, so the loads' resource sums lie on a small grid
+(17 x 49 x 49 cells for a server of 16 GPUs, 48 CPUs and 1000 GB). :func:`integer_grid` finds units in which
+"fits a server" is *exactly* the integer test: each item's need is rounded up to whole units (a load that fits
+on the grid fits the server) and the capacity is taken down to whole units, checked so that no load that fits
+the server is lost (the rounding errors of a full server's items stay below the capacity's last unit). On such a
+grid the best load is a bounded knapsack by dense arrays (:func:`grid_patterns`): item types one after another,
+each cell the best value of a load with exactly those sums, so it is exact whatever the prices, and costs a
+few array passes per item type instead of the state lists of :func:`~synergy_opt.joint.pricing.best_patterns`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Most cells of a grid (beyond it the list DP is used).
+GRID_CELLS = 300_000
+# Units tried per resource: each distinct need divided by 1..UNIT_DIVISORS.
+UNIT_DIVISORS = 12
+# Needs this close above a whole number of units count as that number (sums taken in another order).
+_SNAP = 1e-9
+
+
+@dataclass(frozen=True, eq=False)
+class Grid:
+    """Item types' needs in whole units (``(types, 3)``: GPUs, CPU units, memory units) and the grid's shape
+    (capacity in units plus one, per resource)."""
+
+    need: np.ndarray
+    shape: tuple[int, int, int]
+
+
+def integer_grid(need: np.ndarray, capacity: np.ndarray, limit: int = GRID_CELLS) -> Grid | None:
+    """The coarsest integer grid on which "a load fits" is exact (module docstring), or None (no such unit among
+    those tried, or more than ``limit`` cells). ``need``: ``(types, 3)`` per item (GPUs, CPUs, GB);
+    ``capacity``: per server (the GPUs a whole number)."""
+    gpus = round(float(capacity[0]))
+    if gpus < 1 or np.any(np.abs(need[:, 0] - np.rint(need[:, 0])) > 1e-9) or np.any(need[:, 0] < 1):
+        return None
+    most = gpus  # every item takes a GPU: no load holds more items
+    units = [np.rint(need[:, 0]).astype(np.int64)]
+    sizes = [gpus + 1]
+    for r in (1, 2):
+        found = _units(need[:, r], float(capacity[r]), most)
+        if found is None:
+            return None
+        units.append(found[0])
+        sizes.append(found[1] + 1)
+    if int(np.prod(sizes)) > limit:
+        return None
+    return Grid(np.stack(units, axis=1), (sizes[0], sizes[1], sizes[2]))
+
+
+def _units(need: np.ndarray, capacity: float, most: int) -> tuple[np.ndarray, int] | None:
+    """Needs in whole units (rounded up) and the capacity in units (rounded down) for the coarsest unit that keeps
+    the test exact for every load of at most ``most`` items, or None.
+
+    With ``x = need / u`` rounded up to ``n`` (``n >= x - snap``) and ``K = floor(cap / u - most snap)``: a load
+    with ``sum n <= K`` has ``sum x <= cap / u`` (it fits); a load that fits has ``sum n <= cap / u + E`` with
+    ``E`` the most the roundings can add over ``most`` items, so ``sum n <= K`` as soon as ``cap / u + E < K + 1``.
+    """
+    positive = np.unique(need[need > 0])
+    if not positive.size:
+        return np.zeros(need.size, dtype=np.int64), 0
+    best: tuple[np.ndarray, int] | None = None
+    for value in positive:
+        for divisor in range(1, UNIT_DIVISORS + 1):
+            unit = float(value) / divisor
+            x = need / unit
+            rounded = np.ceil(x - _SNAP)
+            levels = capacity / unit
+            top = float(np.floor(levels - most * _SNAP))
+            excess = most * float(np.max(rounded - x))
+            if top < 0 or levels + excess >= top + 1:
+                continue
+            if best is None or top < best[1]:
+                best = (rounded.astype(np.int64), int(top))
+            break  # finer units of this value only grow the grid
+    return best
+
+
+def grid_patterns(grid: Grid, value: np.ndarray, caps: np.ndarray, pay: np.ndarray | None, count: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``count`` best loads (``(k, types)``) and their values: ``max sum_t value_t a_t + pay[t, a_t]`` over
+    loads on the grid with ``a <= caps`` (``pay[t, n]``: what the ``n``-th item of type ``t`` adds beyond its
+    value, the branch rows' bonus; None: nothing). Types of zero cap or none worth adding are the caller's to
+    leave out (their cap 0). Exact: each cell keeps the best value of the loads with exactly its sums."""
+    shape = grid.shape
+    table = np.full(shape, -np.inf)
+    table[0, 0, 0] = 0.0
+    need = grid.need
+    order = np.flatnonzero(caps > 0)
+    choices: list[np.ndarray] = []
+    for t in order:
+        g, c, m = (int(v) for v in need[t])
+        most = int(caps[t])
+        for step, size in ((g, shape[0]), (c, shape[1]), (m, shape[2])):
+            if step:
+                most = min(most, (size - 1) // step)
+        grown = table.copy()
+        choice = np.zeros(shape, dtype=np.uint8 if most < 256 else np.uint16)
+        worth = 0.0
+        for n in range(1, most + 1):
+            worth += float(value[t]) + (0.0 if pay is None else float(pay[t, n]))
+            source = table[:shape[0] - n * g, :shape[1] - n * c, :shape[2] - n * m] + worth
+            target = grown[n * g:, n * c:, n * m:]
+            better = source > target
+            np.copyto(target, source, where=better)
+            np.copyto(choice[n * g:, n * c:, n * m:], n, where=better)
+        table = grown
+        choices.append(choice)
+    flat = table.ravel()
+    finite = np.flatnonzero(np.isfinite(flat))
+    top = finite[np.argsort(-flat[finite], kind="stable")[:count]]
+    loads = np.zeros((top.size, caps.size), dtype=np.int64)
+    for row, cell in enumerate(top):
+        at = np.array(np.unravel_index(int(cell), shape))
+        for t, choice in zip(order[::-1], choices[::-1], strict=True):
+            n = int(choice[tuple(at)])
+            if n:
+                loads[row, t] = n
+                at = at - n * need[t]
+    return loads, flat[top]
