@@ -1,6 +1,8 @@
 """Gavel's policies as LPs (synergy_opt.policies) against Gavel's formulations written out densely here and
-solved by vertex enumeration, against closed forms on one GPU type, on every backend that runs LPs; a
-hand-computed max-min case on two types; Gavel's round mechanism traced by hand."""
+solved by vertex enumeration, against closed forms on one GPU type, on every backend that runs LPs, each by the
+whole LP and by the decomposition (most jobs fixed at the types' prices); hand-computed max-min and finish-time
+fairness cases on two types; finish-time fairness on two types against a brute force (bisection on its ratio,
+each step a vertex enumeration); Gavel's round mechanism traced by hand."""
 
 from __future__ import annotations
 
@@ -20,12 +22,15 @@ from synergy_opt.policies import (
     solve_max_min_fairness,
     solve_max_sum_throughput,
 )
+from synergy_opt.policies.decomposed import Requirements, solve_requirements
 from synergy_opt.policies.max_min import normalised_coefficients
+from synergy_opt.policies.result import PolicyResult
 from synergy_opt.policies.rounds import RoundMechanism
-from synergy_opt.solvers import backend, solver_names
+from synergy_opt.solvers import SolverParams, backend, solver_names
 
 TOL = 1e-6
 LP_SOLVERS = [name for name in solver_names() if backend(name).capabilities.continuous]
+METHODS = ["lp", "decomposed"]  # the whole LP, and most jobs fixed at the types' prices
 
 
 def require(solver: str) -> None:
@@ -36,17 +41,14 @@ def require(solver: str) -> None:
 
 def vertex_optimum(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[float, np.ndarray]:
     """max c.y subject to a y <= b, by enumerating every vertex (the polytope must be bounded)."""
-    n = c.size
-    best, argbest = -np.inf, None
-    for rows in itertools.combinations(range(len(b)), n):
-        sub = a[list(rows)]
-        if abs(np.linalg.det(sub)) < 1e-12:
-            continue
-        y = np.linalg.solve(sub, b[list(rows)])
-        if (a @ y <= b + 1e-9).all() and c @ y > best + 1e-12:
-            best, argbest = float(c @ y), y
-    assert argbest is not None
-    return best, argbest
+    picks = np.array(list(itertools.combinations(range(len(b)), c.size)))
+    subs = a[picks]
+    regular = np.abs(np.linalg.det(subs)) >= 1e-12
+    y = np.linalg.solve(subs[regular], b[picks[regular]][..., None])[..., 0]
+    feasible = y[(y @ a.T <= b + 1e-9).all(axis=1)]
+    assert feasible.size
+    best = int(np.argmax(feasible @ c))
+    return float(feasible[best] @ c), feasible[best]
 
 
 def gavel_rows(problem: PolicyProblem, extra: int) -> tuple[np.ndarray, np.ndarray]:
@@ -79,8 +81,9 @@ def random_problem(seed: int, jobs: int = 3, types: int = 2) -> PolicyProblem:
                          priority_weights=rng.choice([1.0, 2.0], jobs))
 
 
-def brute_max_min(problem: PolicyProblem) -> float:
-    c = normalised_coefficients(problem)
+def brute_max_min(problem: PolicyProblem, c: np.ndarray | None = None) -> float:
+    """max z s.t. Gavel's base rows and z <= sum_t c[i, t] x[i, t] (default c: max-min's)."""
+    c = normalised_coefficients(problem) if c is None else c
     jobs, types = c.shape
     a, b = gavel_rows(problem, 1)
     fairness = np.zeros((jobs, a.shape[1]))  # z - sum_t c_it x_it <= 0
@@ -116,28 +119,30 @@ def check_base_rows(problem: PolicyProblem, x: np.ndarray) -> None:
     assert (x.sum(axis=1) <= 1 + TOL).all()
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("solver", LP_SOLVERS)
 @pytest.mark.parametrize("seed", range(4))
-def test_max_min_fairness_matches_vertex_enumeration(solver: str, seed: int) -> None:
+def test_max_min_fairness_matches_vertex_enumeration(solver: str, seed: int, method: str) -> None:
     require(solver)
     problem = random_problem(seed)
-    result = solve_max_min_fairness(problem, solver)
+    result = solve_max_min_fairness(problem, solver, method=method)
     assert result.objective == pytest.approx(brute_max_min(problem), rel=TOL)
     assert result.allocation is not None
     check_base_rows(problem, result.allocation)
     normalised = (normalised_coefficients(problem) * result.allocation).sum(axis=1)
     assert normalised.min() == pytest.approx(result.objective, rel=TOL)
-    agnostic = solve_max_min_fairness(problem.agnostic(), solver)
+    agnostic = solve_max_min_fairness(problem.agnostic(), solver, method=method)
     assert agnostic.objective == pytest.approx(brute_max_min(problem.agnostic()), rel=TOL)
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("solver", LP_SOLVERS)
 @pytest.mark.parametrize("seed", range(4))
-def test_makespan_and_max_sum_throughput_match_vertex_enumeration(solver: str, seed: int) -> None:
+def test_makespan_and_max_sum_throughput_match_vertex_enumeration(solver: str, seed: int, method: str) -> None:
     require(solver)
     problem = random_problem(seed)
     remaining = np.random.default_rng(seed).uniform(100, 1000, problem.num_jobs)
-    makespan = solve_makespan(problem, remaining, solver)
+    makespan = solve_makespan(problem, remaining, solver, method=method)
     assert makespan.objective == pytest.approx(brute_makespan(problem, remaining), rel=TOL)
     assert makespan.allocation is not None
     check_base_rows(problem, makespan.allocation)
@@ -149,20 +154,21 @@ def test_makespan_and_max_sum_throughput_match_vertex_enumeration(solver: str, s
     check_base_rows(problem, best.allocation)
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("solver", LP_SOLVERS)
-def test_closed_forms_on_one_type(solver: str) -> None:
+def test_closed_forms_on_one_type(solver: str, method: str) -> None:
     require(solver)
     throughputs = np.array([[2.0], [5.0], [1.0], [3.0]])
     scale = np.array([1, 2, 1, 4])
     weights = np.array([1.0, 2.0, 1.0, 1.0])
     problem = PolicyProblem(throughputs, scale, [6], priority_weights=weights)
     # Max-min, one type: c_i = s_i / w_i, so z* = min(W / sum(w), min_i s_i / w_i).
-    result = solve_max_min_fairness(problem, solver)
+    result = solve_max_min_fairness(problem, solver, method=method)
     assert result.objective == pytest.approx(min(6 / weights.sum(), (scale / weights).min()), rel=TOL)
     # Makespan, one type: T* = max(max_i R_i / X_i, sum_i s_i R_i / X_i / W).
     remaining = np.array([100.0, 400.0, 50.0, 90.0])
     alone = remaining / throughputs[:, 0]
-    makespan = solve_makespan(problem, remaining, solver)
+    makespan = solve_makespan(problem, remaining, solver, method=method)
     assert makespan.objective == pytest.approx(max(alone.max(), (scale * alone).sum() / 6), rel=TOL)
     # Max-sum-throughput, one type: a fractional knapsack, best throughput per GPU first, each up to 1.
     left, total = 6.0, 0.0
@@ -173,8 +179,9 @@ def test_closed_forms_on_one_type(solver: str) -> None:
     assert solve_max_sum_throughput(problem, solver).objective == pytest.approx(total, rel=TOL)
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("solver", LP_SOLVERS)
-def test_finish_time_fairness_on_one_type_against_its_closed_form(solver: str) -> None:
+def test_finish_time_fairness_on_one_type_against_its_closed_form(solver: str, method: str) -> None:
     require(solver)
     throughputs = np.array([[2.0], [5.0], [1.0]])
     scale = np.array([1, 2, 1])
@@ -192,7 +199,7 @@ def test_finish_time_fairness_on_one_type_against_its_closed_form(solver: str) -
     low = max(((elapsed + remaining / throughputs[:, 0]) / expected).max(), (elapsed / expected).max() + 1e-12)
     rho = low if (scale * need(low)).sum() <= 3 else brentq(lambda r: (scale * need(r)).sum() - 3, low, 1e6,
                                                           xtol=1e-14)
-    result = solve_finish_time_fairness(problem, remaining, elapsed, isolated_s, solver)
+    result = solve_finish_time_fairness(problem, remaining, elapsed, isolated_s, solver, method=method)
     assert result.objective == pytest.approx(rho, rel=1e-6)
     assert result.allocation is not None
     check_base_rows(problem, result.allocation)
@@ -217,8 +224,62 @@ def test_finish_time_fairness_on_two_types_against_gavels_convex_program() -> No
         assert ours.objective == pytest.approx(gavel.value, rel=1e-5)
 
 
+def brute_finish_time_fairness(problem: PolicyProblem, remaining: np.ndarray, elapsed: np.ndarray,
+                               isolated_s: np.ndarray) -> float:
+    """Gavel's finish-time fairness (formulations/policies.md, row F1) by bisection on its ratio: ``rho`` is
+    reachable iff every job can get ``T_i >= R_i / (rho E_i - e_i)``, i.e. iff the max-min LP with ``c[i, t] =
+    X[i, t] (rho E_i - e_i) / R_i`` reaches 1, each solved by vertex enumeration (no LP solver, no cvxpy)."""
+    expected = isolated_s + remaining / problem.isolated_throughputs()
+
+    def reach(rho: float) -> float:
+        c = problem.throughputs * ((rho * expected - elapsed) / remaining)[:, None]
+        return brute_max_min(problem, c) - 1.0
+
+    # No job finishes sooner than alone on its fastest type, all the time; the isolated share is reachable.
+    low = float(((elapsed + remaining / problem.throughputs.max(axis=1)) / expected).max())
+    if reach(low) >= 0:
+        return low
+    high = float(((elapsed + remaining / problem.isolated_throughputs()) / expected).max())
+    return float(brentq(reach, low, high, xtol=1e-13, rtol=1e-13))
+
+
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("solver", LP_SOLVERS)
-def test_max_min_fairness_by_hand_on_two_types(solver: str) -> None:
+@pytest.mark.parametrize("seed", range(3))
+def test_finish_time_fairness_on_two_types_against_brute_force(solver: str, method: str, seed: int) -> None:
+    require(solver)
+    problem = random_problem(seed)
+    rng = np.random.default_rng(seed)
+    remaining, elapsed = rng.uniform(500, 5000, 3), rng.uniform(0, 300, 3)
+    isolated_s = elapsed * rng.uniform(0, 1, 3)
+    result = solve_finish_time_fairness(problem, remaining, elapsed, isolated_s, solver, method=method)
+    assert result.objective == pytest.approx(brute_finish_time_fairness(problem, remaining, elapsed, isolated_s),
+                                             rel=1e-6)
+    assert result.allocation is not None
+    check_base_rows(problem, result.allocation)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("solver", LP_SOLVERS)
+def test_finish_time_fairness_by_hand_on_two_types(solver: str, method: str) -> None:
+    require(solver)
+    # The jobs of the max-min hand case, new (no time elapsed or run alone): rho_i = iso_i / T_i. Their 1/3
+    # share of each type gives iso = (5/3, 4/3, 4/3), 2/3 of the proportional throughputs (2.5, 2, 2), so FTF is
+    # max-min on coefficients 3/2 times max-min's: the same unique allocation, and rho* = 1 / (3/2 * 48/55) = 55/72.
+    problem = PolicyProblem([[1.0, 4.0], [3.0, 1.0], [2.0, 2.0]], [1, 1, 1], [1, 1], types=("k80", "v100"),
+                            job_ids=("A", "B", "C"))
+    assert problem.isolated_throughputs() == pytest.approx([5 / 3, 4 / 3, 4 / 3])
+    result = solve_finish_time_fairness(problem, [100.0, 200.0, 300.0], solver=solver, method=method)
+    assert result.objective == pytest.approx(float(Fraction(55, 72)), rel=TOL)
+    expected = {"A": {"k80": 0.0, "v100": 6 / 11}, "B": {"k80": 32 / 55, "v100": 0.0},
+                "C": {"k80": 23 / 55, "v100": 5 / 11}}
+    for job, row in result.as_dict().items():
+        assert row == pytest.approx(expected[job], abs=TOL)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("solver", LP_SOLVERS)
+def test_max_min_fairness_by_hand_on_two_types(solver: str, method: str) -> None:
     require(solver)
     # One K80 and one V100; A runs 4x faster on the V100, B 3x faster on the K80, C alike on both. At the
     # proportional share (half of each) A gets 2.5, B 2, C 2: normalised, c_A = (0.4, 1.6), c_B = (1.5, 0.5),
@@ -226,15 +287,72 @@ def test_max_min_fairness_by_hand_on_two_types(solver: str) -> None:
     # 1.6 a = 1.5 b = (1 - a) + (1 - b) = z, so z = 2 / (1 + 1/1.6 + 1/1.5) = 48/55, a = 6/11, b = 32/55.
     problem = PolicyProblem([[1.0, 4.0], [3.0, 1.0], [2.0, 2.0]], [1, 1, 1], [1, 1], types=("k80", "v100"),
                             job_ids=("A", "B", "C"))
-    result = solve_max_min_fairness(problem, solver)
+    result = solve_max_min_fairness(problem, solver, method=method)
     assert result.objective == pytest.approx(float(Fraction(48, 55)), rel=TOL)
     expected = {"A": {"k80": 0.0, "v100": 6 / 11}, "B": {"k80": 32 / 55, "v100": 0.0},
                 "C": {"k80": 23 / 55, "v100": 5 / 11}}
     for job, row in result.as_dict().items():
         assert row == pytest.approx(expected[job], abs=TOL)
     # Heterogeneity-agnostic: every throughput 1, so z = 2 GPUs / 3 jobs; any split of 2/3 each is optimal.
-    agnostic = solve_max_min_fairness(problem.agnostic(), solver)
+    agnostic = solve_max_min_fairness(problem.agnostic(), solver, method=method)
     assert agnostic.objective == pytest.approx(2 / 3, rel=TOL)
+
+
+def distinct_problem(seed: int, jobs: int = 120) -> PolicyProblem:
+    """Jobs of 6 kinds on 3 types, every throughput jittered so that no two jobs are alike (as the benchmark's
+    distinct inputs), a GPU of each type per 10 jobs."""
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.5, 4.0, (6, 3))
+    throughputs = base[rng.integers(6, size=jobs)] * np.exp(rng.normal(0.0, 0.05, (jobs, 3)))
+    return PolicyProblem(throughputs, rng.choice([1, 2, 4], jobs, p=[0.7, 0.2, 0.1]), [jobs // 10] * 3)
+
+
+@pytest.mark.parametrize("solver", LP_SOLVERS)
+@pytest.mark.parametrize("seed", range(2))
+def test_decomposition_matches_the_whole_lp_on_distinct_jobs(solver: str, seed: int) -> None:
+    require(solver)
+    problem = distinct_problem(seed)
+    rng = np.random.default_rng(seed)
+    remaining = rng.lognormal(8.0, 1.0, problem.num_jobs)  # long jobs too: makespan's time rows bind
+    elapsed = rng.uniform(0, 3000, problem.num_jobs)
+    isolated_s = elapsed * rng.uniform(0, 1, problem.num_jobs)
+    solves: dict[str, Callable[[str], PolicyResult]] = {
+        "max_min": lambda method: solve_max_min_fairness(problem, solver, method=method),
+        "makespan": lambda method: solve_makespan(problem, remaining, solver, method=method),
+        "ftf": lambda method: solve_finish_time_fairness(problem, remaining, elapsed, isolated_s, solver,
+                                                        method=method),
+    }
+    for name, solve in solves.items():
+        whole, parts = solve("lp"), solve("decomposed")
+        assert parts.objective == pytest.approx(whole.objective, rel=TOL), name
+        assert parts.allocation is not None
+        check_base_rows(problem, parts.allocation)
+    x = solve_max_min_fairness(problem, solver, method="decomposed").allocation
+    assert x is not None and (normalised_coefficients(problem) * x).sum(axis=1).min() == pytest.approx(
+        solves["max_min"]("lp").objective, rel=TOL)
+    makespan = solves["makespan"]("decomposed")
+    assert makespan.objective is not None
+    assert (makespan.effective_throughputs * makespan.objective >= remaining * (1 - TOL)).all()
+
+
+@pytest.mark.parametrize("solver", LP_SOLVERS)
+def test_decomposition_fixes_most_jobs_and_certifies_each_way(solver: str) -> None:
+    require(solver)
+    problem = distinct_problem(0)
+    params = SolverParams()
+    weights = problem.scale_factors.astype(float)
+    gpus = problem.gpus.astype(float)
+    # Max-min: the relaxation's bound certifies the first reduced LP, almost every job fixed.
+    c = normalised_coefficients(problem)
+    parts = solve_requirements(Requirements(c, np.zeros(c.shape[0]), weights, gpus), solver, params)
+    assert parts.lps == 1 and parts.free_rows < problem.num_jobs / 10
+    assert parts.z == pytest.approx(solve_max_min_fairness(problem, solver, method="lp").objective, rel=TOL)
+    # Makespan with long jobs: their time rows bind, so the reduced LP's dual certifies (two LPs, or more).
+    remaining = np.random.default_rng(0).lognormal(8.0, 1.0, problem.num_jobs)
+    req = Requirements(problem.throughputs / remaining[:, None], np.zeros(problem.num_jobs), weights, gpus)
+    parts = solve_requirements(req, solver, params)
+    assert parts.lps >= 2 and parts.free_rows < problem.num_jobs / 2 and parts.z is not None
+    assert 1 / parts.z == pytest.approx(solve_makespan(problem, remaining, solver, method="lp").objective, rel=TOL)
 
 
 @pytest.mark.parametrize("policy", ["max_min", "makespan", "max_sum", "ftf"])
@@ -333,6 +451,8 @@ def test_bad_problems_and_solvers_are_named() -> None:
         solve_max_sum_throughput(problem, costs=[-1.0])
     with pytest.raises(UnknownNameError, match="solver"):
         solve_max_min_fairness(problem, "gurobi")
+    with pytest.raises(UnknownNameError, match="method"):
+        solve_makespan(problem, [1.0], method="bisection")
     with pytest.raises(UnknownNameError, match="gpu_type"):
         problem.seen_on("a100")
     if not backend("ortools-cpsat").missing():

@@ -25,14 +25,15 @@ from typing import Any
 
 import numpy as np
 
+from synergy_opt.policies.decomposed import Decomposed, Requirements, solve_decomposed
 from synergy_opt.policies.linear import _per_job
 from synergy_opt.policies.problem import PolicyProblem, add_time_fractions, job_classes
 from synergy_opt.policies.result import PolicyResult
-from synergy_opt.policies.solve import Solved, large_lp_options, lp_params, solve_lp
+from synergy_opt.policies.solve import METHODS, Solved, decomposes, large_lp_options, lp_params, solve_lp
 from synergy_opt.solvers import DEFAULT_SOLVER, SolverParams
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
-from synergy_opt.validation import POSITIVE, InstanceOf, Integer, boolean, checked
+from synergy_opt.validation import POSITIVE, InstanceOf, Integer, OneOf, boolean, checked
 
 TOLERANCE = 1e-9
 MAX_ITERATIONS = 100
@@ -47,6 +48,12 @@ def ratios(problem: PolicyProblem, x: np.ndarray, elapsed: np.ndarray, remaining
     return np.asarray(finish / expected_alone)
 
 
+def step_slope(problem: PolicyProblem, rows: np.ndarray, target: float, elapsed: np.ndarray,
+               expected_alone: np.ndarray) -> np.ndarray:
+    """Row F2's coefficients of ``x``: ``(target * E[i] - elapsed[i]) * throughputs[i, t]``, per class."""
+    return np.asarray((target * expected_alone[rows] - elapsed[rows])[:, None] * problem.throughputs[rows])
+
+
 def build_step(problem: PolicyProblem, rows: np.ndarray, counts: np.ndarray, target: float,
                elapsed: np.ndarray, remaining: np.ndarray, expected_alone: np.ndarray,
                scale: np.ndarray) -> LinearModel:
@@ -57,7 +64,7 @@ def build_step(problem: PolicyProblem, rows: np.ndarray, counts: np.ndarray, tar
     eta = builder.add_vars("eta", 1, lower=-np.inf, objective=1.0)
     jobs, types = rows.size, problem.num_types
     local = np.arange(jobs)
-    slope = (target * expected_alone[rows] - elapsed[rows])[:, None] * problem.throughputs[rows]
+    slope = step_slope(problem, rows, target, elapsed, expected_alone)
     builder.add_rows(
         "fairness", np.concatenate([np.repeat(local, types), local]),
         np.concatenate([x.start + np.arange(jobs * types), np.full(jobs, eta.start)]),
@@ -65,7 +72,20 @@ def build_step(problem: PolicyProblem, rows: np.ndarray, counts: np.ndarray, tar
     return builder.build()
 
 
-@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, tolerance=POSITIVE,
+def decomposed_step(problem: PolicyProblem, rows: np.ndarray, counts: np.ndarray, target: float,
+                    elapsed: np.ndarray, remaining: np.ndarray, expected_alone: np.ndarray, scale: np.ndarray,
+                    solver: str, params: SolverParams, prices: np.ndarray | None) -> tuple[Solved, Decomposed]:
+    """Row F2's LP by the decomposition: each row divided by ``scale[i]`` is row D1's form with ``z = -eta``,
+    ``c = slope / scale``, ``a = remaining / scale``; ``prices`` from the last step start it."""
+    started = time.perf_counter()
+    divide = scale[rows]
+    req = Requirements(step_slope(problem, rows, target, elapsed, expected_alone) / divide[:, None],
+                       remaining[rows] / divide, (problem.scale_factors[rows] * counts).astype(float),
+                       problem.gpus.astype(float), z_lower=-np.inf, scale=target)
+    return solve_decomposed(req, np.arange(rows.size), rows.size, solver, params, started, prices)
+
+
+@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, method=OneOf(METHODS), tolerance=POSITIVE,
          max_iterations=Integer(1, 10_000), **SOLVER_ARGUMENTS)
 def solve_finish_time_fairness(
     problem: PolicyProblem,
@@ -75,6 +95,7 @@ def solve_finish_time_fairness(
     solver: str = DEFAULT_SOLVER,
     *,
     aggregate: bool = True,
+    method: str = "auto",
     tolerance: float = TOLERANCE,
     max_iterations: int = MAX_ITERATIONS,
     time_limit: float | None = None,
@@ -97,7 +118,8 @@ def solve_finish_time_fairness(
         accumulates it as Gavel does).
 
     A job that can run nowhere (no throughput at its isolated share) gets no time and no ratio. ``objective``
-    is ``max_i rho[i]`` at the allocation; ``iterations`` counts the LPs.
+    is ``max_i rho[i]`` at the allocation; ``iterations`` counts the LPs. ``method`` as in
+    :func:`~synergy_opt.policies.solve_max_min_fairness`, for each step's LP.
     """
     started = time.perf_counter()
     left = _per_job("remaining", remaining, problem, positive=True)
@@ -119,26 +141,34 @@ def solve_finish_time_fairness(
     build_s = time.perf_counter() - started
     solve_s = 0.0
     solved: Solved | None = None
-    iterations = 0
-    while iterations < max_iterations:
-        iterations += 1
+    steps = iterations = 0
+    prices = None
+    decompose = decomposes(method, rows.size)
+    while steps < max_iterations:
+        steps += 1
         rho = ratios(problem, x, waited, left, expected_alone)
         target = float(rho[runs].max()) if runs.any() else 0.0
         scale = expected_alone * (problem.throughputs * x).sum(axis=1)  # D[i](x_prev)
         begun = time.perf_counter()
-        model = build_step(problem, rows, counts, target, waited, left, expected_alone, scale)
-        step_params = SolverParams(**{**params.__dict__, "options": large_lp_options(model, solver, options)})
-        solved = solve_lp(model, problem.num_types, solver, step_params, time.perf_counter() - begun)
+        if decompose:
+            solved, decomposed = decomposed_step(problem, rows, counts, target, waited, left, expected_alone, scale,
+                                                 solver, params, prices)
+            prices, eta, iterations = decomposed.prices, _negated(decomposed.z), iterations + decomposed.lps
+        else:
+            model = build_step(problem, rows, counts, target, waited, left, expected_alone, scale)
+            step_params = SolverParams(**{**params.__dict__, "options": large_lp_options(model, solver, options)})
+            solved = solve_lp(model, problem.num_types, solver, step_params, time.perf_counter() - begun)
+            eta, iterations = solved.result.objective, iterations + 1
         build_s += solved.build_seconds
         solve_s += solved.solve_seconds
-        if solved.x is None or solved.result.objective is None:
+        if solved.x is None or eta is None:
             break
         candidate = np.zeros_like(x)
         candidate[runs] = solved.x[lp_row[runs]]
         better = ratios(problem, candidate, waited, left, expected_alone)[runs].max() if runs.any() else 0.0
         if better <= target:
             x = candidate
-        if solved.result.objective >= -tolerance * max(target, 1.0) or better >= target:
+        if eta >= -tolerance * max(target, 1.0) or better >= target:
             break
     assert solved is not None
     rho = ratios(problem, x, waited, left, expected_alone)
@@ -146,3 +176,7 @@ def solve_finish_time_fairness(
     return PolicyResult("finish_time_fairness", problem, x if solved.x is not None else None, value,
                         solved.result, iterations, build_s, solve_s)
 
+
+
+def _negated(value: float | None) -> float | None:
+    return None if value is None else -value

@@ -5,7 +5,9 @@ formulations/policies.md:
 - **makespan** (Gavel's ``min_total_duration_perf``): minimise ``T`` such that every job can finish its
   remaining steps within ``T``: ``sum_t throughputs[i, t] * x[i, t] >= remaining[i] / T``. With ``u = 1 / T``
   this is the LP: maximise ``u`` subject to ``sum_t throughputs[i, t] * x[i, t] - remaining[i] * u >= 0``
-  (rows K1-K2); the makespan is ``1 / u``. Gavel bisects on ``T`` (to within 5%); the LP is exact.
+  (rows K1-K2); the makespan is ``1 / u``. Gavel bisects on ``T`` (to within 5%); the LP is exact. ``u`` is
+  counted in units of its upper bound ``min_i max_t throughputs[i, t] / remaining[i]`` (every job alone on its
+  fastest type), so that it is near 1: the backends' tolerances are absolute, and ``u`` itself can be ~1e-6.
 - **max-sum-throughput** (Gavel's ``max_sum_throughput_perf``): maximise ``sum_{i,t} throughputs[i, t] *
   x[i, t] / cost[t]`` (row S1; ``cost`` 1 unless given, Gavel's ``instance_costs``).
 """
@@ -19,13 +21,14 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
+from synergy_opt.policies.decomposed import Requirements, solve_decomposed
 from synergy_opt.policies.problem import PolicyProblem, add_time_fractions, job_classes
 from synergy_opt.policies.result import PolicyResult
-from synergy_opt.policies.solve import large_lp_options, lp_params, policy_result, solve_lp
+from synergy_opt.policies.solve import METHODS, decomposes, large_lp_options, lp_params, policy_result, solve_lp
 from synergy_opt.solvers import DEFAULT_SOLVER
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
-from synergy_opt.validation import InstanceOf, Optional, boolean, checked, real_array
+from synergy_opt.validation import InstanceOf, OneOf, Optional, boolean, checked, real_array
 
 
 def _per_job(name: str, values: Any, problem: PolicyProblem, positive: bool = False) -> np.ndarray:
@@ -43,25 +46,38 @@ def build_makespan(problem: PolicyProblem, remaining: np.ndarray, aggregate: boo
                    ) -> tuple[LinearModel, np.ndarray]:
     """The makespan LP (rows B1-B3, K1-K2) and each job's class."""
     rows, class_of, counts = job_classes(aggregate, problem.throughputs, problem.scale_factors, remaining)
+    return _makespan_model(problem, remaining, rows, counts)[0], class_of
+
+
+def _makespan_model(problem: PolicyProblem, remaining: np.ndarray, rows: np.ndarray, counts: np.ndarray
+                    ) -> tuple[LinearModel, float]:
+    """The makespan LP and the unit of its ``u`` (see the module)."""
+    alone = problem.throughputs[rows].max(axis=1) / remaining[rows]
+    unit = float(alone[alone > 0].min()) if (alone > 0).any() else 1.0
     builder = ModelBuilder("makespan", "max")
     x = add_time_fractions(builder, problem, counts, rows)
-    u = builder.add_vars("u", 1, objective=1.0)  # K1: u = 1 / makespan
+    u = builder.add_vars("u", 1, objective=1.0)  # K1: u * unit = 1 / makespan
     jobs, types = rows.size, problem.num_types
     local = np.arange(jobs)
-    builder.add_rows(  # K2: sum_t throughputs x - remaining u >= 0
+    builder.add_rows(  # K2: sum_t throughputs x - remaining unit u >= 0
         "finish", np.concatenate([np.repeat(local, types), local]),
         np.concatenate([x.start + np.arange(jobs * types), np.full(jobs, u.start)]),
-        np.concatenate([problem.throughputs[rows].ravel(), -remaining[rows]]), lower=0.0, count=jobs)
-    return builder.build(), class_of
+        np.concatenate([problem.throughputs[rows].ravel(), -remaining[rows] * unit]), lower=0.0, count=jobs)
+    return builder.build(), unit
 
 
-@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, **SOLVER_ARGUMENTS)
+def _makespan(u: float) -> float:
+    return 1.0 / u if u > 0 else float("inf")
+
+
+@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, method=OneOf(METHODS), **SOLVER_ARGUMENTS)
 def solve_makespan(
     problem: PolicyProblem,
     remaining: Sequence[float] | np.ndarray,
     solver: str = DEFAULT_SOLVER,
     *,
     aggregate: bool = True,
+    method: str = "auto",
     time_limit: float | None = None,
     mip_gap: float = 1e-6,
     threads: int | None = 1,
@@ -70,13 +86,21 @@ def solve_makespan(
     options: Mapping[str, Any] | None = None,
 ) -> PolicyResult:
     """Gavel's makespan policy: ``remaining[i]`` steps left per job; ``objective`` is the least makespan in the
-    throughputs' time unit (seconds for steps per second), infinite if a job can run nowhere."""
+    throughputs' time unit (seconds for steps per second), infinite if a job can run nowhere. ``method`` as in
+    :func:`~synergy_opt.policies.solve_max_min_fairness` (row K2 is row D1's form with ``c = X / R``)."""
     started = time.perf_counter()
     left = _per_job("remaining", remaining, problem, positive=True)
-    model, class_of = build_makespan(problem, left, aggregate)
+    rows, class_of, counts = job_classes(aggregate, problem.throughputs, problem.scale_factors, left)
+    if decomposes(method, rows.size):
+        req = Requirements(problem.throughputs[rows] / left[rows, None], np.zeros(rows.size),
+                           (problem.scale_factors[rows] * counts).astype(float), problem.gpus.astype(float))
+        solved, decomposed = solve_decomposed(req, np.arange(rows.size), rows.size, solver,
+                                              lp_params(time_limit, mip_gap, threads, seed, verbose, options), started)
+        return policy_result("makespan", problem, solved, class_of, _makespan, decomposed.lps)
+    model, unit = _makespan_model(problem, left, rows, counts)
     params = lp_params(time_limit, mip_gap, threads, seed, verbose, large_lp_options(model, solver, options))
     solved = solve_lp(model, problem.num_types, solver, params, time.perf_counter() - started)
-    return policy_result("makespan", problem, solved, class_of, lambda u: 1.0 / u if u > 0 else float("inf"))
+    return policy_result("makespan", problem, solved, class_of, lambda u: _makespan(u * unit))
 
 
 def build_max_sum_throughput(problem: PolicyProblem, costs: np.ndarray, aggregate: bool = True

@@ -19,13 +19,14 @@ from typing import Any
 
 import numpy as np
 
+from synergy_opt.policies.decomposed import Requirements, solve_decomposed
 from synergy_opt.policies.problem import PolicyProblem, add_time_fractions, job_classes
 from synergy_opt.policies.result import PolicyResult
-from synergy_opt.policies.solve import large_lp_options, lp_params, policy_result, solve_lp
+from synergy_opt.policies.solve import METHODS, decomposes, large_lp_options, lp_params, policy_result, solve_lp
 from synergy_opt.solvers import DEFAULT_SOLVER
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
-from synergy_opt.validation import InstanceOf, boolean, checked
+from synergy_opt.validation import InstanceOf, OneOf, boolean, checked
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,18 +48,25 @@ def normalised_coefficients(problem: PolicyProblem) -> np.ndarray:
     return np.asarray(problem.throughputs * scale[:, None])
 
 
+def max_min_classes(problem: PolicyProblem, aggregate: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                      np.ndarray, np.ndarray]:
+    """Row M2's coefficients per class, the classes' jobs, each job's class, the class sizes, and the classes
+    that count (those that can run somewhere)."""
+    c = normalised_coefficients(problem)
+    rows, class_of, counts = job_classes(aggregate, c, problem.scale_factors, problem.throughputs > 0)
+    coefficients = c[rows]
+    return coefficients, rows, class_of, counts, np.flatnonzero(coefficients.any(axis=1))
+
+
 @checked(problem=InstanceOf(PolicyProblem), aggregate=boolean)
 def build_max_min_fairness(problem: PolicyProblem, aggregate: bool = True) -> MaxMinModel:
     """The max-min fairness LP of ``problem`` (rows B1-B3, M1-M2)."""
     started = time.perf_counter()
-    c = normalised_coefficients(problem)
-    rows, class_of, counts = job_classes(aggregate, c, problem.scale_factors, problem.throughputs > 0)
+    coefficients, rows, class_of, counts, counted = max_min_classes(problem, aggregate)
     builder = ModelBuilder("max_min_fairness", "max")
     x = add_time_fractions(builder, problem, counts, rows)
     z = builder.add_vars("z", 1, objective=1.0)  # M1
     types = problem.num_types
-    coefficients = c[rows]
-    counted = np.flatnonzero(coefficients.any(axis=1))
     # M2: sum_t c[i, t] x[i, t] - z >= 0 for every class that can run somewhere.
     local = np.arange(counted.size)
     cols = x.start + (counted[:, None] * types + np.arange(types)).ravel()
@@ -69,12 +77,13 @@ def build_max_min_fairness(problem: PolicyProblem, aggregate: bool = True) -> Ma
     return MaxMinModel(builder.build(), class_of, coefficients, time.perf_counter() - started)
 
 
-@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, **SOLVER_ARGUMENTS)
+@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, method=OneOf(METHODS), **SOLVER_ARGUMENTS)
 def solve_max_min_fairness(
     problem: PolicyProblem,
     solver: str = DEFAULT_SOLVER,
     *,
     aggregate: bool = True,
+    method: str = "auto",
     time_limit: float | None = None,
     mip_gap: float = 1e-6,
     threads: int | None = 1,
@@ -85,10 +94,20 @@ def solve_max_min_fairness(
     """Gavel's max-min fairness on ``problem`` by any LP backend; ``objective`` is the least normalised
     throughput ``z`` (1.0 when every job gets what its proportional share would give it).
 
-    ``aggregate`` solves jobs alike as one class (exact). HiGHS without ``options`` solves an LP of more than
-    ``IPM_FROM_ROWS`` (1000) rows by its interior-point method without crossover (optimal to its tolerances, not
-    necessarily a vertex), which is faster there than its simplex methods.
+    ``aggregate`` solves jobs alike as one class (exact). ``method``: ``"lp"`` the whole LP, ``"decomposed"``
+    reduced LPs with most jobs fixed on their cheapest type, certified optimal (decomposed.py), ``"auto"`` the
+    decomposition from ``DECOMPOSE_FROM_ROWS`` (500) classes on. HiGHS without ``options`` solves a whole LP of
+    more than ``IPM_FROM_ROWS`` (1000) rows by its interior-point method without crossover (optimal to its
+    tolerances, not necessarily a vertex), which is faster there than its simplex methods.
     """
+    started = time.perf_counter()
+    coefficients, rows, class_of, counts, counted = max_min_classes(problem, aggregate)
+    if decomposes(method, counted.size):
+        req = Requirements(coefficients[counted], np.zeros(counted.size),
+                           (problem.scale_factors[rows] * counts)[counted].astype(float), problem.gpus.astype(float))
+        solved, decomposed = solve_decomposed(req, counted, rows.size, solver,
+                                              lp_params(time_limit, mip_gap, threads, seed, verbose, options), started)
+        return policy_result("max_min_fairness", problem, solved, class_of, iterations=decomposed.lps)
     built = build_max_min_fairness(problem, aggregate)
     params = lp_params(time_limit, mip_gap, threads, seed, verbose, large_lp_options(built.model, solver, options))
     solved = solve_lp(built.model, problem.num_types, solver, params, built.build_seconds)

@@ -137,15 +137,27 @@ def add_time_fractions(builder: ModelBuilder, problem: PolicyProblem, counts: np
     ``objective`` is the variables' objective coefficients.
     """
     picked = np.arange(problem.num_jobs) if rows is None else np.asarray(rows, dtype=np.int64)
-    jobs, types = picked.size, problem.num_types
-    weight = np.ones(jobs) if counts is None else np.asarray(counts, dtype=float)
-    upper = np.where(problem.throughputs[picked] > 0, np.inf, 0.0).ravel()
+    weight = np.ones(picked.size) if counts is None else np.asarray(counts, dtype=float)
+    return add_fractions(builder, problem.throughputs[picked] > 0, problem.scale_factors[picked] * weight,
+                         problem.gpus.astype(float), objective)
+
+
+def add_fractions(builder: ModelBuilder, usable: np.ndarray, weights: np.ndarray, capacity: np.ndarray,
+                  objective: np.ndarray | float = 0.0, shared: tuple[int, np.ndarray] | None = None) -> slice:
+    """Rows B1-B3 on arrays: ``x[k, t]`` 0 where not ``usable``, ``sum_k weights[k] x[k, t] <= capacity[t]``
+    (plus ``shared[1][t]`` times the column ``shared[0]``, when given), ``sum_t x[k, t] <= 1``."""
+    jobs, types = usable.shape
+    upper = np.where(usable, np.inf, 0.0).ravel()
     x = builder.add_vars("x", jobs * types, upper=upper, objective=objective)
     cols = x.start + np.arange(jobs * types)
     # B2: per type t, sum over jobs of scale * count * x[i, t] <= gpus[t].
-    scale = (problem.scale_factors[picked] * weight)[:, None] * np.ones((1, types))
-    builder.add_rows("capacity", np.tile(np.arange(types), jobs), cols, scale.ravel(), upper=problem.gpus.astype(float),
-                     count=types)
+    scale = np.asarray(weights, dtype=float)[:, None] * np.ones((1, types))
+    row_ids, col_ids, values = np.tile(np.arange(types), jobs), cols, scale.ravel()
+    if shared is not None:
+        row_ids = np.concatenate([row_ids, np.arange(types)])
+        col_ids = np.concatenate([col_ids, np.full(types, shared[0])])
+        values = np.concatenate([values, shared[1]])
+    builder.add_rows("capacity", row_ids, col_ids, values, upper=capacity, count=types)
     # B3: per job, sum over types of x[i, t] <= 1.
     builder.add_rows("time", np.repeat(np.arange(jobs), types), cols, np.ones(jobs * types), upper=1.0, count=jobs)
     return x

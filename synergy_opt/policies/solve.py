@@ -46,6 +46,18 @@ def large_lp_options(model: LinearModel, solver: str, options: Mapping[str, Any]
     return dict(IPM_OPTIONS)
 
 
+# method= of the policies' solves: "lp" the whole LP, "decomposed" with most jobs fixed at the types' prices
+# (decomposed.py, exact), "auto" decomposed from DECOMPOSE_FROM_ROWS rows of jobs (or classes) on: below it the
+# whole LP is as fast, and results there stay what they were (benchmarks/bench_policies.py).
+METHODS = ("auto", "lp", "decomposed")
+DECOMPOSE_FROM_ROWS = 500
+
+
+def decomposes(method: str, rows: int) -> bool:
+    """Whether ``method`` solves an LP of ``rows`` job rows by the decomposition."""
+    return method == "decomposed" or (method == "auto" and rows >= DECOMPOSE_FROM_ROWS)
+
+
 def solve_lp(model: LinearModel, types: int, solver: str, params: SolverParams, built_s: float) -> Solved:
     """Solve ``model`` (an LP with a variable block ``x``) and read ``x`` as ``(rows, types)`` fractions."""
     if not backend(solver).capabilities.continuous:
@@ -61,12 +73,12 @@ def solve_lp(model: LinearModel, types: int, solver: str, params: SolverParams, 
 
 
 def policy_result(name: str, problem: PolicyProblem, solved: Solved, class_of: np.ndarray,
-                  objective: Callable[[float], float] = float) -> PolicyResult:
+                  objective: Callable[[float], float] = float, iterations: int = 1) -> PolicyResult:
     """A one-LP policy's result: each job takes its class's row of ``x``; ``objective`` maps the LP's
-    objective to the policy's measure."""
+    objective to the policy's measure; ``iterations`` counts the LPs solved (more than one when decomposed)."""
     allocation = None if solved.x is None else solved.x[class_of]
     value = None
     if allocation is not None and solved.result.objective is not None:
         value = objective(float(solved.result.objective))
-    return PolicyResult(name, problem, allocation, value, solved.result, 1, solved.build_seconds,
+    return PolicyResult(name, problem, allocation, value, solved.result, iterations, solved.build_seconds,
                         solved.solve_seconds)
