@@ -136,7 +136,7 @@ def test_configs_are_placed_exactly_when_some_placement_holds_them(instance: Rou
                                                                    data: st.DataObject) -> None:
     """The tree's heuristic (:func:`_pack`): given each job's config, a valid placement on the servers or None;
     None whenever no placement exists (against a MILP over every load); and with the maximal loads listed (few
-    here) a placement whenever one exists."""
+    here), or with CP-SAT on the round's integer grid, a placement whenever one exists."""
     items = item_columns(instance, consolidate, 0.0, "job", JointReductions())
     types = ItemTypes(items.item_size, items.item_cpu, items.item_mem, instance.cluster)
     cols = items.columns
@@ -151,10 +151,11 @@ def test_configs_are_placed_exactly_when_some_placement_holds_them(instance: Rou
     loads = all_loads(types, np.minimum(demand, items.per_server))
     fits = fewest_servers(loads[loads.any(axis=1)], demand) <= instance.cluster.servers + 1e-9
     servers = instance.cluster.servers
-    for listed in (0, 10_000):  # priced loads only; then every maximal load listed too
-        packed = _pack(items, types, y, np.diag(items.per_server), servers, seconds=30.0, listed=listed)
+    # Priced loads only; then every maximal load listed too; then CP-SAT when the loads lie on a grid.
+    for listed, grid in ((0, None), (10_000, None), (0, types.grid)):
+        packed = _pack(items, types, y, np.diag(items.per_server), servers, seconds=30.0, listed=listed, grid=grid)
         assert packed is None or fits
-        if listed:
+        if listed or grid is not None:
             assert (packed is not None) == fits
         if packed is not None:
             x, patterns = packed

@@ -29,6 +29,8 @@ from synergy_opt.ideal.model import Objective
 from synergy_opt.ideal.solve import solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.joint.branching import RULES, BranchOutcome, Tree, branch_and_price
+from synergy_opt.joint.cp_pack import cp_pack
+from synergy_opt.joint.grid import Grid
 from synergy_opt.joint.incumbent import Placement, improve, place, placement_of
 from synergy_opt.joint.master import ColumnGeneration
 from synergy_opt.joint.model import ItemColumns, JointModel, JointReductions, build_joint, item_columns
@@ -58,6 +60,11 @@ PACK_SECONDS, PACK_PATTERNS_PER_ROUND, PACK_LISTED = 0.1, 8, 500
 POLISH_SECONDS = 0.05
 # The first target's distance below the bound (relative), and how much further each next one aims.
 TARGET_GAP, TARGET_GROWTH = 2e-4, 1.5
+# Up to this many servers, placements are also sought by CP-SAT (cp_pack): first the ideal ILP's configs, before
+# any column generation (CP-SAT's deterministic time at most: about a second's work, 0.01-0.9 on the ten tuning
+# rounds of 16-GPU servers), then a node's configs when the priced loads do not hold them (a tenth of that, and
+# a second at most).
+CP_SERVERS, CP_IDEAL_WORK, CP_NODE_WORK, CP_NODE_SECONDS = 12, 1.0, 0.1, 1.0
 
 
 @dataclass
@@ -188,6 +195,15 @@ def solve_decomposition(
                       else "optimal: the incumbent meets the ideal ILP's bound or upper_bound")
     if only_incumbent:
         return finish(_limit(best), "stopped after the first incumbent (asked)")
+    few = types.grid if cluster.servers <= CP_SERVERS else None
+    if heuristics and few is not None and ideal.has_solution:
+        # On few servers CP-SAT often places the ideal ILP's configs at once: optimal, no column generation.
+        seconds = math.inf if deadline is None else 0.2 * max(deadline - time.perf_counter(), 0.0)
+        offer(_cp_ideal(instance, items, few, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu, seconds, consolidate,
+                        split_penalty, objective, reductions))
+        mark("ideal packed (CP-SAT)")
+        if closed():
+            return finish(Status.OPTIMAL, "optimal: the ideal ILP's configs placed (CP-SAT) meet its bound")
 
     initial = [np.diag(items.per_server)]
     if best is not None:
@@ -277,7 +293,7 @@ def solve_decomposition(
                 best is not None and value <= best.value + 1e-9):
             return -math.inf
         tried.add(y.tobytes())
-        packed = _pack(items, types, y, master.patterns, cluster.servers, PACK_SECONDS)
+        packed = _pack(items, types, y, master.patterns, cluster.servers, PACK_SECONDS, grid=few)
         return -math.inf if packed is None else take(y, *packed, "branch-and-price (placed)")
 
     # Trees with a target: a tree searched as if an incumbent were worth ``target`` (just below the bound) fixes
@@ -418,7 +434,7 @@ def _solution(x: np.ndarray) -> highspy.HighsSolution:
 
 
 def _pack(items: ItemColumns, types: ItemTypes, y: np.ndarray, patterns: np.ndarray, servers: int, seconds: float,
-          listed: int = PACK_LISTED) -> tuple[np.ndarray, np.ndarray] | None:
+          listed: int = PACK_LISTED, grid: Grid | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Server loads and whole numbers of servers for each that hold every item the columns ``y`` ask for on at
     most ``servers`` servers, or None (none exists, or none found within ``seconds``).
 
@@ -426,7 +442,8 @@ def _pack(items: ItemColumns, types: ItemTypes, y: np.ndarray, patterns: np.ndar
     ``servers`` no placement exists, and most rounded configs end there in a few milliseconds. Else the MILP over
     the loads priced; when that has no solution, the MILP over every maximal load within the demand if there are
     at most ``listed`` (a load with more of a type than asked for holds the capped load too, and every load
-    extends to a maximal one), which decides exactly.
+    extends to a maximal one), which decides exactly; else, given a ``grid``, CP-SAT on the servers
+    (:func:`~synergy_opt.joint.cp_pack.cp_pack`) for the time left.
     """
     stop = time.perf_counter() + seconds
     demand = np.rint(np.bincount(items.col_item, weights=items.units * y, minlength=items.item_size.size))
@@ -439,6 +456,10 @@ def _pack(items: ItemColumns, types: ItemTypes, y: np.ndarray, patterns: np.ndar
         every = near_patterns(types, np.zeros(demand.size), 0.0, caps, limit=listed)
         if every is not None:
             loads, x = every, _cover(every, demand, servers, stop)
+    if x is None and grid is not None:
+        found = cp_pack(grid, demand, caps, servers, CP_NODE_SECONDS, CP_NODE_WORK)
+        if found is not None:
+            loads, x = found
     return None if x is None else (x, loads)
 
 
@@ -567,6 +588,24 @@ def _ideal_columns(items: ItemColumns, cpu: np.ndarray, mem: np.ndarray
             if match.size == 1:
                 lower[int(match[0])] = float(n)
     return lower, upper
+
+
+def _cp_ideal(instance: RoundInstance, items: ItemColumns, grid: Grid, cpu: np.ndarray, mem: np.ndarray,
+              seconds: float, consolidate: bool, split_penalty: float, objective: Objective,
+              reductions: JointReductions) -> _Best | None:
+    """The ideal ILP's configs (per-GPU ``cpu``, ``mem`` of each job) placed by CP-SAT, or None (not placed, or
+    a config of two columns, whole and in pieces, so that its items are not fixed)."""
+    configs = _ideal_columns(items, cpu, mem)
+    if configs is None or sum(configs[0].values()) < items.columns.count.sum():
+        return None
+    y = np.zeros(items.weight.size)
+    y[list(configs[0])] = list(configs[0].values())
+    demand = np.rint(np.bincount(items.col_item, weights=items.units * y, minlength=items.item_size.size))
+    found = cp_pack(grid, demand, items.per_server, instance.cluster.servers, seconds, CP_IDEAL_WORK)
+    if found is None:
+        return None
+    return _from_master(instance, items, y, found[1], found[0], "ideal packed (CP-SAT)", consolidate, split_penalty,
+                        objective, reductions)
 
 
 def _splits(splits: dict[str, int]) -> str:
