@@ -37,6 +37,7 @@ from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.mechanisms.near_opt import solve_near_opt
 from synergy_opt.mechanisms.near_opt.assign import assign_chunks, chunk_sizes, merge_entries
 from synergy_opt.mechanisms.near_opt.exchange import configure, exchange
+from synergy_opt.mechanisms.near_opt.repick import repick
 from synergy_opt.mechanisms.near_opt.server_dp import backtrack, choose_units, server_tables
 from synergy_opt.mechanisms.near_opt.tune_floor import TuneBound, staged_applies, tune_bound
 from synergy_opt.mechanisms.spare import spend_spare
@@ -504,3 +505,24 @@ def test_crowded_split_jobs_reach_the_joint_optimum(member: str, noise: float, s
     instance = member_round(member, 128, seed, profile_noise=noise)
     score = check_near_opt(instance)
     assert share * joint <= score.objective <= joint + TOL
+
+
+@settings(CI, max_examples=30)
+@given(small_server_rounds())
+def test_repick_never_lowers_the_configured_total(instance: RoundInstance) -> None:
+    """Every job back where it was is one of a re-pick's assignments, and its values are exact: configured
+    again, the re-picked placement is worth at least as much (and stays valid)."""
+    table = config_table(instance)
+    units = choose_units(table)
+    target = priced_targets(table).job_column
+    cpu, mem = table.cpu[target], table.mem[target]
+    entries = assign_chunks(instance, cpu, mem, chunk_sizes(instance, cpu, mem))
+    first = configure(table, units, merge_entries(entries.job, entries.server, entries.gpus), target)
+    if not np.all(np.isfinite(first.whole_value)):
+        return
+    moved = repick(table, units, first.entries, first.column, first.spans, first.split.cpu_units,
+                   first.split.mem_units, target, picks=3)
+    assert np.array_equal(np.bincount(moved.server, moved.gpus, minlength=instance.cluster.servers),
+                          np.bincount(first.entries.server, first.entries.gpus, minlength=instance.cluster.servers))
+    again = configure(table, units, merge_entries(moved.job, moved.server, moved.gpus), first.column)
+    assert again.total >= first.total - TOL
