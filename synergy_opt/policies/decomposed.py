@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from synergy_opt.policies.dual import DualPoint, dual_point, hull
-from synergy_opt.policies.prices import maximise, relaxation_oracle
+from synergy_opt.policies.prices import START_RADIUS, maximise, relaxation_oracle
 from synergy_opt.policies.problem import add_fractions
 from synergy_opt.policies.solve import Solved, large_lp_options
 from synergy_opt.solvers import SolveResult, SolverParams, solve_model
@@ -38,6 +38,7 @@ MARGIN = 1e-3  # a row is fixed when its cheapest type is cheaper than the next 
 ROUNDS = 4
 FREE_SHARE = 0.5  # above this share of free rows, the whole LP
 TIE_BREAK = 1e-6
+WARM_RADIUS = 0.01  # the dual's trust region from given prices (of the q-box's width)
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,8 +124,9 @@ def dual_prices(req: Requirements, start: np.ndarray) -> tuple[np.ndarray, DualP
         return -point.value, -point.gradient[open_types] * per_unit
 
     begin = start[open_types] / per_unit
-    best = maximise(oracle, open_types.size, begin if begin.sum() > 0 else None, equal=False,
-                    scale=max(req.scale, cap * 1e-6))
+    warm = begin.sum() > 0
+    best = maximise(oracle, open_types.size, begin if warm else None, equal=False, scale=max(req.scale, cap * 1e-6),
+                    radius=WARM_RADIUS if warm else START_RADIUS)
     return prices(best.point), req.dual(prices(best.point))
 
 

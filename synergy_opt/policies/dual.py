@@ -34,30 +34,33 @@ class Hull:
         return np.minimum(index, (self.need < np.inf).sum(axis=1) - 1)
 
 
+def _pick(values: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    return np.take_along_axis(values, columns[:, None], axis=1)[:, 0]
+
+
 def hull(coefficients: np.ndarray, usable: np.ndarray, costs: np.ndarray) -> Hull:
     """Lower convex hulls from the origin, by gift wrapping: at most one vertex per type (``costs[k, t]``:
     ``weights[k] p[t]``). Every row must have a usable type."""
     rows, types = coefficients.shape
-    index = np.arange(rows)
+    reach = np.where(usable, coefficients, -np.inf)  # a type a row cannot use is never ahead
     need = np.full((rows, types), np.inf)
     cost = np.zeros((rows, types))
     kind = np.zeros((rows, types), dtype=np.int64)
     slope = np.full((rows, types), np.inf)
     at_need, at_cost = np.zeros(rows), np.zeros(rows)
-    going = np.ones(rows, dtype=bool)
     for step in range(types):
-        ahead = usable & (coefficients > at_need[:, None]) & going[:, None]
+        gap = reach - at_need[:, None]  # -inf once a row's hull is done (at_need inf)
         with np.errstate(divide="ignore", invalid="ignore"):
-            rise = np.where(ahead, (costs - at_cost[:, None]) / (coefficients - at_need[:, None]), np.inf)
-        # Least slope; among equal slopes the farthest point, so that no segment has length 0.
-        rank = np.lexsort((-coefficients, rise), axis=1)[:, 0] if types > 1 else np.zeros(rows, dtype=np.int64)
-        going &= np.isfinite(rise[index, rank])
-        need[going, step] = coefficients[going, rank[going]]
-        cost[going, step] = costs[going, rank[going]]
-        kind[going, step] = rank[going]
-        slope[going, step] = rise[going, rank[going]]
-        at_need = np.where(going, need[:, step], at_need)
-        at_cost = np.where(going, cost[:, step], at_cost)
+            rise = np.where(gap > 0, (costs - at_cost[:, None]) / gap, np.inf)
+        # Least slope (of equal slopes the nearer point: the farther one follows at the same slope).
+        rank = rise.argmin(axis=1)
+        least = _pick(rise, rank)
+        going = least < np.inf
+        if not going.any():
+            break
+        at_need = np.where(going, _pick(reach, rank), np.inf)
+        at_cost = np.where(going, _pick(costs, rank), 0.0)
+        need[:, step], cost[:, step], kind[:, step], slope[:, step] = at_need, at_cost, rank, least
     return Hull(need, cost, kind, slope)
 
 
@@ -88,20 +91,21 @@ def dual_point(coefficients: np.ndarray, offsets: np.ndarray, weights: np.ndarra
     rise = shape.slope[real] - before[real]
     order = np.argsort(at, kind="stable")
     reached = np.flatnonzero(np.cumsum(rise[order]) >= 1.0)
-    top = float(np.min(shape.need[index, real.sum(axis=1) - 1] - offsets, initial=np.inf))
+    top = float(np.min(_pick(shape.need, real.sum(axis=1) - 1) - offsets, initial=np.inf))
     z = float(at[order[reached[0]]]) if reached.size else top
     z = min(max(z, z_lower), top)
     need = offsets + z
     segment = shape.segment(need)
-    low_need = np.where(segment > 0, shape.need[index, np.maximum(segment - 1, 0)], 0.0)
-    low_cost = np.where(segment > 0, shape.cost[index, np.maximum(segment - 1, 0)], 0.0)
+    previous = np.maximum(segment - 1, 0)
+    later = segment > 0
+    low_need = np.where(later, _pick(shape.need, previous), 0.0)
+    low_cost = np.where(later, _pick(shape.cost, previous), 0.0)
     positive = need > 0
-    spend = np.where(positive, low_cost + shape.slope[index, segment] * (need - low_need), 0.0)
+    spend = np.where(positive, low_cost + _pick(shape.slope, segment) * (need - low_need), 0.0)
     # Time fractions: on the first segment the type alone, then a mix of two types all the time.
-    share = np.where(positive, (need - low_need) / (shape.need[index, segment] - low_need), 0.0)
+    share = np.where(positive, (need - low_need) / (_pick(shape.need, segment) - low_need), 0.0)
     x = np.zeros((rows, types))
-    x[index, shape.type[index, segment]] += share
-    previous = shape.type[index, np.maximum(segment - 1, 0)]
-    x[index, previous] += np.where(segment > 0, 1.0 - share, 0.0) * positive
+    x[index, _pick(shape.type, segment)] += share
+    x[index, _pick(shape.type, previous)] += np.where(later & positive, 1.0 - share, 0.0)
     loads = weights @ x
     return DualPoint(float(gpus @ prices + z - spend.sum()), gpus - loads, z, need, shape, x)

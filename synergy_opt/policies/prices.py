@@ -76,9 +76,11 @@ class _Master:
 
 
 def maximise(oracle: Oracle, size: int, start: np.ndarray | None = None, *, equal: bool = True,
-             scale: float = 0.0, tolerance: float = TOLERANCE, max_iterations: int = MAX_ITERATIONS) -> Maximised:
+             scale: float = 0.0, radius: float = START_RADIUS, tolerance: float = TOLERANCE,
+             max_iterations: int = MAX_ITERATIONS) -> Maximised:
     """Maximise a concave function given by ``oracle`` (value and a supergradient) over ``lam >= 0`` with
-    ``sum lam = 1`` (``equal``) or ``<= 1``.
+    ``sum lam = 1`` (``equal``) or ``<= 1``, from ``start`` in a trust region of ``radius`` (smaller from a
+    good start).
 
     Stops when the cutting-plane model's maximum over the trust region is within ``tolerance * max(|f|, scale) *
     radius`` of the best value: by concavity the best value is then within ``tolerance * max(|f|, scale)`` of the
@@ -88,7 +90,6 @@ def maximise(oracle: Oracle, size: int, start: np.ndarray | None = None, *, equa
     value, gradient = oracle(center)
     master = _Master(size, equal)
     master.cut(value, gradient, center)
-    radius = START_RADIUS
     for iteration in range(1, max_iterations + 1):
         solved = master.solve(np.maximum(center - radius, 0.0), np.minimum(center + radius, 1.0))
         if solved is None:
