@@ -12,7 +12,12 @@ Each setting replays the whole trace (every job monitored), 360 s rounds, server
 - ``max-min+tune``: the same policy, Synergy-TUNE sharing CPU and memory on the chosen types (tune's default,
   spread fit);
 - ``max-min+tune-paper``: the same with the paper's TUNE (best fit, ``fit="best"``);
-- ``max-min+near-opt``: the same policy, near-opt.
+- ``max-min+near-opt``: the same policy, near-opt;
+- ``max-min+ideal``: the same policy, the ideal ILP per type on the types it chose (each type's servers pooled;
+  an upper bound on every mechanism given those types);
+- ``max-min+ideal-type-free``: the same policy's jobs each round, every job free to take any type it can use and
+  any config, by the type-free ideal ILP (issue 20) on each type's pooled servers, each job's floor its
+  throughput at the proportional share of the type the policy chose (docs/sim.md: the bound it is).
 
 Average JCT, makespan, wall seconds and the load average go to ``benchmarks/results/hetero_sim.csv`` (the rows of
 settings not run this time are kept), and a bar
@@ -37,7 +42,9 @@ SETTINGS = (("agnostic+proportional", "max_min_fairness_agnostic", "proportional
             ("max-min+proportional", "max_min_fairness", "proportional", {}),
             ("max-min+tune", "max_min_fairness", "tune", {}),
             ("max-min+tune-paper", "max_min_fairness", "tune", {"fit": "best"}),  # the paper's TUNE (best fit)
-            ("max-min+near-opt", "max_min_fairness", "near-opt", {}))
+            ("max-min+near-opt", "max_min_fairness", "near-opt", {}),
+            ("max-min+ideal", "max_min_fairness", "ideal", {}),
+            ("max-min+ideal-type-free", "max_min_fairness", "ideal-type-free", {}))
 RESULTS = Path(__file__).resolve().parent / "results" / "hetero_sim.csv"
 
 

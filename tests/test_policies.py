@@ -23,6 +23,7 @@ from synergy_opt.policies import (
     solve_max_sum_throughput,
 )
 from synergy_opt.policies.decomposed import Requirements, solve_requirements
+from synergy_opt.policies.decomposed_sum import solve_sum_decomposed
 from synergy_opt.policies.max_min import normalised_coefficients
 from synergy_opt.policies.result import PolicyResult
 from synergy_opt.policies.rounds import RoundMechanism
@@ -148,7 +149,7 @@ def test_makespan_and_max_sum_throughput_match_vertex_enumeration(solver: str, s
     check_base_rows(problem, makespan.allocation)
     assert (makespan.effective_throughputs * makespan.objective >= remaining * (1 - TOL)).all()
     costs = np.array([1.0, 2.5])
-    best = solve_max_sum_throughput(problem, solver, costs=costs)
+    best = solve_max_sum_throughput(problem, solver, costs=costs, method=method)
     assert best.objective == pytest.approx(brute_max_sum(problem, costs), rel=TOL)
     assert best.allocation is not None
     check_base_rows(problem, best.allocation)
@@ -176,7 +177,7 @@ def test_closed_forms_on_one_type(solver: str, method: str) -> None:
         take = min(1.0, left / scale[i])
         total += take * throughputs[i, 0]
         left -= take * scale[i]
-    assert solve_max_sum_throughput(problem, solver).objective == pytest.approx(total, rel=TOL)
+    assert solve_max_sum_throughput(problem, solver, method=method).objective == pytest.approx(total, rel=TOL)
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -321,6 +322,8 @@ def test_decomposition_matches_the_whole_lp_on_distinct_jobs(solver: str, seed: 
         "makespan": lambda method: solve_makespan(problem, remaining, solver, method=method),
         "ftf": lambda method: solve_finish_time_fairness(problem, remaining, elapsed, isolated_s, solver,
                                                         method=method),
+        "max_sum": lambda method: solve_max_sum_throughput(problem, solver, costs=np.array([1.0, 1.5, 3.0]),
+                                                           method=method),
     }
     for name, solve in solves.items():
         whole, parts = solve("lp"), solve("decomposed")
@@ -353,6 +356,12 @@ def test_decomposition_fixes_most_jobs_and_certifies_each_way(solver: str) -> No
     parts = solve_requirements(req, solver, params)
     assert parts.lps >= 2 and parts.free_rows < problem.num_jobs / 2 and parts.z is not None
     assert 1 / parts.z == pytest.approx(solve_makespan(problem, remaining, solver, method="lp").objective, rel=TOL)
+    # Max-sum-throughput: its Lagrangian dual's prices leave a few jobs free; one reduced LP reaches its bound.
+    values, usable = problem.throughputs, problem.throughputs > 0
+    solved, lps, free = solve_sum_decomposed(values, weights, gpus, usable, solver, params, 0.0)
+    assert lps == 1 and free < problem.num_jobs / 10 and solved.result.objective is not None
+    assert solved.result.objective == pytest.approx(solve_max_sum_throughput(problem, solver, method="lp").objective,
+                                                    rel=TOL)
 
 
 @pytest.mark.parametrize("policy", ["max_min", "makespan", "max_sum", "ftf"])

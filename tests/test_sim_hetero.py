@@ -66,3 +66,53 @@ def test_a_job_larger_than_every_type_is_named() -> None:
     trace = so.Trace((so.TraceJob("big", 0.0, 2, 60.0, so.builtin_profile("res18"), model="res18"),))
     with pytest.raises(so.InvalidInputError, match=r"trace\.jobs\[0\]\.gpus"):
         so.simulate(trace, _k80_v100())
+
+
+def test_the_type_free_ideal_lets_jobs_swap_types_by_hand() -> None:
+    # B (its own matrix: alike on every type) and A (res18, faster on the V100) at 0 on one V100 and one K80
+    # GPU, servers of one GPU (so every config is the proportional share). FIFO's type rule puts B first on the
+    # V100 (a tie: the cluster's order) and A on the K80 at speed s < 1. Per type, the ideal can only keep that:
+    # B ends at 1 h, A does 3600 s at s, then the rest on the freed V100 at 1: 2 h - s h. The type-free ideal
+    # swaps them (A's floor is its K80 share, below its V100 one; B keeps its floor on the K80): both end at 1 h.
+    profile = so.builtin_profile("res18")
+    trace = so.Trace((so.TraceJob("B", 0.0, 1, 3600.0, profile),
+                      so.TraceJob("A", 0.0, 1, 3600.0, profile, model="res18")))
+    cluster = HeteroCluster((ServerType("v100", 1, 1, 3, 62.5), ServerType("k80", 1, 1, 3, 62.5)))
+    s = builtin_type_profile("res18", "k80").throughput(3, 62.5) / profile.throughput(3, 62.5)
+    per_type = so.simulate(trace, cluster, policy="fifo", mechanism="ideal", round_s=300)
+    finish = dict(zip(per_type.jobs.id, per_type.jobs.finish_s, strict=True))
+    assert finish["B"] == pytest.approx(3600.0) and finish["A"] == pytest.approx(7200.0 - 3600.0 * s, rel=1e-9)
+    free = so.simulate(trace, cluster, policy="fifo", mechanism="ideal-type-free", round_s=300,
+                       record_job_rounds=True)
+    assert free.jobs.finish_s.tolist() == pytest.approx([3600.0, 3600.0])
+    assert free.summary["mechanism"] == "ideal-type-free"
+    first = free.rounds.iloc[0]
+    assert first["gpu_util_pct.v100"] == 100.0 and first["gpu_util_pct.k80"] == 100.0
+    assert set(free.job_rounds.speedup.round(12)) == {1.0}
+
+
+@pytest.mark.parametrize("policy", ["fifo", "max_min_fairness"])
+def test_the_type_free_ideal_conserves_work_and_bounds_per_type_on_one_type(policy: str) -> None:
+    trace = so.generate_trace(16, load=None, multi_gpu=True, seed=2)
+    cluster = HeteroCluster.of("k80:1,p100:1,v100:1", 4, 12, 250)
+    result = so.simulate(trace, cluster, policy=policy, mechanism="ideal-type-free", round_s=600,
+                         record_job_rounds=True)
+    assert result.summary["unfinished"] == 0
+    rows = result.job_rounds
+    work = (rows.speedup * rows.run_s).groupby(rows.id).sum()
+    durations = dict(zip(result.jobs.id, result.jobs.duration_s, strict=True))
+    for job, done in work.items():
+        assert done == pytest.approx(durations[job], rel=1e-9)
+    for name in cluster.names:
+        assert (result.rounds[f"gpu_util_pct.{name}"] <= 100.0 + 1e-9).all()
+    # With one type there is no type to choose: the bound is the ideal's, round for round.
+    one = HeteroCluster.homogeneous(so.Cluster(2))
+    typed = so.simulate(trace, one, policy=policy, mechanism="ideal-type-free", round_s=600)
+    plain = so.simulate(trace, one, policy=policy, mechanism="ideal", round_s=600)
+    assert typed.jobs.finish_s.to_numpy() == pytest.approx(plain.jobs.finish_s.to_numpy(), rel=1e-9)
+
+
+def test_the_type_free_ideal_needs_a_heterogeneous_cluster() -> None:
+    trace = so.generate_trace(4, load=None, seed=1)
+    with pytest.raises(so.InvalidInputError, match=r"mechanism.*HeteroCluster"):
+        so.simulate(trace, so.Cluster(1), mechanism="ideal-type-free")

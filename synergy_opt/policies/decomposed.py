@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from synergy_opt.policies.dual import DualPoint, dual_point, hull
-from synergy_opt.policies.prices import START_RADIUS, maximise, relaxation_oracle
+from synergy_opt.policies.prices import maximise, minimise_dual, relaxation_oracle
 from synergy_opt.policies.problem import add_fractions
 from synergy_opt.policies.solve import Solved, large_lp_options
 from synergy_opt.solvers import SolveResult, SolverParams, solve_model
@@ -38,7 +38,6 @@ MARGIN = 1e-3  # a row is fixed when its cheapest type is cheaper than the next 
 ROUNDS = 4
 FREE_SHARE = 0.5  # above this share of free rows, the whole LP
 TIE_BREAK = 1e-6
-WARM_RADIUS = 0.01  # the dual's trust region from given prices (of the q-box's width)
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,27 +106,16 @@ def relaxation_prices(req: Requirements) -> tuple[np.ndarray, float]:
 
 
 def dual_prices(req: Requirements, start: np.ndarray) -> tuple[np.ndarray, DualPoint]:
-    """Prices minimising the Lagrangian dual (row D3), from ``start``, and the dual there. They are found as
-    ``q[t] = p[t] W[t] / cap`` with ``sum q <= 1``: at the optimum ``W . p <= cap``, ``cap`` the dual at ``p = 0``
-    plus the largest offset."""
-    open_types = np.flatnonzero(req.gpus > 0)
+    """Prices minimising the Lagrangian dual (row D3), from ``start``, and the dual there. At the optimum
+    ``W . p <= cap``, ``cap`` the dual at ``p = 0`` plus the largest offset."""
     cap = req.dual(np.zeros(req.gpus.size)).value + max(float(req.offsets.max(initial=0.0)), 0.0)
-    per_unit = cap / req.gpus[open_types]
 
-    def prices(q: np.ndarray) -> np.ndarray:
-        full = np.zeros(req.gpus.size)
-        full[open_types] = q * per_unit
-        return full
+    def evaluate(prices: np.ndarray) -> tuple[float, np.ndarray]:
+        point = req.dual(prices)
+        return point.value, point.gradient
 
-    def oracle(q: np.ndarray) -> tuple[float, np.ndarray]:
-        point = req.dual(prices(q))
-        return -point.value, -point.gradient[open_types] * per_unit
-
-    begin = start[open_types] / per_unit
-    warm = begin.sum() > 0
-    best = maximise(oracle, open_types.size, begin if warm else None, equal=False, scale=max(req.scale, cap * 1e-6),
-                    radius=WARM_RADIUS if warm else START_RADIUS)
-    return prices(best.point), req.dual(prices(best.point))
+    prices = minimise_dual(evaluate, req.gpus, cap, start, max(req.scale, cap * 1e-6))
+    return prices, req.dual(prices)
 
 
 def cheapest(req: Requirements, prices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -213,7 +201,8 @@ def reduced_lp(req: Requirements, parts: Split, ceiling: float) -> Reduced:
     return Reduced(builder.build(), parts, lower, upper)
 
 
-def _solve(model: LinearModel, solver: str, params: SolverParams) -> SolveResult:
+def solve_reduced(model: LinearModel, solver: str, params: SolverParams) -> SolveResult:
+    """A reduced LP on ``solver`` (HiGHS's interior point for a large one, as for the whole LPs)."""
     options = large_lp_options(model, solver, params.options)  # the whole LP, when it comes to that
     return solve_model(model, solver, replace(params, options=dict(options)))
 
@@ -256,7 +245,7 @@ def solve_requirements(req: Requirements, solver: str, params: SolverParams,
         if round_ == ROUNDS or free.sum() > FREE_SHARE * free.size:
             free[:] = True
         reduced = reduced_lp(sub, parts, ceiling)
-        result = _solve(reduced.model, solver, params)
+        result = solve_reduced(reduced.model, solver, params)
         lps += 1
         solve_s += result.solve_seconds
         if not result.has_solution:

@@ -22,6 +22,7 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.policies.decomposed import Requirements, solve_decomposed
+from synergy_opt.policies.decomposed_sum import solve_sum_decomposed
 from synergy_opt.policies.problem import PolicyProblem, add_time_fractions, job_classes
 from synergy_opt.policies.result import PolicyResult
 from synergy_opt.policies.solve import METHODS, decomposes, large_lp_options, lp_params, policy_result, solve_lp
@@ -108,20 +109,24 @@ def build_max_sum_throughput(problem: PolicyProblem, costs: np.ndarray, aggregat
     """The max-sum-throughput LP (rows B1-B3, S1) and each job's class."""
     rows, class_of, counts = job_classes(aggregate, problem.throughputs, problem.scale_factors)
     builder = ModelBuilder("max_sum_throughput", "max")
-    # S1 on the classes: a class of k jobs earns k times its row.
-    objective = (problem.throughputs[rows] / costs[None, :] * counts[:, None]).ravel()
-    add_time_fractions(builder, problem, counts, rows, objective)
+    add_time_fractions(builder, problem, counts, rows, _class_values(problem, costs, rows, counts).ravel())
     return builder.build(), class_of
 
 
+def _class_values(problem: PolicyProblem, costs: np.ndarray, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Row S1 on the classes: a class of k jobs earns k times its row's throughput over each type's cost."""
+    return np.asarray(problem.throughputs[rows] / costs[None, :] * counts[:, None])
+
+
 @checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, costs=Optional(lambda n, v: real_array(n, v, 1)),
-         **SOLVER_ARGUMENTS)
+         method=OneOf(METHODS), **SOLVER_ARGUMENTS)
 def solve_max_sum_throughput(
     problem: PolicyProblem,
     solver: str = DEFAULT_SOLVER,
     *,
     costs: Sequence[float] | np.ndarray | None = None,
     aggregate: bool = True,
+    method: str = "auto",
     time_limit: float | None = None,
     mip_gap: float = 1e-6,
     threads: int | None = 1,
@@ -130,11 +135,19 @@ def solve_max_sum_throughput(
     options: Mapping[str, Any] | None = None,
 ) -> PolicyResult:
     """Gavel's max-sum-throughput policy; ``costs`` per GPU type (default 1) divide each type's throughput;
-    ``objective`` is the summed (cost-weighted) throughput."""
+    ``objective`` is the summed (cost-weighted) throughput. ``method`` as in
+    :func:`~synergy_opt.policies.solve_max_min_fairness` (its decomposition: row S2, ``decomposed_sum.py``)."""
     started = time.perf_counter()
     price = np.ones(problem.num_types) if costs is None else np.asarray(costs, dtype=float)
     if price.shape != (problem.num_types,) or not (np.isfinite(price) & (price > 0)).all():
         raise InvalidInputError("costs", costs, f"must hold {problem.num_types} finite costs > 0, one per type")
+    rows, class_of, counts = job_classes(aggregate, problem.throughputs, problem.scale_factors)
+    if decomposes(method, rows.size):
+        solved, lps, _ = solve_sum_decomposed(
+            _class_values(problem, price, rows, counts), (problem.scale_factors[rows] * counts).astype(float),
+            problem.gpus.astype(float), problem.throughputs[rows] > 0, solver,
+            lp_params(time_limit, mip_gap, threads, seed, verbose, options), started)
+        return policy_result("max_sum_throughput", problem, solved, class_of, iterations=lps)
     model, class_of = build_max_sum_throughput(problem, price, aggregate)
     params = lp_params(time_limit, mip_gap, threads, seed, verbose, large_lp_options(model, solver, options))
     solved = solve_lp(model, problem.num_types, solver, params, time.perf_counter() - started)

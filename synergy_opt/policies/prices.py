@@ -30,6 +30,7 @@ TOLERANCE = 1e-9
 SMALLEST_RADIUS = 1e-12
 MAX_ITERATIONS = 100
 START_RADIUS = 0.25  # of the box's width, per coordinate
+WARM_RADIUS = 0.01  # from given prices
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,30 @@ def maximise(oracle: Oracle, size: int, start: np.ndarray | None = None, *, equa
             if radius < SMALLEST_RADIUS:
                 return Maximised(center, value, iteration)
     return Maximised(center, value, max_iterations)
+
+
+def minimise_dual(evaluate: Oracle, gpus: np.ndarray, cap: float, start: np.ndarray | None, scale: float
+                  ) -> np.ndarray:
+    """Prices ``p >= 0`` of the types' GPUs minimising a convex dual function (``evaluate``: its value and a
+    subgradient) known to have a minimiser with ``W . p <= cap``: the maximum of ``-D`` over ``q[t] = p[t] W[t] /
+    cap``, ``sum q <= 1`` (types without GPUs priced 0), from ``start`` (small steps) when it prices something."""
+    open_types = np.flatnonzero(gpus > 0)
+    per_unit = cap / gpus[open_types]
+
+    def prices(q: np.ndarray) -> np.ndarray:
+        full = np.zeros(gpus.size)
+        full[open_types] = q * per_unit
+        return full
+
+    def oracle(q: np.ndarray) -> tuple[float, np.ndarray]:
+        value, gradient = evaluate(prices(q))
+        return -value, -gradient[open_types] * per_unit
+
+    begin = None if start is None else start[open_types] / per_unit
+    warm = begin is not None and begin.sum() > 0
+    best = maximise(oracle, open_types.size, begin if warm else None, equal=False, scale=scale,
+                    radius=WARM_RADIUS if warm else START_RADIUS)
+    return prices(best.point)
 
 
 def _into(point: np.ndarray, equal: bool) -> np.ndarray:

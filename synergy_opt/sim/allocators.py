@@ -2,7 +2,9 @@
 
 Each round the engine hands an allocator the runnable jobs as a :class:`RoundInstance` (in policy order) and
 gets back a :class:`RoundPlan`: an :class:`Allocation`, or, for the ``ideal`` bound, per-job configs with no
-placement (the paper's OPT in simulation: the ideal ILP on the pooled cluster, an upper bound).
+placement (the paper's OPT in simulation: the ideal ILP on the pooled cluster, an upper bound). On a
+heterogeneous cluster ``ideal-type-free`` (:class:`TypeFreeIdeal`) takes the whole round at once, every job
+free to take any type: the type-free ideal ILP of issue 20 on each type's pooled servers.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.evaluation import InvalidAllocationError, evaluate
+from synergy_opt.hetero import HeteroRound
+from synergy_opt.ideal.hetero_solve import HeteroIdealResult
 from synergy_opt.ideal.solve import solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.joint.solve import solve_joint
@@ -46,7 +50,22 @@ class RoundPlan:
 Allocator = Callable[[RoundInstance], RoundPlan]
 UserMechanism = Callable[[RoundInstance], Allocation]
 _MECHANISM = Function(1, "mechanism(instance: RoundInstance) -> Allocation")
-SIM_MECHANISMS = ("ideal", "joint")
+TYPE_FREE_IDEAL = "ideal-type-free"
+SIM_MECHANISMS = ("ideal", "joint", TYPE_FREE_IDEAL)
+
+
+@dataclass(frozen=True, eq=False)
+class TypeFreeIdeal:
+    """The type-free ideal bound's allocator: ``solve_ideal`` (issue 20's type-free ILP, ``options`` its keyword
+    arguments) on a heterogeneous round whose jobs may take any type they can use, their baselines the types the
+    policy chose (the round's floors). Only a heterogeneous run calls it (sim/hetero_run.py)."""
+
+    options: Mapping[str, Any]
+
+    def __call__(self, instance: HeteroRound) -> HeteroIdealResult:
+        result = solve_ideal(instance, **self.options)
+        assert isinstance(result, HeteroIdealResult)
+        return result
 
 
 def mechanism_names() -> tuple[str, ...]:
@@ -54,17 +73,20 @@ def mechanism_names() -> tuple[str, ...]:
     return (*MECHANISMS, *SIM_MECHANISMS)
 
 
-def make_allocator(mechanism: str | UserMechanism, options: Mapping[str, Any], seed: int) -> tuple[str, Allocator]:
+def make_allocator(mechanism: str | UserMechanism, options: Mapping[str, Any], seed: int
+                   ) -> tuple[str, Allocator | TypeFreeIdeal]:
     """The mechanism's name and a function that allocates one round with it.
 
     ``options`` go to the mechanism (``run_mechanism``'s options, or ``solve_ideal``'s / ``solve_joint``'s
-    keyword arguments for ``ideal`` / ``joint``). A user's callable takes the round's instance (jobs in policy
-    order) and returns an :class:`Allocation`.
+    keyword arguments for ``ideal``, ``ideal-type-free`` / ``joint``). A user's callable takes the round's
+    instance (jobs in policy order) and returns an :class:`Allocation`.
     """
     options = dict(options)
     if isinstance(mechanism, str):
         if mechanism == "ideal":
             return mechanism, _ideal_allocator(options, seed)
+        if mechanism == TYPE_FREE_IDEAL:
+            return mechanism, TypeFreeIdeal(_ideal_options(options, seed))
         if mechanism == "joint":
             return mechanism, _joint_allocator(options, seed)
         if mechanism in MECHANISMS:
@@ -76,10 +98,15 @@ def make_allocator(mechanism: str | UserMechanism, options: Mapping[str, Any], s
     raise UnknownNameError("mechanism", mechanism, mechanism_names())
 
 
-def _ideal_allocator(options: dict[str, Any], seed: int) -> Allocator:
-
+def _ideal_options(options: dict[str, Any], seed: int) -> dict[str, Any]:
     options = check_keyword_options(solve_ideal, options, "options", skip=("instance", "relax"))
     options.setdefault("seed", seed)
+    return options
+
+
+def _ideal_allocator(options: dict[str, Any], seed: int) -> Allocator:
+
+    options = _ideal_options(options, seed)
 
     def allocate(instance: RoundInstance) -> RoundPlan:
         result = solve_ideal(instance, **options)

@@ -66,7 +66,7 @@ DEFAULTS: dict[str, Any] = {
 # Flags that shape a generated trace, so that a trace file rules them out.
 DEFAULT_JOBS = 1000
 GENERATOR_FLAGS = ("load", "multi_gpu", "profile_noise", "job_kind", "jobs")
-SIM_MECHANISMS_WITH_TIME_LIMIT = ("ideal", "joint")
+SIM_MECHANISMS_WITH_TIME_LIMIT = ("ideal", "ideal-type-free", "joint")
 GAVEL_PREFIX = "gavel:"
 # How and where a sweep runs, not what it computes: the only flags --resume takes beside the recorded ones.
 RUN_ONLY_FLAGS = ("--workers", "--dask", "--no-progress", "--wide")
@@ -201,7 +201,7 @@ def build_parser() -> _Parser:
     run.add_argument("--preemption-overhead", type=lambda text: _seconds(text, allow_zero=True),
                      help="seconds of no progress when a preempted job resumes (0)")
     run.add_argument("--time-limit", type=cli_args.seconds_or_none,
-                     help="seconds per round for ideal and joint ('none': no limit; joint's default 10)")
+                     help="seconds per round for ideal, ideal-type-free, joint ('none': no limit; joint's default 10)")
     run.add_argument("--experiment", metavar="NAME",
                      help="run a named experiment (a TOML config; flags override it), a .toml file, or 'list'")
     where = parser.add_mutually_exclusive_group()

@@ -35,7 +35,7 @@ import pandas as pd
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.hetero import HeteroCluster
 from synergy_opt.instance import Cluster, Job, RoundInstance
-from synergy_opt.sim.allocators import RoundPlan, UserMechanism, make_allocator
+from synergy_opt.sim.allocators import RoundPlan, TypeFreeIdeal, UserMechanism, make_allocator
 from synergy_opt.sim.bounds import (
     MAX_ROUNDS,
     ROUND_S,
@@ -107,8 +107,9 @@ def simulate(
         :mod:`synergy_opt.sim.gavel_policies`), whose round mechanism picks each round's jobs.
     mechanism
         A name of ``synergy_opt.MECHANISMS``, ``"ideal"`` (the ideal ILP's configs with no placement: an upper
-        bound) or ``"joint"`` (the realizable per-round optimum, ``time_limit`` 10 s a round unless given), or
-        a callable taking the round's :class:`RoundInstance` (jobs in policy order) and returning an
+        bound), ``"ideal-type-free"`` (on a heterogeneous cluster, the same with every job free to take any
+        type: docs/sim.md) or ``"joint"`` (the realizable per-round optimum, ``time_limit`` 10 s a round unless
+        given), or a callable taking the round's :class:`RoundInstance` (jobs in policy order) and returning an
         :class:`Allocation`.
     round_s
         Round length in seconds (paper: 5-minute rounds), at most ``bounds.MAX_ROUND_S``; every job must be
@@ -161,6 +162,9 @@ def simulate(
     else:
         policy_name, policy_fn = resolve_policy(policy)
     mechanism_name, allocate = make_allocator(mechanism, mechanism_options, seed)
+    if isinstance(allocate, TypeFreeIdeal) and not isinstance(cluster, HeteroCluster):
+        raise InvalidInputError("mechanism", mechanism_name, "lets jobs change GPU type: it needs a HeteroCluster "
+                                "(on one type, 'ideal' is the same bound)")
     first, last = _monitor_window(trace, monitor)
     if last > len(trace):
         trace = trace.extend(last)

@@ -10,6 +10,8 @@
   passed over (``backfill``) or ends the set.
 - **Mechanisms per type.** The jobs on each type form that type's round (its servers, their matrices there),
   and the mechanism allocates it as on a one-type cluster: CPU and memory are shared on the chosen types.
+  ``ideal-type-free`` instead takes the whole round at once: the type-free ideal ILP (issue 20) with every job
+  free to take any type it can use, its floor its throughput at the chosen type's proportional share.
 - **Use per round**, per type, in extra columns of ``SimResult.rounds`` (``gpu_util_pct.<type>``, ...).
 """
 
@@ -19,10 +21,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from synergy_opt.hetero import HeteroCluster
+from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, normalise
 from synergy_opt.instance import Job, RoundInstance
 from synergy_opt.profile import Profile
-from synergy_opt.sim.allocators import RoundPlan
+from synergy_opt.sim.allocators import RoundPlan, TypeFreeIdeal
 from synergy_opt.sim.engine import RUNS, _Run
 from synergy_opt.sim.gavel_policies import GavelSelector
 from synergy_opt.sim.policies import JobStates, Policy, ranking
@@ -54,6 +56,7 @@ class HeteroRun(_Run):
         # allocation is the mechanism's on the same instance, so it is kept for the run.
         self.type_rounds: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray, bool]] = {}
         self.types_of = np.empty(0, dtype=np.int64)
+        self.unit_profiles: dict[int, dict[str, Profile]] = {}  # a job's matrices on its types, in the ILP's unit
         super().__init__(trace, cluster, policy, allocate, round_s, overhead, window,  # type: ignore[arg-type]
                          record_job_rounds, backfill, selector, accounting)
 
@@ -123,6 +126,8 @@ class HeteroRun(_Run):
         return job
 
     def _allocate(self, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+        if isinstance(self.allocate, TypeFreeIdeal):
+            return self._allocate_type_free(runnable)
         speedup = np.zeros(runnable.size)
         use = np.zeros(3 * (len(self.names) + 1))
         fallback = False
@@ -143,6 +148,54 @@ class HeteroRun(_Run):
             use[:3] += used
             use[3 * (t + 1):3 * (t + 2)] = used
         return speedup, use, fallback
+
+
+    def _hetero_job(self, position: int, baseline: int) -> HeteroJob:
+        """The job free to take every type it can use (speed > 0), at baseline ``baseline``, its matrices in the
+        reference type's unit (the type-free ILP sums throughputs across jobs and types, D5)."""
+        profiles = self.unit_profiles.get(position)
+        if profiles is None:
+            usable = {name: self.profiles[position][name] for t, name in enumerate(self.names)
+                      if self.speeds[position, t] > 0}
+            profiles = normalise({**usable, self.names[self.reference]: self.profiles[position][
+                self.names[self.reference]]}, self.hetero.reference_type)
+            profiles = {name: profiles[name] for name in usable}
+            self.unit_profiles[position] = profiles
+        spec = self.trace.jobs[position]
+        return HeteroJob(spec.id, spec.gpus, profiles, self.names[baseline], spec.model)
+
+    def _allocate_type_free(self, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+        """The type-free ideal bound's round: each job's type and config from the type-free ILP (GPU-proportional
+        on the policy's types if it ends without a solution), scored on the type it takes."""
+        key = (-1, runnable.tobytes() + self.types_of.tobytes())
+        known = self.type_rounds.get(key)
+        if known is None:
+            instance = HeteroRound(self.hetero, tuple(self._hetero_job(int(p), int(t))
+                                                      for p, t in zip(runnable, self.types_of, strict=True)))
+            solve = self.allocate
+            assert isinstance(solve, TypeFreeIdeal)
+            result = solve(instance)
+            types, fallback = self.types_of, not result.has_solution
+            if fallback:
+                shares = np.array([self.hetero.types[t].cluster for t in types])
+                cpu = np.array([c.cpu_per_gpu for c in shares])
+                mem = np.array([c.mem_gb_per_gpu for c in shares])
+            else:
+                types = np.array([self.hetero.index(kind) for kind in result.gpu_types], dtype=np.int64)
+                cpu, mem = result.cpu_per_gpu, result.mem_gb_per_gpu
+            speedup = np.zeros(runnable.size)
+            use = np.zeros(3 * (len(self.names) + 1))
+            for t in range(len(self.names)):
+                here = np.flatnonzero(types == t)
+                if here.size == 0:
+                    continue
+                plan = RoundPlan(cpu_per_gpu=cpu[here], mem_gb_per_gpu=mem[here])
+                speedup[here], used = self._score(runnable[here], plan, self.type_tables[t])
+                use[:3] += used
+                use[3 * (t + 1):3 * (t + 2)] = used
+            known = (speedup, use, fallback)
+            self.type_rounds[key] = known
+        return known
 
 
 RUNS[HeteroCluster] = HeteroRun

@@ -29,7 +29,8 @@ Capacity = tuple[str, float, str]
 _MARKERS = "osD^vP*Xh<>"
 _DASHES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (1, 1)))
 # Legend names where the CLI's differ from the paper's.
-LABELS = {"ideal": "OPT (ideal bound)", "joint": "joint optimum", "tune": "TUNE", "proportional": "proportional"}
+LABELS = {"ideal": "OPT (ideal bound)", "ideal-type-free": "type-free ideal bound", "joint": "joint optimum",
+          "tune": "TUNE", "proportional": "proportional"}
 # A panel per value of what the sweep varies, but load (the x axis) and the seed (averaged, or pooled).
 _PANEL_COLUMNS = tuple(c for c in SETTING_COLUMNS if c not in ("load", "seed", "mechanism", "trace_jobs"))
 MAX_USE_FIGURES = 12  # use-over-time figures drawn per sweep (one per setting, first seed)
