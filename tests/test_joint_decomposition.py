@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 import synergy_opt as so
 from synergy_opt.instance import Cluster, RoundInstance
 from synergy_opt.joint.branching import pattern_condition
-from synergy_opt.joint.decomposition import _pack, _within_slack, solve_decomposition
+from synergy_opt.joint.decomposition import _pack, solve_decomposition
 from synergy_opt.joint.model import JointReductions, item_columns, server_patterns
+from synergy_opt.joint.placing import within_slack
 from synergy_opt.joint.pricing import Bonus, ItemTypes, best_patterns, near_patterns
 from synergy_opt.joint.solve import JointResult
 from synergy_opt.solvers import SolverParams, Status
@@ -169,7 +170,7 @@ def test_configs_are_placed_exactly_when_some_placement_holds_them(instance: Rou
     st.lists(st.lists(st.integers(0, 3), min_size=3, max_size=3).filter(any), min_size=n, max_size=n),
     st.lists(st.integers(0, 5), min_size=3, max_size=3), st.integers(1, 3))))
 def test_loads_beyond_the_slack_are_on_no_placement(case: tuple[list[list[int]], list[int], int]) -> None:
-    """:func:`_within_slack` with the duals of the LP of the fewest servers keeps every load some placement of the
+    """:func:`within_slack` with the duals of the LP of the fewest servers keeps every load some placement of the
     demand on at most ``servers`` servers uses (every placement enumerated)."""
     import itertools
 
@@ -179,7 +180,7 @@ def test_loads_beyond_the_slack_are_on_no_placement(case: tuple[list[list[int]],
     lp = linprog(np.ones(len(loads)), A_ub=-loads.T, b_ub=-demand, bounds=(0, None), method="highs")
     if lp.status != 0:
         return
-    kept = {tuple(p) for p in _within_slack(loads, -lp.ineqlin.marginals, demand, servers)}
+    kept = {tuple(p) for p in within_slack(loads, -lp.ineqlin.marginals, demand, servers)}
     for x in itertools.product(range(servers + 1), repeat=len(loads)):
         x = np.array(x)
         if x.sum() <= servers and np.all(loads.T @ x >= demand):
@@ -334,6 +335,9 @@ def test_auto_chooses_direct_when_patterns_can_be_listed_and_decomposition_other
     noisy = so.generate_round(64, multi_gpu=True, seed=0, profile_noise=0.05)
     assert so.solve_joint(plain).method == "direct"
     assert so.solve_joint(noisy, time_limit=2).method == "decomposition"
+    # Noisy jobs whose loads could be listed (few item types: memory-bound models) still take the decomposition.
+    memory = so.member_round("single-memory", 64, seed=0, profile_noise=0.1)
+    assert so.solve_joint(memory, time_limit=2).method == "decomposition"
     # What the decomposition cannot take goes direct under auto, and is refused when asked for by name.
     no_floor = JointReductions(merge_identical=False, fix_below_floor=False)
     assert so.solve_joint(noisy, reductions=no_floor, time_limit=1).method == "direct"
@@ -458,7 +462,7 @@ def test_auto_keeps_the_start_when_the_direct_model_stops_without_better() -> No
     """``auto`` on a round whose patterns it lists solves the direct model after checking the start; stopped by
     the time limit before it finds anything as good, it returns the start (FEASIBLE, the tighter bound), never
     NO_SOLUTION or less than the start."""
-    instance = so.member_round("multi-odd", 16, seed=2, profile_noise=0.05)  # about 30 s to prove directly
+    instance = so.member_round("multi", 128, seed=2, profile_noise=0.0)  # alike jobs: auto goes direct
     near = so.run_mechanism(instance, "near-opt")
     value = so.evaluate(instance, near).objective
     plain = so.solve_joint(instance, consolidate=False, time_limit=0.02)

@@ -34,7 +34,8 @@ from synergy_opt.joint.grid import Grid
 from synergy_opt.joint.incumbent import Placement, improve, place, placement_of
 from synergy_opt.joint.master import ColumnGeneration
 from synergy_opt.joint.model import ItemColumns, JointModel, JointReductions, build_joint, item_columns
-from synergy_opt.joint.pricing import ItemTypes, best_patterns, near_patterns
+from synergy_opt.joint.placing import place_demand, residual_dive
+from synergy_opt.joint.pricing import ItemTypes
 from synergy_opt.solvers.base import SolveResult, SolverParams, Status
 
 if TYPE_CHECKING:
@@ -55,16 +56,16 @@ IDEAL_NODES, IDEAL_SHARE = 200, 0.3
 RESTRICTED_SHARE, RESTRICTED_SECONDS, POLISH_GAP = 0.15, 5.0, 1e-3
 # Seconds a placement of a node's whole configs may take, loads priced per round of its LP, and the most loads
 # listed to decide it exactly when the loads priced do not hold it.
-PACK_SECONDS, PACK_PATTERNS_PER_ROUND, PACK_LISTED = 0.1, 8, 500
+PACK_SECONDS, PACK_LISTED = 0.1, 500
 # Seconds the local search may polish each new incumbent.
 POLISH_SECONDS = 0.05
 # The first target's distance below the bound (relative), and how much further each next one aims.
 TARGET_GAP, TARGET_GROWTH = 2e-4, 1.5
-# Up to this many servers, placements are also sought by CP-SAT (cp_pack): first the ideal ILP's configs, before
-# any column generation (CP-SAT's deterministic time at most: about a second's work, 0.01-0.9 on the ten tuning
-# rounds of 16-GPU servers), then a node's configs when the priced loads do not hold them (a tenth of that, and
-# a second at most).
-CP_SERVERS, CP_IDEAL_WORK, CP_NODE_WORK, CP_NODE_SECONDS = 12, 1.0, 0.1, 1.0
+# The ideal ILP's configs are placed before any column generation (residual dive: a share of the time left); up
+# to CP_SERVERS servers, placements are also sought by CP-SAT (cp_pack) when the dive fails without a proof:
+# the ideal ILP's configs (CP-SAT's deterministic time at most: about a second's work, 0.01-0.9 used on the ten
+# tuning rounds of 16-GPU servers), and a node's configs when the priced loads do not hold them.
+IDEAL_PLACE_SHARE, CP_SERVERS, CP_IDEAL_WORK = 0.2, 12, 1.0
 
 
 @dataclass
@@ -196,14 +197,16 @@ def solve_decomposition(
     if only_incumbent:
         return finish(_limit(best), "stopped after the first incumbent (asked)")
     few = types.grid if cluster.servers <= CP_SERVERS else None
-    if heuristics and few is not None and ideal.has_solution:
-        # On few servers CP-SAT often places the ideal ILP's configs at once: optimal, no column generation.
-        seconds = math.inf if deadline is None else 0.2 * max(deadline - time.perf_counter(), 0.0)
-        offer(_cp_ideal(instance, items, few, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu, seconds, consolidate,
-                        split_penalty, objective, reductions))
-        mark("ideal packed (CP-SAT)")
+    unplaceable = False  # the ideal ILP's configs proven to have no placement
+    if heuristics and ideal.has_solution:
+        # The ideal ILP's configs placed (often exactly possible: optimal at once, no column generation).
+        placed, unplaceable = _place_ideal(instance, items, types, few, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu,
+                                           _share(deadline, IDEAL_PLACE_SHARE), consolidate, split_penalty,
+                                           objective, reductions)
+        offer(placed)
+        mark("ideal placed")
         if closed():
-            return finish(Status.OPTIMAL, "optimal: the ideal ILP's configs placed (CP-SAT) meet its bound")
+            return finish(Status.OPTIMAL, "optimal: the ideal ILP's configs placed meet its bound")
 
     initial = [np.diag(items.per_server)]
     if best is not None:
@@ -255,9 +258,10 @@ def solve_decomposition(
         return closed()
 
     def pack_ideal() -> bool:
-        # The ideal ILP's configs are optimal whenever some placement holds them: search the placements.
+        # The ideal ILP's configs are optimal whenever some placement holds them: search the placements (unless
+        # the LP of the fewest servers proved that there is none).
         configs = _ideal_columns(items, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu) if ideal.has_solution else None
-        if configs is None:
+        if configs is None or unplaceable:
             return False
         search("ideal packed", IDEAL_NODES, _share(deadline, IDEAL_SHARE), y_lower=configs[0], y_upper=configs[1])
         mark("ideal packed")
@@ -436,111 +440,11 @@ def _solution(x: np.ndarray) -> highspy.HighsSolution:
 def _pack(items: ItemColumns, types: ItemTypes, y: np.ndarray, patterns: np.ndarray, servers: int, seconds: float,
           listed: int = PACK_LISTED, grid: Grid | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Server loads and whole numbers of servers for each that hold every item the columns ``y`` ask for on at
-    most ``servers`` servers, or None (none exists, or none found within ``seconds``).
-
-    The LP of the fewest servers that hold them is priced first (:func:`_priced_loads`): when it needs more than
-    ``servers`` no placement exists, and most rounded configs end there in a few milliseconds. Else the MILP over
-    the loads priced; when that has no solution, the MILP over every maximal load within the demand if there are
-    at most ``listed`` (a load with more of a type than asked for holds the capped load too, and every load
-    extends to a maximal one), which decides exactly; else, given a ``grid``, CP-SAT on the servers
-    (:func:`~synergy_opt.joint.cp_pack.cp_pack`) for the time left.
-    """
-    stop = time.perf_counter() + seconds
-    demand = np.rint(np.bincount(items.col_item, weights=items.units * y, minlength=items.item_size.size))
-    caps = np.minimum(items.per_server, demand.astype(np.int64))
-    loads = _priced_loads(types, demand, caps, patterns, servers, stop)
-    if loads is None:
-        return None
-    x = _cover(loads, demand, servers, stop)
-    if x is None and listed:
-        every = near_patterns(types, np.zeros(demand.size), 0.0, caps, limit=listed)
-        if every is not None:
-            loads, x = every, _cover(every, demand, servers, stop)
-    if x is None and grid is not None:
-        found = cp_pack(grid, demand, caps, servers, CP_NODE_SECONDS, CP_NODE_WORK)
-        if found is not None:
-            loads, x = found
-    return None if x is None else (x, loads)
-
-
-def _priced_loads(types: ItemTypes, demand: np.ndarray, caps: np.ndarray, patterns: np.ndarray, servers: int,
-                  stop: float) -> np.ndarray | None:
-    """The loads (within ``caps``) the LP of the fewest servers holding ``demand`` uses, priced in from
-    ``patterns`` capped at ``caps``; None when that LP needs more than ``servers`` (no placement exists: by its
-    optimum or, on the way, Farley's bound ``pi . demand / (the best load's value)``) or at ``stop``."""
-    import highspy  # imported on use, as the backends are: importing the package loads no solver
-
-    from synergy_opt.solvers.highs import quiet_highs, run  # highspy on first use (no solver library at import)
-
-    rows = np.flatnonzero(demand > 0)
-    h = quiet_highs()
-    h.addRows(rows.size, demand[rows], np.full(rows.size, highspy.kHighsInf), 0, np.zeros(0, np.int32),
-              np.zeros(0, np.int32), np.zeros(0))
-    known: set[bytes] = set()
-    loads: list[np.ndarray] = []
-
-    def add(block: np.ndarray) -> int:
-        new = [p for p in block if p.any() and p.tobytes() not in known]
-        if new:
-            known.update(p.tobytes() for p in new)
-            loads.extend(new)
-            matrix = np.array(new)[:, rows]
-            at, row = np.nonzero(matrix)
-            h.addCols(len(new), np.ones(len(new)), np.zeros(len(new)), np.full(len(new), float(servers)), at.size,
-                      np.searchsorted(at, np.arange(len(new))).astype(np.int32), row.astype(np.int32),
-                      matrix[at, row].astype(float))
-        return len(new)
-
-    add(np.minimum(patterns, caps))
-    while True:
-        run(h, 1)
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            return None
-        pi = np.zeros(demand.size)
-        pi[rows] = np.maximum(np.array(h.getSolution().row_dual), 0.0)
-        priced = best_patterns(types, pi, caps, count=PACK_PATTERNS_PER_ROUND, beat=1.0 + 1e-9)
-        if pi @ demand / max(priced.value, 1.0) > servers + 1e-6:
-            return None
-        if priced.value <= 1.0 + 1e-9 or not add(priced.patterns[priced.values > 1.0 + 1e-9]):
-            if h.getInfo().objective_function_value > servers + 1e-6:
-                return None
-            return _within_slack(np.array(loads).reshape(-1, demand.size), pi, demand, servers)
-        if time.perf_counter() > stop:
-            return None
-
-
-def _within_slack(loads: np.ndarray, pi: np.ndarray, demand: np.ndarray, servers: int) -> np.ndarray:
-    """The loads a placement of ``demand`` on at most ``servers`` servers may use: with cover prices ``pi >= 0``
-    and every reduced cost ``1 - pi . a`` at least 0, servers ``x`` that hold the demand number
-    ``sum x >= pi . demand + sum_a x_a (1 - pi . a)``, so a load whose reduced cost exceeds the slack
-    ``servers - pi . demand`` is on no server (reduced-cost fixing on the LP of the fewest servers)."""
-    reduced = 1.0 - loads @ pi
-    if reduced.min() < -1e-9:
-        return loads
-    return loads[reduced <= servers - pi @ demand + 1e-6]
-
-
-def _cover(loads: np.ndarray, demand: np.ndarray, servers: int, stop: float) -> np.ndarray | None:
-    """Whole numbers of servers for each of ``loads`` that hold ``demand`` on at most ``servers`` servers (a
-    small MILP on HiGHS, until ``stop``), or None."""
-    import highspy  # imported on use, as the backends are: importing the package loads no solver
-
-    from synergy_opt.solvers.highs import quiet_highs, run  # highspy on first use (no solver library at import)
-
-    count = len(loads)
-    matrix = np.vstack([loads.T, np.ones((1, count))])  # cover rows, then the servers row
-    rows, cols = np.nonzero(matrix)
-    h = quiet_highs()
-    h.setOptionValue("time_limit", max(stop - time.perf_counter(), 0.01))
-    h.addVars(count, np.zeros(count), np.full(count, float(servers)))
-    h.addRows(matrix.shape[0], np.r_[demand, -highspy.kHighsInf], np.r_[np.full(demand.size, highspy.kHighsInf),
-              float(servers)], rows.size, np.searchsorted(rows, np.arange(matrix.shape[0])).astype(np.int32),
-              cols.astype(np.int32), matrix[rows, cols].astype(float))
-    h.changeColsIntegrality(count, np.arange(count, dtype=np.int32), np.full(count, highspy.HighsVarType.kInteger))
-    run(h, 1)
-    if h.getInfo().primal_solution_status != highspy.SolutionStatus.kSolutionStatusFeasible:
-        return None
-    return np.rint(np.array(h.getSolution().col_value))
+    most ``servers`` servers, or None (none exists, or none found within ``seconds``):
+    :func:`~synergy_opt.joint.placing.place_demand` (its LP of the fewest servers ends most rounded configs in a
+    few milliseconds: they have no placement)."""
+    demand = np.bincount(items.col_item, weights=items.units * y, minlength=items.item_size.size)
+    return place_demand(types, demand, items.per_server, servers, patterns, seconds, listed, grid)
 
 
 def _polish(instance: RoundInstance, items: ItemColumns, candidate: _Best, aim_values: np.ndarray,
@@ -590,22 +494,31 @@ def _ideal_columns(items: ItemColumns, cpu: np.ndarray, mem: np.ndarray
     return lower, upper
 
 
-def _cp_ideal(instance: RoundInstance, items: ItemColumns, grid: Grid, cpu: np.ndarray, mem: np.ndarray,
-              seconds: float, consolidate: bool, split_penalty: float, objective: Objective,
-              reductions: JointReductions) -> _Best | None:
-    """The ideal ILP's configs (per-GPU ``cpu``, ``mem`` of each job) placed by CP-SAT, or None (not placed, or
-    a config of two columns, whole and in pieces, so that its items are not fixed)."""
+def _place_ideal(instance: RoundInstance, items: ItemColumns, types: ItemTypes, grid: Grid | None, cpu: np.ndarray,
+                 mem: np.ndarray, stop: float | None, consolidate: bool, split_penalty: float, objective: Objective,
+                 reductions: JointReductions) -> tuple[_Best | None, bool]:
+    """The ideal ILP's configs (per-GPU ``cpu``, ``mem`` of each job) placed by the residual dive, else (given a
+    ``grid``) by CP-SAT; and whether the dive's first LP proved that they have no placement. Nothing when a
+    config has two columns (whole and in pieces), so that its items are not fixed."""
     configs = _ideal_columns(items, cpu, mem)
     if configs is None or sum(configs[0].values()) < items.columns.count.sum():
-        return None
+        return None, False
     y = np.zeros(items.weight.size)
     y[list(configs[0])] = list(configs[0].values())
     demand = np.rint(np.bincount(items.col_item, weights=items.units * y, minlength=items.item_size.size))
-    found = cp_pack(grid, demand, items.per_server, instance.cluster.servers, seconds, CP_IDEAL_WORK)
+    servers = instance.cluster.servers
+    dive = residual_dive(types, demand, items.per_server, servers, math.inf if stop is None else stop)
+    if dive.loads is not None and dive.count is not None:
+        found: tuple[np.ndarray, np.ndarray] | None = (dive.loads, dive.count)
+    elif dive.impossible or grid is None:
+        return None, dive.impossible
+    else:
+        seconds = math.inf if stop is None else max(stop - time.perf_counter(), 0.0)
+        found = cp_pack(grid, demand, items.per_server, servers, seconds, CP_IDEAL_WORK)
     if found is None:
-        return None
-    return _from_master(instance, items, y, found[1], found[0], "ideal packed (CP-SAT)", consolidate, split_penalty,
-                        objective, reductions)
+        return None, False
+    return _from_master(instance, items, y, found[1], found[0], "ideal placed", consolidate, split_penalty, objective,
+                        reductions), False
 
 
 def _splits(splits: dict[str, int]) -> str:
