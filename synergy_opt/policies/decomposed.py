@@ -24,13 +24,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
+import highspy
 import numpy as np
 
 from synergy_opt.policies.dual import DualPoint, dual_point, hull
 from synergy_opt.policies.prices import maximise, minimise_dual, relaxation_oracle
 from synergy_opt.policies.problem import add_fractions
 from synergy_opt.policies.solve import Solved, large_lp_options
-from synergy_opt.solvers import SolveResult, SolverParams, solve_model
+from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, solve_model
+from synergy_opt.solvers.highs import run, to_highs
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 
 CERTIFY = 1e-7  # relative gap accepted: the backends' default feasibility tolerances
@@ -216,12 +218,13 @@ def _solution(req: Requirements, reduced: Reduced, result: SolveResult) -> tuple
 
 
 def solve_requirements(req: Requirements, solver: str, params: SolverParams,
-                       prices: np.ndarray | None = None) -> Decomposed:
+                       prices: np.ndarray | None = None, exact: bool = True) -> Decomposed:
     """Solve the LP of :class:`Requirements` exactly (to ``CERTIFY``) by reduced LPs on ``solver`` (see the
-    module); ``prices`` (the last solve's, of a similar LP) start the Lagrangian dual's search."""
+    module); ``prices`` (the last solve's, of a similar LP) split the first reduced LP. Not ``exact``: that
+    reduced LP alone, uncertified (a feasible point, ``result.bound`` None)."""
     started = time.perf_counter()
     served = np.asarray(req.usable.any(axis=1))
-    relaxed = prices is None and not req.offsets.any()
+    homogeneous = not req.offsets.any()
     bound = np.inf
     if prices is None:
         prices, bound = relaxation_prices(req.rows(served))
@@ -231,16 +234,22 @@ def solve_requirements(req: Requirements, solver: str, params: SolverParams,
     prices, bound = prices / unit, bound / unit
     tie = _tie_breaker(sub, prices)
     ceiling = float(np.min(-req.offsets[~served], initial=np.inf)) / unit  # rows no type serves: 0 >= a + z
-    need = np.ones(sub.offsets.size)  # with the relaxation's bound, z <= 1: a time row may bind up to there
+    # Stages: the relaxation's prices and bound; or prices given (or a reduced LP's duals); then the dual's.
+    stage = "relaxed" if np.isfinite(bound) else "given"
+    # Each row's need a + z: up to the relaxation's bound (1 in its unit), or near 0 (finish-time fairness's steps).
+    need = np.ones(sub.offsets.size) if stage == "relaxed" else np.maximum(sub.offsets, 0.0) + float(homogeneous)
+    if not exact:
+        bound = np.nan
     point: DualPoint | None = None
-    solve_s, lps = 0.0, 0
+    solve_s, lps, margin = 0.0, 0, MARGIN
     result: SolveResult | None = None
-    margin = MARGIN
+    free = np.ones(sub.offsets.size, dtype=bool)
+    resplit = False
     for round_ in range(ROUNDS + 1):
-        if not relaxed and point is None and sub.offsets.size:
+        if stage == "dual" and point is None and sub.offsets.size:
             prices, point = dual_prices(sub, prices)
             bound, need = point.value, point.need
-        parts = split(sub, prices + tie, need, margin, mixes=not relaxed)
+        parts = split(sub, prices + tie, need, margin, mixes=stage != "relaxed")
         free = parts.free
         if round_ == ROUNDS or free.sum() > FREE_SHARE * free.size:
             free[:] = True
@@ -248,27 +257,44 @@ def solve_requirements(req: Requirements, solver: str, params: SolverParams,
         result = solve_reduced(reduced.model, solver, params)
         lps += 1
         solve_s += result.solve_seconds
-        if not result.has_solution:
-            if free.all():
-                break
-            margin *= 10
-            continue
-        z, x = _solution(sub, reduced, result)
-        tolerance = CERTIFY * max(abs(z), sub.scale, np.finfo(float).tiny)
-        whole = free.all() or z >= ceiling - tolerance
-        if whole or bound - z <= tolerance:
-            full = np.zeros(req.coefficients.shape)
-            full[served] = x
-            certified = (z if whole else bound) * unit
-            return Decomposed(z * unit, full, replace(result, objective=z * unit, bound=certified), prices * unit,
-                              lps, int(free.sum()), time.perf_counter() - started - solve_s, solve_s)
-        if relaxed:  # the relaxation's bound is not reached (time rows bind): the Lagrangian dual's
-            relaxed = False
+        if result.has_solution:
+            z, x = _solution(sub, reduced, result)
+            tolerance = CERTIFY * max(abs(z), sub.scale, np.finfo(float).tiny)
+            certified = z if free.all() or z >= ceiling - tolerance else bound if bound - z <= tolerance else None
+            if certified is None and exact and solver == DEFAULT_SOLVER:
+                # HiGHS's own duals of the reduced LP price every row right when its split was right.
+                found = highs_prices(reduced.model)
+                if found is not None and (found[sub.gpus > 0] > 0).all():
+                    value = sub.dual(found).value
+                    certified, prices = (value if value - z <= tolerance else None), found
+                    if certified is None and stage != "dual" and not resplit:  # once: split again at them
+                        resplit, need = True, np.maximum(sub.offsets + z, 0.0)
+                        continue
+            if certified is not None or not exact:
+                full = np.zeros(req.coefficients.shape)
+                full[served] = x
+                reached = None if certified is None else certified * unit
+                return Decomposed(z * unit, full, replace(result, objective=z * unit, bound=reached), prices * unit,
+                                  lps, int(free.sum()), time.perf_counter() - started - solve_s, solve_s)
+        if free.all():
+            break
+        if stage != "dual" and sub.offsets.size:
+            stage = "dual"
         else:
             margin *= 10
     assert result is not None
     return Decomposed(None, None, result, None, lps, int(free.sum()), time.perf_counter() - started - solve_s,
                       solve_s)
+
+
+def highs_prices(model: LinearModel) -> np.ndarray | None:
+    """The B2 rows' duals of a reduced LP by HiGHS (the neutral backends return no duals): a fast path to
+    certify it on the default backend."""
+    h = to_highs(model)
+    run(h, 1)
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    return np.abs(np.asarray(h.getSolution().row_dual)[model.con_blocks["capacity"]])
 
 
 def _tie_breaker(req: Requirements, prices: np.ndarray) -> np.ndarray:
@@ -282,10 +308,11 @@ def _tie_breaker(req: Requirements, prices: np.ndarray) -> np.ndarray:
 
 
 def solve_decomposed(req: Requirements, rows: np.ndarray, total: int, solver: str, params: SolverParams,
-                     started: float, prices: np.ndarray | None = None) -> tuple[Solved, Decomposed]:
+                     started: float, prices: np.ndarray | None = None, exact: bool = True
+                     ) -> tuple[Solved, Decomposed]:
     """:func:`solve_requirements` on ``req``, whose rows are rows ``rows`` of ``total`` (the others get no time),
     as the policies' :class:`Solved`; every second since ``started`` outside the backends counts as building."""
-    decomposed = solve_requirements(req, solver, params, prices)
+    decomposed = solve_requirements(req, solver, params, prices, exact)
     x = None
     if decomposed.x is not None:
         x = np.zeros((total, req.gpus.size))

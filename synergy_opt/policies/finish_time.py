@@ -74,15 +74,17 @@ def build_step(problem: PolicyProblem, rows: np.ndarray, counts: np.ndarray, tar
 
 def decomposed_step(problem: PolicyProblem, rows: np.ndarray, counts: np.ndarray, target: float,
                     elapsed: np.ndarray, remaining: np.ndarray, expected_alone: np.ndarray, scale: np.ndarray,
-                    solver: str, params: SolverParams, prices: np.ndarray | None) -> tuple[Solved, Decomposed]:
+                    solver: str, params: SolverParams, prices: np.ndarray | None, exact: bool
+                    ) -> tuple[Solved, Decomposed]:
     """Row F2's LP by the decomposition: each row divided by ``scale[i]`` is row D1's form with ``z = -eta``,
-    ``c = slope / scale``, ``a = remaining / scale``; ``prices`` from the last step start it."""
+    ``c = slope / scale``, ``a = remaining / scale``; ``prices`` from the last step start it (not ``exact``:
+    one reduced LP split at them, a feasible point, no more)."""
     started = time.perf_counter()
     divide = scale[rows]
     req = Requirements(step_slope(problem, rows, target, elapsed, expected_alone) / divide[:, None],
                        remaining[rows] / divide, (problem.scale_factors[rows] * counts).astype(float),
                        problem.gpus.astype(float), z_lower=-np.inf, scale=target)
-    return solve_decomposed(req, np.arange(rows.size), rows.size, solver, params, started, prices)
+    return solve_decomposed(req, np.arange(rows.size), rows.size, solver, params, started, prices, exact)
 
 
 @checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, method=OneOf(METHODS), tolerance=POSITIVE,
@@ -144,6 +146,8 @@ def solve_finish_time_fairness(
     steps = iterations = 0
     prices = None
     decompose = decomposes(method, rows.size)
+    # Decomposed, steps are split at the last prices, uncertified, until one would stop; that one is redone exactly.
+    exact = not decompose
     while steps < max_iterations:
         steps += 1
         rho = ratios(problem, x, waited, left, expected_alone)
@@ -152,7 +156,7 @@ def solve_finish_time_fairness(
         begun = time.perf_counter()
         if decompose:
             solved, decomposed = decomposed_step(problem, rows, counts, target, waited, left, expected_alone, scale,
-                                                 solver, params, prices)
+                                                 solver, params, prices, exact)
             prices, eta, iterations = decomposed.prices, _negated(decomposed.z), iterations + decomposed.lps
         else:
             model = build_step(problem, rows, counts, target, waited, left, expected_alone, scale)
@@ -162,14 +166,23 @@ def solve_finish_time_fairness(
         build_s += solved.build_seconds
         solve_s += solved.solve_seconds
         if solved.x is None or eta is None:
+            if decompose and not exact:
+                exact = True
+                continue
             break
         candidate = np.zeros_like(x)
         candidate[runs] = solved.x[lp_row[runs]]
         better = ratios(problem, candidate, waited, left, expected_alone)[runs].max() if runs.any() else 0.0
         if better <= target:
             x = candidate
-        if eta >= -tolerance * max(target, 1.0) or better >= target:
+        stop = eta >= -tolerance * max(target, 1.0) or better >= target
+        if decompose and not exact:
+            # An uncertified step's eta only bounds F from above: confirm by an exact step before stopping.
+            exact = stop
+            continue
+        if stop:
             break
+        exact = not decompose
     assert solved is not None
     rho = ratios(problem, x, waited, left, expected_alone)
     value = float(rho[runs].max()) if runs.any() else 0.0
