@@ -56,11 +56,11 @@ def plot(rows: list[dict[str, object]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     names = [str(row["setting"]) for row in rows]
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = plt.subplots(figsize=(9, 4))
     for offset, column in ((-0.2, "avg_jct_h"), (0.2, "p95_jct_h")):
         ax.bar([i + offset for i in range(len(rows))], [float(str(row[column])) for row in rows], 0.4,
                label=column.replace("_jct_h", " JCT"))
-    ax.set_xticks(range(len(rows)), names, rotation=15)
+    ax.set_xticks(range(len(rows)), names, rotation=20, ha="right")
     ax.set_ylabel("hours")
     ax.set_title(f"{rows[0]['trace']} on {rows[0]['types']} (servers per type)")
     ax.legend()
