@@ -177,12 +177,22 @@ def solve_decomposition(
         bound = min(bound, ideal.bound)
     if ideal.status is Status.INFEASIBLE:
         return finish(Status.INFEASIBLE, "infeasible: the ideal ILP (a relaxation) is")
-    # The allocation given, else the ideal ILP's configs placed greedily (what near-opt does better and faster).
+    # The allocation given; then the ideal ILP's configs placed exactly (often possible: optimal at once, no column
+    # generation); else, when nothing placed every job, the ideal ILP's configs placed greedily.
     given = None if not heuristics or initial_allocation is None else placement_of(items, instance,
                                                                                     initial_allocation)
     if given is not None:
         offer(_from_placement(instance, items, given, "start", consolidate, split_penalty, objective, reductions))
-    elif heuristics and ideal.has_solution:
+        mark("start")
+    few = types.grid if cluster.servers <= CP_SERVERS else None
+    unplaceable = False  # the ideal ILP's configs proven to have no placement
+    if heuristics and ideal.has_solution and not closed() and not only_incumbent:
+        placed, unplaceable = _place_ideal(instance, items, types, few, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu,
+                                           _share(deadline, IDEAL_PLACE_SHARE), consolidate, split_penalty,
+                                           objective, reductions)
+        offer(placed)
+        mark("ideal placed")
+    if best is None and heuristics and ideal.has_solution:
         budget = INCUMBENT_SECONDS if params.time_limit is None else min(INCUMBENT_SECONDS,
                                                                          INCUMBENT_SHARE * params.time_limit)
         placement = place(items, cluster, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu, aim_values,
@@ -190,23 +200,12 @@ def solve_decomposition(
         if placement is not None:
             offer(_from_placement(instance, items, placement, "greedy", consolidate, split_penalty, objective,
                                   reductions))
-    mark("incumbent")
+        mark("greedy")
     if closed():
         return finish(Status.OPTIMAL, "optimal: the incumbent meets the ideal ILP's bound" if upper_bound is None
                       else "optimal: the incumbent meets the ideal ILP's bound or upper_bound")
     if only_incumbent:
         return finish(_limit(best), "stopped after the first incumbent (asked)")
-    few = types.grid if cluster.servers <= CP_SERVERS else None
-    unplaceable = False  # the ideal ILP's configs proven to have no placement
-    if heuristics and ideal.has_solution:
-        # The ideal ILP's configs placed (often exactly possible: optimal at once, no column generation).
-        placed, unplaceable = _place_ideal(instance, items, types, few, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu,
-                                           _share(deadline, IDEAL_PLACE_SHARE), consolidate, split_penalty,
-                                           objective, reductions)
-        offer(placed)
-        mark("ideal placed")
-        if closed():
-            return finish(Status.OPTIMAL, "optimal: the ideal ILP's configs placed meet its bound")
 
     initial = [np.diag(items.per_server)]
     if best is not None:

@@ -172,7 +172,7 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
         results, total, proven = each_type(instance.with_types(types), left())
         if total is not None and (best is None or total > best[0]):
             best = (total, results, tuple(types), proven)
-        if best is not None and bound is not None and best[3] and best[0] >= bound - params.mip_gap * abs(best[0]):
+        if best is not None and _meets(best[0], bound, params.mip_gap):
             break
         search.tell(types, total)
     phases["types"] = time.perf_counter() - start
@@ -182,12 +182,17 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
         return HeteroJointResult(status, None, bound, instance, "decomposition", seconds, "no type choice placed "
                                  "every job", None, phases=phases)
     value, results, chosen, proven = best
-    met = proven and bound is not None and value >= bound - params.mip_gap * abs(value)
+    # Within the gap of the type-free bound is a proof, whether or not each type's solve proved its own optimum.
+    met = _meets(value, bound, params.mip_gap)
     status = Status.OPTIMAL if met else Status.FEASIBLE
     message = (f"optimal: the best of {tried} type choices meets the type-free ideal bound" if met else
                f"the best of {tried} type choices, {'proven' if proven else 'not all proven'} per type")
     return HeteroJointResult(status, value, bound, instance, "decomposition", seconds, message,
                              _joined(instance, results), per_type=results, types=chosen, phases=phases)
+
+
+def _meets(value: float, bound: float | None, mip_gap: float) -> bool:
+    return bound is not None and value >= bound - mip_gap * abs(value)
 
 
 def _joined(instance: HeteroRound, results: Mapping[str, Any]) -> Allocation | None:
