@@ -267,11 +267,21 @@ def test_finish_time_fairness_by_hand_on_two_types(solver: str, method: str) -> 
     # The jobs of the max-min hand case, new (no time elapsed or run alone): rho_i = iso_i / T_i. Their 1/3
     # share of each type gives iso = (5/3, 4/3, 4/3), 2/3 of the proportional throughputs (2.5, 2, 2), so FTF is
     # max-min on coefficients 3/2 times max-min's: the same unique allocation, and rho* = 1 / (3/2 * 48/55) = 55/72.
-    problem = PolicyProblem([[1.0, 4.0], [3.0, 1.0], [2.0, 2.0]], [1, 1, 1], [1, 1], types=("k80", "v100"),
-                            job_ids=("A", "B", "C"))
+    problem = hand_problem()
     assert problem.isolated_throughputs() == pytest.approx([5 / 3, 4 / 3, 4 / 3])
     result = solve_finish_time_fairness(problem, [100.0, 200.0, 300.0], solver=solver, method=method)
     assert result.objective == pytest.approx(float(Fraction(55, 72)), rel=TOL)
+    check_hand_allocation(result)
+
+
+def hand_problem() -> PolicyProblem:
+    """The two-type hand case: A runs 4x faster on the V100, B 3x faster on the K80, C alike on both."""
+    return PolicyProblem([[1.0, 4.0], [3.0, 1.0], [2.0, 2.0]], [1, 1, 1], [1, 1], types=("k80", "v100"),
+                         job_ids=("A", "B", "C"))
+
+
+def check_hand_allocation(result: PolicyResult) -> None:
+    """The hand case's unique optimum (its derivation: test_max_min_fairness_by_hand_on_two_types)."""
     expected = {"A": {"k80": 0.0, "v100": 6 / 11}, "B": {"k80": 32 / 55, "v100": 0.0},
                 "C": {"k80": 23 / 55, "v100": 5 / 11}}
     for job, row in result.as_dict().items():
@@ -286,14 +296,10 @@ def test_max_min_fairness_by_hand_on_two_types(solver: str, method: str) -> None
     # proportional share (half of each) A gets 2.5, B 2, C 2: normalised, c_A = (0.4, 1.6), c_B = (1.5, 0.5),
     # c_C = (1, 1). The optimum gives A the V100 only, B the K80 only, C some of each, and equalises:
     # 1.6 a = 1.5 b = (1 - a) + (1 - b) = z, so z = 2 / (1 + 1/1.6 + 1/1.5) = 48/55, a = 6/11, b = 32/55.
-    problem = PolicyProblem([[1.0, 4.0], [3.0, 1.0], [2.0, 2.0]], [1, 1, 1], [1, 1], types=("k80", "v100"),
-                            job_ids=("A", "B", "C"))
+    problem = hand_problem()
     result = solve_max_min_fairness(problem, solver, method=method)
     assert result.objective == pytest.approx(float(Fraction(48, 55)), rel=TOL)
-    expected = {"A": {"k80": 0.0, "v100": 6 / 11}, "B": {"k80": 32 / 55, "v100": 0.0},
-                "C": {"k80": 23 / 55, "v100": 5 / 11}}
-    for job, row in result.as_dict().items():
-        assert row == pytest.approx(expected[job], abs=TOL)
+    check_hand_allocation(result)
     # Heterogeneity-agnostic: every throughput 1, so z = 2 GPUs / 3 jobs; any split of 2/3 each is optimal.
     agnostic = solve_max_min_fairness(problem.agnostic(), solver, method=method)
     assert agnostic.objective == pytest.approx(2 / 3, rel=TOL)
