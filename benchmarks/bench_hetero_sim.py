@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python benchmarks/bench_hetero_sim.py                      # msr_seed0_ed69ec on k80:2,p100:2,v100:2
-    python benchmarks/bench_hetero_sim.py --trace msr_seed0_103959 --types k80:4,p100:4,v100:4
+    python benchmarks/bench_hetero_sim.py --trace msr_seed0_103959 --out benchmarks/results/hetero_sim_103959.csv
 
 Each setting replays the whole trace (every job monitored), 360 s rounds, servers of 8 GPUs, 24 CPUs, 500 GB:
 
@@ -20,7 +20,7 @@ Each setting replays the whole trace (every job monitored), 360 s rounds, server
   throughput at the proportional share of the type the policy chose (docs/sim.md: the bound it is).
 
 Average JCT, makespan, wall seconds and the load average go to ``benchmarks/results/hetero_sim.csv`` (the rows of
-settings not run this time are kept), and a bar
+settings not run this time are kept; one trace and cluster per file: ``--out`` another for another), and a bar
 chart of the average and p95 JCT per setting to ``hetero_sim.png`` beside it (``--plot-only`` redraws it from the
 CSV).
 """

@@ -30,7 +30,7 @@ seconds, the load average at the start of each size and inputs recorded beside t
 - ``highs-per-job``: the defaults with ``aggregate=False`` (a row per job).
 
 Each method's objective is recorded and its relative difference to ``highs`` (makespan: Gavel's is within 5%).
-Results go to ``benchmarks/results/policies.csv``.
+Results go to ``benchmarks/results/policies.csv``; the rows of (policy, jobs) not run this time are kept.
 """
 
 from __future__ import annotations
@@ -270,11 +270,18 @@ def main(argv: list[str] | None = None) -> int:
                                     None if gavel_wall is None else wall / gavel_wall, load))
                     print(f"{policy:>20} {jobs:>6} {inputs:>8} {count:>6} classes {name:>16}: {wall:8.4f} s wall, "
                           f"{cpu:8.4f} s CPU, objective {value:.9g}, load {load:.1f}", flush=True)
+    records: list[dict[str, Any]] = [asdict(row) for row in rows]
+    if args.out.is_file():  # a rerun of some policies or sizes (more repeats, a quieter machine) keeps the rest
+        ran = {(row.policy, str(row.jobs)) for row in rows}
+        with args.out.open(newline="") as handle:
+            kept = [old for old in csv.DictReader(handle) if (old.get("policy"), old.get("jobs")) not in ran]
+        order = {name: index for index, name in enumerate(POLICIES)}
+        records = sorted([*kept, *records], key=lambda r: (order.get(str(r["policy"]), len(order)), int(r["jobs"])))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(asdict(rows[0])))
         writer.writeheader()
-        writer.writerows(asdict(row) for row in rows)
+        writer.writerows(records)
     print(f"wrote {args.out}")
     return 0
 
