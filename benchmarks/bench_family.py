@@ -19,11 +19,12 @@ recompute), with the joint optimum's time, status and gap and the load average a
 the median of ``--repeats`` runs after a warm-up, each on the round generated afresh (wall and process CPU). Each
 mechanism's figure is ``100 * objective / reference``; ``valid`` is the evaluator's verdict.
 
-``--joint-runs N`` times ``solve_joint(consolidate=False)`` N more times per round (same process, the load average
-beside each run) and writes ``results/family_joint_times<tag>.csv``: the distribution of the decomposition's time.
-Every run also writes ``results/family_joint_summary<tag>.csv`` from the cached references (one joint run a
-round): per member, size and noise the rounds proven, the time's median, 90th percentile and maximum, the
-largest gap left; ``--joint-summary-only`` writes just that.
+``--joint-runs N`` times ``solve_joint(consolidate=False)`` N more times per noisy round (same process, the load
+average beside each run; near-opt's start counted in its time) and writes ``results/family_joint_times<tag>.csv``,
+a row as soon as it is measured (wall and process CPU seconds, status, gap, what gave the incumbent and the
+proof), and ``results/family_joint_summary<tag>.csv`` from it: per member, size and noise the rounds proven, the
+median, 90th percentile and maximum of wall and CPU seconds, the largest gap left. Without ``--joint-runs`` the
+summary is written from the cached references (one joint run a round); ``--joint-summary-only`` writes just that.
 """
 
 from __future__ import annotations
@@ -205,29 +206,40 @@ def print_summary(table: list[dict[str, Any]]) -> None:
               f"{e['near_opt_worst_seed']:<5} | {e['round_ms_median']:6.1f} | {e['references']}")
 
 
-def joint_summary(references: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per member, size and noise: the distribution of the joint optimum's time in the reference runs (one run
-    a round, started from near-opt's allocation unless ``--joint-start none``), how many were proven, the
-    largest gap left and the load average at their start."""
+def joint_summary(rows: list[dict[str, Any]], timed: bool = False) -> list[dict[str, Any]]:
+    """Per member, size and noise: the distribution of the joint optimum's time, how many were proven, the
+    largest gap left and the load average at their start; from the reference runs (one run a round, started from
+    near-opt's allocation unless ``--joint-start none``), or (``timed``) from ``--joint-runs``' rows, with CPU."""
+    status, seconds, gap, load = ("status", "seconds", "gap", "load_avg_1min") if timed else \
+        ("joint_status", "joint_s", "joint_gap", "joint_load_avg")
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-    for row in references:
+    for row in rows:
         groups.setdefault((str(row["member"]), str(row["gpus"]), str(row["noise"])), []).append(row)
     out = []
     for (member, gpus, noise), group in sorted(groups.items(), key=lambda kv: (int(kv[0][1]), kv[0][0], kv[0][2])):
-        seconds = sorted(float(r["joint_s"]) for r in group)
-        gaps = [float(r["joint_gap"]) if r["joint_gap"] not in ("", None) else math.inf for r in group]
-        out.append({"member": member, "gpus": gpus, "noise": noise, "rounds": len(group),
-                    "proven": sum(r["joint_status"] == "optimal" for r in group),
-                    "seconds_median": statistics.median(seconds),
-                    "seconds_p90": seconds[min(len(seconds) - 1, math.ceil(0.9 * len(seconds)) - 1)],
-                    "seconds_max": seconds[-1], "gap_max": max(gaps),
-                    "load_avg_median": statistics.median(float(r["joint_load_avg"]) for r in group)})
+        gaps = [float(r[gap]) if r[gap] not in ("", None) else math.inf for r in group]
+        entry: dict[str, Any] = {"member": member, "gpus": gpus, "noise": noise, "rounds": len(group),
+                                 "proven": sum(r[status] == "optimal" for r in group)}
+        entry.update(_spread("seconds", [float(r[seconds]) for r in group]))
+        if timed:
+            entry.update(_spread("cpu_seconds", [float(r["cpu_seconds"]) for r in group]))
+        entry.update(gap_max=max(gaps), load_avg_median=statistics.median(float(r[load]) for r in group))
+        out.append(entry)
     return out
 
 
-def joint_runs(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """``solve_joint(consolidate=False)`` ``--joint-runs`` times per round: its time distribution."""
-    rows = []
+def _spread(name: str, values: list[float]) -> dict[str, float]:
+    """Median, 90th percentile (nearest rank) and maximum."""
+    ordered = sorted(values)
+    return {f"{name}_median": statistics.median(ordered),
+            f"{name}_p90": ordered[min(len(ordered) - 1, math.ceil(0.9 * len(ordered)) - 1)],
+            f"{name}_max": ordered[-1]}
+
+
+def joint_runs(args: argparse.Namespace, path: Path) -> list[dict[str, Any]]:
+    """``solve_joint(consolidate=False)`` ``--joint-runs`` times per noisy round: its time distribution (the CSV at
+    ``path`` rewritten after every run, so that a long run keeps what it measured)."""
+    rows: list[dict[str, Any]] = []
     for spec in rounds(args.members, args.sizes, args.seeds, args.noise):
         if spec["noise"] == "0":
             continue
@@ -239,9 +251,13 @@ def joint_runs(args: argparse.Namespace) -> list[dict[str, Any]]:
                                 start=joint_start(instance, args))
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
             gap = joint.gap if joint.gap is not None else math.inf
+            report = joint.report
             rows.append({**spec, "run": run, "start": args.joint_start, "jobs": len(instance.jobs),
                          "method": joint.method, "status": joint.status.value, "gap": gap, "seconds": wall,
-                         "cpu_seconds": cpu, "load_avg_1min": load_avg})
+                         "cpu_seconds": cpu, "load_avg_1min": load_avg,
+                         "incumbent": "" if report is None else report.incumbent_source,
+                         "nodes": "" if report is None else report.nodes, "message": joint.solve.message[:80]})
+            write(path, rows)
             print(f"{spec['member']:<18} {spec['gpus']:>5} noise={spec['noise']:<5} seed={spec['seed']:<4} run {run}: "
                   f"{joint.status.value} gap {gap:.2e} in {wall:.2f} s ({cpu:.2f} s CPU, load {load_avg:.2f})",
                   flush=True)
@@ -279,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
     if args.joint_runs:
-        write(RESULTS / f"family_joint_times{args.tag}.csv", joint_runs(args))
+        times = joint_runs(args, RESULTS / f"family_joint_times{args.tag}.csv")
+        write(RESULTS / f"family_joint_summary{args.tag}.csv", joint_summary(times, timed=True))
         return 0
     rows = [] if args.joint_summary_only else figures(args)
     references = list(load(RESULTS / f"family_references{args.tag}.csv").values())
