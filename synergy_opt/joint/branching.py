@@ -42,6 +42,8 @@ _INTEGRAL = 1e-6
 # Splits compared by strong branching per kind (the most fractional ones), and the least fall a child scores.
 STRONG_CANDIDATES = 4
 _SCORE_FLOOR = 1e-6
+# The first target's distance below the bound (relative), and how much further each next one aims.
+TARGET_GAP, TARGET_GROWTH = 2e-4, 1.5
 
 
 @dataclass
@@ -188,6 +190,38 @@ def branch_and_price(master: ColumnGeneration, incumbent: float, mip_gap: float,
     tree = Tree(master, mip_gap, on_incumbent, incumbent, root_bound, y_lower, y_upper)
     tree.search(deadline, node_limit)
     return BranchOutcome(tree.bound, tree.complete, tree.nodes, tree.splits)
+
+
+def target_trees(master: ColumnGeneration, incumbent: Callable[[], float], bound: float, mip_gap: float,
+                 deadline: float | None, on_incumbent: Callable[[np.ndarray, np.ndarray], float],
+                 on_whole_configs: Callable[[np.ndarray], float] | None = None, rules: tuple[str, ...] = RULES,
+                 stop_early: bool = True) -> BranchOutcome:
+    """Trees with a target, from the root, until one proves ``bound`` within the gap of the incumbent (read by
+    ``incumbent()``, -inf when there is none; the callbacks are :class:`Tree`'s), or the deadline.
+
+    A tree searched as if an incumbent were worth a *target* just below the bound fixes and closes far more;
+    when it ends without a solution above the target it has proven that none exists, the target is the new
+    bound, and the next tree aims lower. Once a solution above the target appears, the tree goes on with it as
+    a plain branch-and-price. ``stop_early=False``: one plain tree, not closed by ``bound`` (tests). The outcome's
+    bound is valid whenever the search stops; complete means the last tree was exhausted."""
+    below, first = TARGET_GAP, True
+    splits: dict[str, int] = {}
+    nodes = 0
+    while True:
+        value = incumbent()
+        # No target once it would fall far below the bound, or when a complete target tree found nothing at all
+        # (then a plain tree settles whether any solution exists).
+        aim = stop_early and math.isfinite(bound) and below < 1.0 and (math.isfinite(value) or first)
+        target = bound - below * max(abs(bound), 1.0) if aim else -math.inf
+        tree = Tree(master, mip_gap, on_incumbent, max(value, target), root_bound=bound if stop_early else math.inf,
+                    rules=rules, on_whole_configs=on_whole_configs)
+        tree.search(deadline)
+        nodes += tree.nodes
+        splits = {kind: splits.get(kind, 0) + count for kind, count in tree.splits.items()}
+        bound = min(bound, tree.bound)
+        if not tree.complete or target <= value or incumbent() >= target:
+            return BranchOutcome(bound, tree.complete, nodes, splits)
+        below, first = below * TARGET_GROWTH, False
 
 
 def _rounded(master: ColumnGeneration, y: np.ndarray) -> np.ndarray:

@@ -28,11 +28,11 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.ideal.model import Objective
 from synergy_opt.ideal.solve import solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.joint.branching import RULES, BranchOutcome, Tree, branch_and_price
+from synergy_opt.joint.branching import RULES, BranchOutcome, branch_and_price, target_trees
 from synergy_opt.joint.cp_pack import cp_pack
 from synergy_opt.joint.grid import Grid
 from synergy_opt.joint.incumbent import Placement, improve, place, placement_of
-from synergy_opt.joint.master import ColumnGeneration
+from synergy_opt.joint.master import ColumnGeneration, ServerKind
 from synergy_opt.joint.model import ItemColumns, JointModel, JointReductions, build_joint, item_columns
 from synergy_opt.joint.placing import place_demand, residual_dive
 from synergy_opt.joint.pricing import ItemTypes
@@ -59,8 +59,6 @@ RESTRICTED_SHARE, RESTRICTED_SECONDS, POLISH_GAP = 0.15, 5.0, 1e-3
 PACK_SECONDS, PACK_LISTED = 0.1, 500
 # Seconds the local search may polish each new incumbent.
 POLISH_SECONDS = 0.05
-# The first target's distance below the bound (relative), and how much further each next one aims.
-TARGET_GAP, TARGET_GROWTH = 2e-4, 1.5
 # The ideal ILP's configs are placed before any column generation (residual dive: a share of the time left); up
 # to CP_SERVERS servers, placements are also sought by CP-SAT (cp_pack) when the dive fails without a proof:
 # the ideal ILP's configs (CP-SAT's deterministic time at most: about a second's work, 0.01-0.9 used on the ten
@@ -211,7 +209,7 @@ def solve_decomposition(
     if best is not None:
         assert best.joint.patterns is not None
         initial.append(best.joint.patterns)
-    master = ColumnGeneration(items, types, cluster.servers, np.vstack(initial))
+    master = ColumnGeneration(items, (ServerKind(types, 0, cluster.servers),), np.vstack(initial))
     if best is None:
         feasible = master.phase_one(deadline)
         if feasible is False:
@@ -299,32 +297,15 @@ def solve_decomposition(
         packed = _pack(items, types, y, master.patterns, cluster.servers, PACK_SECONDS, grid=few)
         return -math.inf if packed is None else take(y, *packed, "branch-and-price (placed)")
 
-    # Trees with a target: a tree searched as if an incumbent were worth ``target`` (just below the bound) fixes
-    # and closes far more; when it ends without a solution above the target it has proven that none exists, the
-    # target is the new bound, and the next tree aims lower. Once a solution above the target appears, the tree
-    # goes on with it as a plain branch-and-price.
-    below, first = TARGET_GAP, True
-    splits: dict[str, int] = {}
-    while True:
-        incumbent = -math.inf if best is None else best.value
-        # No target once it would fall far below the bound, or when a complete target tree found nothing at all
-        # (then a plain tree settles whether any solution exists).
-        aim = stop_early and math.isfinite(bound) and below < 1.0 and (best is not None or first)
-        target = bound - below * max(abs(bound), 1.0) if aim else -math.inf
-        tree = Tree(master, params.mip_gap, lambda y, x: take(y, x, None, "branch-and-price"),
-                    max(incumbent, target), root_bound=bound if stop_early else math.inf,
-                    rules=rules, on_whole_configs=place_configs if heuristics else None)
-        tree.search(deadline)
-        report.nodes, report.rounds, report.patterns = report.nodes + tree.nodes, master.rounds, len(master.patterns)
-        splits = {kind: splits.get(kind, 0) + count for kind, count in tree.splits.items()}
-        bound = min(bound, tree.bound)
-        if not tree.complete or target <= incumbent or (best is not None and best.value >= target):
-            break
-        below, first = below * TARGET_GROWTH, False
+    proof = target_trees(master, lambda: -math.inf if best is None else best.value, bound, params.mip_gap, deadline,
+                         lambda y, x: take(y, x, None, "branch-and-price"),
+                         place_configs if heuristics else None, rules, stop_early)
+    report.nodes, report.rounds, report.patterns = report.nodes + proof.nodes, master.rounds, len(master.patterns)
+    bound = min(bound, proof.bound)
     mark("branch-and-price")
-    if tree.complete and best is None:
+    if proof.complete and best is None:
         return finish(Status.INFEASIBLE, "infeasible: the branch-and-price found no solution in any node")
-    report.proof = f"branch-and-price, {report.nodes} nodes ({_splits(splits)})"
+    report.proof = f"branch-and-price, {report.nodes} nodes ({_splits(proof.splits)})"
     if closed(final=True):
         return finish(Status.OPTIMAL, f"optimal: {report.proof}")
     if best is None:

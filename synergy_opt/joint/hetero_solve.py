@@ -7,17 +7,18 @@ Methods (``solve_joint(round, method=...)`` on a :class:`~synergy_opt.hetero.Het
 - ``"decomposition"`` (type-free rounds): types as an outer layer over today's decomposition. Since a job on a
   type keeps that type's share (H6), the type-free optimum is the best choice of admissible types followed by
   today's joint model on each type (H8). Bound: the type-free ideal ILP's, solved within the joint's
-  ``mip_gap`` (and ``upper_bound``). Incumbents:
-  types chosen by the type-free ideal ILP, then those of a local search that moves single jobs between types
-  along the ideal ILP's reduced costs (:mod:`~synergy_opt.joint.hetero_types`); each choice's value is today's
-  decomposition on every type (proven per type). OPTIMAL when the best meets the bound within ``mip_gap``;
-  otherwise FEASIBLE with the bound and gap.
+  ``mip_gap`` (and ``upper_bound``). Incumbents: the types chosen by the type-free ideal ILP, then the ideal
+  LP's rounded and the baseline (:mod:`~synergy_opt.joint.hetero_types`); each choice's value is today's
+  decomposition on every type (proven per type). When the best meets the bound within ``mip_gap`` it is
+  optimal; otherwise the branch-and-price across types (:mod:`~synergy_opt.joint.hetero_bp`) searches from it
+  with the time left: OPTIMAL when it proves the best within ``mip_gap``, else FEASIBLE with its bound.
 - ``"auto"``: per-type on a type-fixed round; on a type-free one the decomposition when it applies (HiGHS,
   floors fixed, no backend options), else direct.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -30,6 +31,7 @@ from synergy_opt.hetero import HeteroRound, join_allocations
 from synergy_opt.ideal import solve_ideal
 from synergy_opt.ideal.model import Objective
 from synergy_opt.instance import Allocation
+from synergy_opt.joint.hetero_bp import prove_across_types, typed_columns
 from synergy_opt.joint.hetero_model import HeteroJointModel, build_hetero_joint
 from synergy_opt.joint.hetero_types import TypeSearch
 from synergy_opt.joint.model import JointReductions
@@ -37,8 +39,9 @@ from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Statu
 from synergy_opt.solvers.base import relative_gap
 
 HETERO_METHODS = ("auto", "per-type", "decomposition", "direct")
-# Share of the time limit the decomposition's type-free ideal ILP (its bound and first type choice) may take.
-IDEAL_SHARE = 0.25
+# Share of the time limit the decomposition's type-free ideal ILP (its bound and first type choice) may take, and
+# share of the time left each type choice may take (what they leave is the branch-and-price across types').
+IDEAL_SHARE, CHOICE_SHARE = 0.25, 0.35
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,18 +146,21 @@ def solve_hetero_joint(
     if instance.type_fixed:
         return replace(solve_hetero_joint(instance, solver, consolidate, split_penalty, params, objective,
                                           reductions, upper_bound, "per-type", solve_type), method="decomposition")
-    return _decomposition(instance, params, objective, upper_bound, each_type, start)
+    return _decomposition(instance, params, objective, upper_bound, each_type, start, consolidate, split_penalty,
+                          reductions)
 
 
 def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objective, upper_bound: float | None,
                    each_type: Callable[[HeteroRound, float | None], tuple[dict[str, Any], float | None, bool]],
-                   start: float) -> HeteroJointResult:
-    """Types as an outer layer over today's decomposition (module docstring)."""
+                   start: float, consolidate: bool, split_penalty: float, reductions: JointReductions
+                   ) -> HeteroJointResult:
+    """Types as an outer layer over today's decomposition, then the branch-and-price across types (module
+    docstring)."""
     deadline = None if params.time_limit is None else start + params.time_limit
     phases: dict[str, float] = {}
 
-    def left() -> float | None:
-        return None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
+    def left(share: float = 1.0) -> float | None:
+        return None if deadline is None else max(share * (deadline - time.perf_counter()), 1e-3)
 
     # The ideal ILP within the joint's own gap: its bound is valid, and closing it further proves nothing more.
     ideal = solve_ideal(instance, objective=objective, mip_gap=params.mip_gap,
@@ -165,30 +171,54 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
     search = TypeSearch(instance, ideal)
     best: tuple[float, dict[str, Any], tuple[str, ...], bool] | None = None
     tried = 0
+    # Type choices (the first is the ideal ILP's), each for a share of the time left, until one meets the bound.
     for types in search.candidates():
-        if deadline is not None and time.perf_counter() > deadline:
+        if (deadline is not None and time.perf_counter() > deadline) or \
+                (best is not None and _meets(best[0], bound, params.mip_gap)):
             break
         tried += 1
-        results, total, proven = each_type(instance.with_types(types), left())
+        results, total, proven = each_type(instance.with_types(types), left(CHOICE_SHARE))
         if total is not None and (best is None or total > best[0]):
             best = (total, results, tuple(types), proven)
-        if best is not None and _meets(best[0], bound, params.mip_gap):
-            break
         search.tell(types, total)
     phases["types"] = time.perf_counter() - start
+    allocation = None if best is None else _joined(instance, best[1])
+    value = -math.inf if best is None else best[0]
+    proof = None
+    if bound is not None and not _meets(value, bound, params.mip_gap) and \
+            (deadline is None or time.perf_counter() < deadline):
+        typed = typed_columns(instance, consolidate, split_penalty, objective, reductions)
+        proof = prove_across_types(instance, typed, value, bound, params.mip_gap, deadline)
+        bound = proof.bound
+        if proof.allocation is not None:
+            allocation, value = proof.allocation, proof.value
+        phases["branch-and-price"] = time.perf_counter() - start
     seconds = time.perf_counter() - start
-    if best is None:
-        status = Status.NO_SOLUTION
-        return HeteroJointResult(status, None, bound, instance, "decomposition", seconds, "no type choice placed "
-                                 "every job", None, phases=phases)
-    value, results, chosen, proven = best
+    if allocation is None:
+        return HeteroJointResult(Status.NO_SOLUTION, None, bound, instance, "decomposition", seconds,
+                                 "no type choice placed every job", None, phases=phases)
     # Within the gap of the type-free bound is a proof, whether or not each type's solve proved its own optimum.
     met = _meets(value, bound, params.mip_gap)
     status = Status.OPTIMAL if met else Status.FEASIBLE
-    message = (f"optimal: the best of {tried} type choices meets the type-free ideal bound" if met else
-               f"the best of {tried} type choices, {'proven' if proven else 'not all proven'} per type")
-    return HeteroJointResult(status, value, bound, instance, "decomposition", seconds, message,
-                             _joined(instance, results), per_type=results, types=chosen, phases=phases)
+    if proof is None:
+        assert best is not None
+        message = (f"optimal: the best of {tried} type choices meets the type-free ideal bound" if met else
+                   f"the best of {tried} type choices, {'proven' if best[3] else 'not all proven'} per type")
+        return HeteroJointResult(status, value, bound, instance, "decomposition", seconds, message, allocation,
+                                 per_type=best[1], types=best[2], phases=phases)
+    where = "type choices" if proof.allocation is None else "branch-and-price across types"
+    message = (f"{'optimal' if met else 'gap open'}: branch-and-price across types, {proof.outcome.nodes} nodes "
+               f"(incumbent from the {where})")
+    from_choice = proof.allocation is None and best is not None
+    return HeteroJointResult(status, value, bound, instance, "decomposition", seconds, message, allocation,
+                             per_type=best[1] if from_choice and best is not None else None,
+                             types=_types_of(instance, allocation), phases=phases)
+
+
+def _types_of(instance: HeteroRound, allocation: Allocation) -> tuple[str, ...]:
+    """The type of every job's servers (job order)."""
+    cluster = instance.cluster
+    return tuple(cluster.type_of_server(allocation.jobs[job.id][0].server) for job in instance.jobs)
 
 
 def _meets(value: float, bound: float | None, mip_gap: float) -> bool:

@@ -6,6 +6,10 @@ slots hold what the chosen columns ask for, ``sum_p a[p,t] x[p] - sum u y >= 0``
 until a node bounds them, :meth:`ColumnGeneration.restrict`). The job columns ``y`` are all there from the start;
 patterns ``x`` enter as the pricing problem (:func:`~synergy_opt.joint.pricing.best_patterns`) finds them.
 
+Servers of several shapes (a heterogeneous round's GPU types, :class:`ServerKind`): each kind has its own item
+types (a range of the master's), its own ``servers`` row (``sum_{p of k} x[p] <= s_k``) and its own pricing
+problem; a job column asks for items of one kind. ``L`` below then sums ``s_k max(0, ...)`` over the kinds.
+
 Bound. For any prices ``pi >= 0`` of the cover rows and multipliers ``lambda`` of the branch rows of the right
 sign (``>= 0`` on an upper bound ``r``, ``<= 0`` on a lower one), every solution (integral or not) within the
 columns' bounds has value at most
@@ -58,8 +62,22 @@ class Prices:
 
     pi: np.ndarray
     bound: float
-    best_pattern_value: float
+    pattern_values: np.ndarray  # per server kind, its best pattern's value (at least 0)
     column_rc: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class ServerKind:
+    """Servers of one shape: the master's item types ``first, first + 1, ...`` are theirs (``types`` numbers them
+    from 0), and there are ``servers`` of them."""
+
+    types: ItemTypes
+    first: int
+    servers: int
+
+    @property
+    def stop(self) -> int:
+        return self.first + int(self.types.size.size)
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,13 +90,14 @@ class Restriction:
     constant: float  # sum of multiplier x bound
 
 
-def price(items: ItemColumns, types: ItemTypes, servers: int, pi: np.ndarray, weight: np.ndarray | None = None,
-          restriction: Restriction | None = None, beat: float = 0.0, cutoff: float = -np.inf
-          ) -> tuple[Prices, np.ndarray, np.ndarray]:
+def price(items: ItemColumns, kinds: tuple[ServerKind, ...], pi: np.ndarray, weight: np.ndarray | None = None,
+          restriction: Restriction | None = None, beat: np.ndarray | None = None, cutoff: float = -np.inf
+          ) -> tuple[Prices, np.ndarray, np.ndarray, np.ndarray]:
     """``L`` at ``pi`` (and the node's ``restriction``; see the module docstring), the reduced costs, and the
-    best patterns found (worth ``pi . a + bonus(a)``). Only patterns worth more than ``beat`` (the LP's price of
-    a server) are sought, nor than the value below which ``L`` would be at most ``cutoff`` (the node is closed
-    then, new patterns or not): when there are none, that value stands for the best, an upper bound on it."""
+    best patterns found (worth ``pi . a + bonus(a)``) with the kind of each. Only patterns worth more than
+    ``beat`` (per kind: the LP's price of a server) are sought, nor (one kind) than the value below which ``L``
+    would be at most ``cutoff`` (the node is closed then, new patterns or not): when there are none, that value
+    stands for the best, an upper bound on it."""
     pi = np.maximum(pi, 0.0)
     cols = items.columns
     w = items.weight if weight is None else weight
@@ -92,14 +111,25 @@ def price(items: ItemColumns, types: ItemTypes, servers: int, pi: np.ndarray, we
     else:
         classes, rc = class_best(net, cols.cls, cols.count, restriction.y_lower, restriction.y_upper)
         constant = restriction.constant
-    if np.isfinite(cutoff) and np.isfinite(classes):
-        enough = (cutoff - classes - constant) / servers
-        beat = max(beat, enough - _TOLERANCE * max(1.0, abs(enough)))  # below it, L is under the cut-off
-    bonus = None if restriction is None else restriction.bonus
-    priced = best_patterns(types, pi, items.per_server, count=PATTERNS_PER_ROUND, bonus=bonus, beat=beat)
-    top = max(priced.value, 0.0)
-    bound = classes + servers * top + constant
-    return Prices(pi, bound, top, rc), priced.patterns, priced.values
+    beat = np.zeros(len(kinds)) if beat is None else np.array(beat, dtype=float)
+    if len(kinds) == 1 and np.isfinite(cutoff) and np.isfinite(classes):
+        enough = (cutoff - classes - constant) / kinds[0].servers
+        beat[0] = max(beat[0], enough - _TOLERANCE * max(1.0, abs(enough)))  # below it, L is under the cut-off
+    tops, found, values, kind_of = [], [], [], []
+    for k, kind in enumerate(kinds):
+        mine = slice(kind.first, kind.stop)
+        bonus = None if restriction is None else restriction.bonus.within(kind.first, kind.stop)
+        priced = best_patterns(kind.types, pi[mine], items.per_server[mine], count=PATTERNS_PER_ROUND, bonus=bonus,
+                               beat=float(beat[k]))
+        tops.append(max(priced.value, 0.0))
+        patterns = np.zeros((len(priced.patterns), pi.size), dtype=np.int64)
+        patterns[:, mine] = priced.patterns
+        found.append(patterns)
+        values.append(priced.values)
+        kind_of.append(np.full(len(patterns), k))
+    top = np.array(tops)
+    bound = classes + float(np.array([kind.servers for kind in kinds]) @ top) + constant
+    return Prices(pi, bound, top, rc), np.vstack(found), np.concatenate(values), np.concatenate(kind_of)
 
 
 def class_best(net: np.ndarray, cls: np.ndarray, count: np.ndarray, lower: np.ndarray, upper: np.ndarray
@@ -143,8 +173,7 @@ class ColumnGeneration:
     """The master LP on HiGHS, its patterns, the branch rows, and the best prices seen at the root."""
 
     items: ItemColumns
-    types: ItemTypes
-    servers: int
+    kinds: tuple[ServerKind, ...]
     patterns: np.ndarray
     best: Prices | None = None
     lp_value: float | None = None
@@ -168,8 +197,9 @@ class ColumnGeneration:
                   np.zeros(0, np.int32), np.zeros(0))
         h.addRows(n_types, np.zeros(n_types), np.full(n_types, inf), 0, np.zeros(0, np.int32),
                   np.zeros(0, np.int32), np.zeros(0))
-        h.addRows(1, np.array([-inf]), np.array([float(self.servers)]), 0, np.zeros(0, np.int32),
-                  np.zeros(0, np.int32), np.zeros(0))
+        servers = np.array([float(kind.servers) for kind in self.kinds])
+        h.addRows(servers.size, np.full(servers.size, -inf), servers, 0, np.zeros(0, np.int32), np.zeros(0, np.int32),
+                  np.zeros(0))
         n = cols.cls.size
         # y column j: +1 in its class's assign row, -u in its type's cover row.
         starts = np.arange(0, 2 * n, 2, dtype=np.int32)
@@ -187,7 +217,10 @@ class ColumnGeneration:
         self._n_y = n
         self._n_cls = n_cls
         self._n_types = n_types
-        self._servers_row = n_cls + n_types
+        self._servers_rows = n_cls + n_types + np.arange(len(self.kinds))
+        self._first_branch = n_cls + n_types + len(self.kinds)
+        self._item_kind = np.repeat(np.arange(len(self.kinds)), [kind.stop - kind.first for kind in self.kinds])
+        self.pattern_kind = np.zeros(0, dtype=np.int64)  # the kind of each pattern
         # More than any two solutions can differ by: an integral LP solution that needs an artificial slot is
         # then worse than every real solution of its node.
         most = np.zeros(n_cls)
@@ -219,12 +252,14 @@ class ColumnGeneration:
             return 0
         block = np.array(new)
         index, value = [], []
-        rows = np.array([self._n_cls + self._n_types + 1 + r for r in range(len(self.branch_rows))], dtype=np.int64)
+        rows = self._first_branch + np.arange(len(self.branch_rows), dtype=np.int64)
         counted = self._counted(block)
+        kind = self._item_kind[np.argmax(block != 0, axis=1)]
         for k in range(len(block)):
             t = np.flatnonzero(block[k])
-            # Each pattern: its items in the cover rows, 1 in the servers row and in the branch rows counting it.
-            index.append(np.r_[self._n_cls + t, self._servers_row, rows[counted[k]]])
+            # Each pattern: its items in the cover rows, 1 in its kind's servers row and in the branch rows
+            # counting it.
+            index.append(np.r_[self._n_cls + t, self._servers_rows[kind[k]], rows[counted[k]]])
             value.append(np.r_[block[k, t].astype(float), 1.0, np.ones(int(counted[k].sum()))])
         col_starts = np.cumsum([0] + [len(i) for i in index[:-1]]).astype(np.int32)
         flat_index = np.concatenate(index).astype(np.int32)
@@ -236,6 +271,7 @@ class ColumnGeneration:
         self._pattern_cols = np.r_[self._pattern_cols, np.arange(first, first + len(block))]
         self._known.update(p.tobytes() for p in block)
         self.patterns = np.vstack([self.patterns, block])
+        self.pattern_kind = np.r_[self.pattern_kind, kind]
         return len(block)
 
     def _counted(self, patterns: np.ndarray) -> np.ndarray:
@@ -305,7 +341,7 @@ class ColumnGeneration:
 
     def _set_row_bounds(self, bounds: np.ndarray) -> None:
         inf = self._highspy.kHighsInf
-        first = self._servers_row + 1
+        first = self._first_branch
         for changed in np.flatnonzero(np.any(bounds != self._branch_bounds, axis=1)):
             lo, hi = bounds[changed]
             self._h.changeRowBounds(first + int(changed), lo if np.isfinite(lo) else -inf,
@@ -327,7 +363,7 @@ class ColumnGeneration:
         if not self.branch_rows and np.all(self._y_bounds[0] == 0) and \
                 np.array_equal(self._y_bounds[1], self.items.columns.most_jobs):
             return None
-        lam = duals[self._servers_row + 1:self._servers_row + 1 + len(self.branch_rows)]
+        lam = duals[self._first_branch:self._first_branch + len(self.branch_rows)]
         lo, hi = self._branch_bounds.T
         lam = np.where(lam > 0, np.where(np.isfinite(hi), lam, 0.0), np.where(np.isfinite(lo), lam, 0.0))
         used = np.flatnonzero(lam != 0)
@@ -349,15 +385,14 @@ class ColumnGeneration:
         while True:
             value, pi, _, _ = self._solve_lp()
             pi = np.minimum(np.maximum(pi, 0.0), 1.0)  # an artificial slot is worth at most its cost
-            prices, patterns, values = price(self.items, self.types, self.servers, pi,
-                                             weight=np.zeros(self._n_y))
+            prices, patterns, values, kind = price(self.items, self.kinds, pi, weight=np.zeros(self._n_y))
             if value >= -_TOLERANCE:
                 feasible = True
                 break
             if prices.bound < -1e-7:
                 feasible = False
                 break
-            added = self.add(patterns[values > float(self._dual_servers()) + 1e-12])
+            added = self.add(patterns[values > self._dual_servers()[kind] + 1e-12])
             if not added or (deadline is not None and time.perf_counter() > deadline):
                 feasible = None if added else False
                 break
@@ -366,8 +401,8 @@ class ColumnGeneration:
         h.changeColsCost(k, art, np.zeros(k))
         return feasible
 
-    def _dual_servers(self) -> float:
-        return float(max(np.array(self._h.getSolution().row_dual)[self._servers_row], 0.0))
+    def _dual_servers(self) -> np.ndarray:
+        return np.maximum(np.array(self._h.getSolution().row_dual)[self._servers_rows], 0.0)
 
     def run(self, deadline: float | None, gap: float = 0.0, rounds: int = MAX_ROUNDS) -> Prices:
         """Price patterns in until none improves the LP (or the deadline, or ``L`` within ``gap`` of the LP, or
@@ -377,15 +412,15 @@ class ColumnGeneration:
             self.rounds += 1
             value, pi, duals, _ = self._solve_lp()
             self.lp_value = value
-            mu = float(max(duals[self._servers_row], 0.0))
-            prices, patterns, values = price(self.items, self.types, self.servers, pi, beat=mu)
+            mu = np.maximum(duals[self._servers_rows], 0.0)
+            prices, patterns, values, kind = price(self.items, self.kinds, pi, beat=mu)
             if self.best is None or prices.bound < self.best.bound:
                 self.best = prices
             tolerance = _TOLERANCE * max(1.0, abs(value))
             if self.best.bound - value <= max(tolerance, gap):
                 self.converged = self.best.bound - value <= tolerance
                 break
-            if not self.add(patterns[values > mu + tolerance]):
+            if not self.add(patterns[values > mu[kind] + tolerance]):
                 self.converged = True  # nothing prices out: the LP is optimal over every pattern
                 break
             if deadline is not None and time.perf_counter() > deadline:
@@ -405,15 +440,15 @@ class ColumnGeneration:
             if status == self._highspy.HighsModelStatus.kInfeasible:
                 return NodeLP(-np.inf, -np.inf, True, np.zeros(self._n_y), np.zeros(0), 0.0)
             restriction = self._restriction(duals)
-            mu = float(max(duals[self._servers_row], 0.0))
-            prices, patterns, values = price(self.items, self.types, self.servers, pi, restriction=restriction,
-                                             beat=mu, cutoff=cutoff)
+            mu = np.maximum(duals[self._servers_rows], 0.0)
+            prices, patterns, values, kind = price(self.items, self.kinds, pi, restriction=restriction, beat=mu,
+                                                   cutoff=cutoff)
             if prices.bound < bound:
                 bound, best = prices.bound, prices
             tolerance = _TOLERANCE * max(1.0, abs(value))
             converged = bound - value <= tolerance
             if not converged and bound > cutoff:
-                converged = not self.add(patterns[values > mu + tolerance])
+                converged = not self.add(patterns[values > mu[kind] + tolerance])
             if converged or bound <= cutoff or (deadline is not None and time.perf_counter() > deadline):
                 y = solution[:self._n_y]
                 # Patterns priced in after this LP have no value in it yet.
@@ -451,18 +486,20 @@ class ColumnGeneration:
             if len(fixed) < len(self.patterns):
                 fixed = np.r_[fixed, np.zeros(len(self.patterns) - len(fixed))]
             _, x = self.lp_solution()
-            left = self.servers - fixed.sum()
-            free = np.maximum(x - fixed, 0.0)
-            if left < 0.5 or free.sum() < 1e-6:
+            servers = np.array([kind.servers for kind in self.kinds], dtype=float)
+            left = servers - np.bincount(self.pattern_kind, weights=fixed, minlength=len(self.kinds))
+            free = np.maximum(x - fixed, 0.0) * (left[self.pattern_kind] > 0.5)  # kinds with servers left
+            if free.sum() < 1e-6:
                 return fixed
             if deadline is not None and time.perf_counter() > deadline:
                 return None
             whole = np.floor(free + 1e-6)
             if whole.sum() >= 1:
-                # As many whole servers as the LP uses, at most the servers left.
-                order = np.argsort(-free)
-                take = np.minimum(whole[order], np.maximum(left - np.cumsum(whole[order]) + whole[order], 0))
-                fixed[order] += take
+                # As many whole servers as the LP uses, at most the servers left of each kind.
+                for p in np.argsort(-free)[:int(np.count_nonzero(whole))]:
+                    take = min(whole[p], left[self.pattern_kind[p]])
+                    fixed[p] += take
+                    left[self.pattern_kind[p]] -= take
             else:
                 fixed[int(np.argmax(free))] += 1
             k = len(self.patterns)

@@ -115,6 +115,18 @@ class Bonus:
         """Mask of the conditions of one component."""
         return np.bincount(self.condition, minlength=self.value.size) == 1
 
+    def within(self, first: int, stop: int) -> Bonus:
+        """The conditions whose components are all on item types ``first, ..., stop - 1``, those numbered from 0
+        (the pricing problem of one kind of server in a master of several)."""
+        inside = (self.item >= first) & (self.item < stop)
+        if inside.all():
+            return self if first == 0 else Bonus(self.item - first, self.at_least, self.condition, self.value)
+        whole = np.bincount(self.condition, weights=inside, minlength=self.value.size) == \
+            np.bincount(self.condition, minlength=self.value.size)
+        number = np.cumsum(whole) - 1
+        keep = whole[self.condition]
+        return Bonus(self.item[keep] - first, self.at_least[keep], number[self.condition[keep]], self.value[whole])
+
 
 def best_patterns(items: ItemTypes, prices: np.ndarray, caps: np.ndarray, count: int = 1,
                   bonus: Bonus | None = None, beat: float = 0.0, on_grid: bool = True) -> Priced:

@@ -1,0 +1,69 @@
+"""The decomposition's master over servers of several kinds (a heterogeneous round's GPU types): its pricing per
+kind with the branch rows' bonus, and its LP against the typed master of heterogeneous.md (HJ7)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from synergy_opt.ideal.hetero_model import job_classes
+from synergy_opt.joint.hetero_bp import typed_columns
+from synergy_opt.joint.hetero_master import TypedMaster
+from synergy_opt.joint.hetero_model import type_shares
+from synergy_opt.joint.master import ColumnGeneration
+from synergy_opt.joint.model import JointReductions
+from synergy_opt.joint.pricing import Bonus
+from tests.hetero_instances import random_hetero_round
+from tests.test_joint_decomposition import FUZZ
+
+TINY = [random_hetero_round(np.random.default_rng(seed), max_jobs=4) for seed in range(30)]
+
+
+@FUZZ
+@given(st.integers(1, 4), st.integers(1, 4), st.data())
+def test_a_bonus_within_a_kind_is_its_conditions_there(before: int, size: int, data: st.DataObject) -> None:
+    """``Bonus.within(first, stop)`` pays a load of the kind (its items numbered from 0) what the whole bonus pays
+    the same load placed among every item, counting only the conditions all of whose components are the kind's."""
+    total = before + size + 1
+    conditions = data.draw(st.lists(st.lists(st.tuples(st.integers(0, total - 1), st.integers(1, 3)), min_size=1,
+                                             max_size=3, unique_by=lambda c: c[0]).map(tuple), max_size=5))
+    values = np.array([data.draw(st.sampled_from([-1.5, 0.4, 2.0])) for _ in conditions])
+    bonus = Bonus.of_conditions(conditions, values)
+    local = np.array(data.draw(st.lists(st.lists(st.integers(0, 3), min_size=size, max_size=size), min_size=1,
+                                        max_size=6)))
+    placed = np.zeros((len(local), total), dtype=np.int64)
+    placed[:, before:before + size] = local
+    inside = [c for c, parts in enumerate(conditions) if all(before <= t < before + size for t, _ in parts)]
+    expected = bonus.met(placed)[:, inside] @ values[inside] if conditions else np.zeros(len(local))
+    within = bonus.within(before, before + size)
+    got = within.of(local) if within.value.size else np.zeros(len(local))
+    assert np.allclose(got, expected)
+
+
+@pytest.mark.parametrize("consolidate", [True, False])
+def test_the_master_over_kinds_is_the_typed_master(consolidate: bool) -> None:
+    """Column generation over every type's loads in one master reaches the typed master's LP (HJ7), and its bound
+    ``L`` (valid at every round) ends at that value."""
+    reductions = JointReductions()
+    for instance in TINY:
+        class_of, representatives, count = job_classes(instance, True)
+        shares = type_shares(instance, consolidate, 0.0, "job", reductions, class_of, representatives, count)
+        if not shares:
+            continue
+        typed_lp = TypedMaster(instance, shares, count).run()
+        typed = typed_columns(instance, consolidate, 0.0, "job", reductions)
+        master = ColumnGeneration(typed.items, typed.kinds, np.diag(typed.items.per_server))
+        if master.phase_one(None) is False:
+            assert typed_lp < 0 or not np.isfinite(typed_lp)  # no loads hold every job: the typed LP needs slack
+            continue
+        prices = master.run(None)
+        assert master.converged
+        assert prices.bound == pytest.approx(typed_lp, abs=1e-6)
+        assert master.lp_value == pytest.approx(typed_lp, abs=1e-6)
+        kinds = master.pattern_kind
+        for position, kind in enumerate(typed.kinds):  # every load is of one kind and fits its server
+            mine = master.patterns[kinds == position]
+            assert not np.delete(mine, np.s_[kind.first:kind.stop], axis=1).any()
+            assert kind.types.fits(mine[:, kind.first:kind.stop]).all()
