@@ -101,7 +101,8 @@ def test_the_type_free_ideal_is_the_ideal_on_one_type(policy: str) -> None:
     assert typed.jobs.finish_s.to_numpy() == pytest.approx(plain.jobs.finish_s.to_numpy(), rel=1e-9)
 
 
-def test_the_type_free_ideal_needs_a_heterogeneous_cluster() -> None:
-    trace = so.generate_trace(4, load=None, seed=1)
-    with pytest.raises(so.InvalidInputError, match=r"mechanism.*HeteroCluster"):
-        so.simulate(trace, so.Cluster(1), mechanism="ideal-type-free")
+def test_the_type_free_ideal_on_a_homogeneous_cluster_is_the_ideal() -> None:
+    trace = so.generate_trace(12, load=None, seed=1)
+    free = so.simulate(trace, so.Cluster(1), mechanism="ideal-type-free")
+    assert free.jobs.equals(so.simulate(trace, so.Cluster(1), mechanism="ideal").jobs)
+    assert free.summary["mechanism"] == "ideal-type-free"

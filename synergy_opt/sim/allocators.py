@@ -67,6 +67,10 @@ class TypeFreeIdeal:
         assert isinstance(result, HeteroIdealResult)
         return result
 
+    def on_one_type(self) -> Allocator:
+        """On a one-type cluster there is no type to choose: the ``ideal`` allocator, same options."""
+        return _ideal_plan(dict(self.options))
+
 
 def mechanism_names() -> tuple[str, ...]:
     """Every mechanism the simulator runs by name."""
@@ -105,8 +109,10 @@ def _ideal_options(options: dict[str, Any], seed: int) -> dict[str, Any]:
 
 
 def _ideal_allocator(options: dict[str, Any], seed: int) -> Allocator:
+    return _ideal_plan(_ideal_options(options, seed))
 
-    options = _ideal_options(options, seed)
+
+def _ideal_plan(options: dict[str, Any]) -> Allocator:
 
     def allocate(instance: RoundInstance) -> RoundPlan:
         result = solve_ideal(instance, **options)

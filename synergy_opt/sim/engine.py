@@ -108,9 +108,9 @@ def simulate(
     mechanism
         A name of ``synergy_opt.MECHANISMS``, ``"ideal"`` (the ideal ILP's configs with no placement: an upper
         bound), ``"ideal-type-free"`` (on a heterogeneous cluster, the same with every job free to take any
-        type: docs/sim.md) or ``"joint"`` (the realizable per-round optimum, ``time_limit`` 10 s a round unless
-        given), or a callable taking the round's :class:`RoundInstance` (jobs in policy order) and returning an
-        :class:`Allocation`.
+        type: docs/sim.md; on one type ``"ideal"``) or ``"joint"`` (the realizable per-round optimum,
+        ``time_limit`` 10 s a round unless given), or a callable taking the round's :class:`RoundInstance` (jobs
+        in policy order) and returning an :class:`Allocation`.
     round_s
         Round length in seconds (paper: 5-minute rounds), at most ``bounds.MAX_ROUND_S``; every job must be
         ready (arrival plus profiling) within 2^31 rounds (:mod:`synergy_opt.sim.bounds`).
@@ -163,8 +163,7 @@ def simulate(
         policy_name, policy_fn = resolve_policy(policy)
     mechanism_name, allocate = make_allocator(mechanism, mechanism_options, seed)
     if isinstance(allocate, TypeFreeIdeal) and not isinstance(cluster, HeteroCluster):
-        raise InvalidInputError("mechanism", mechanism_name, "lets jobs change GPU type: it needs a HeteroCluster "
-                                "(on one type, 'ideal' is the same bound)")
+        allocate = allocate.on_one_type()  # no type to choose: the same bound as ideal's
     first, last = _monitor_window(trace, monitor)
     if last > len(trace):
         trace = trace.extend(last)
