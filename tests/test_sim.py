@@ -69,8 +69,7 @@ def _speedup_alone(instance: so.RoundInstance, mechanism: str) -> float:
     return so.evaluate(instance, so.run_mechanism(instance, mechanism)).objective / instance.floors[0]
 
 
-# ideal-type-free needs a HeteroCluster (on one type it is 'ideal'; tests/test_sim_hetero.py runs it).
-@pytest.mark.parametrize("mechanism", [name for name in mechanism_names() if name != "ideal-type-free"])
+@pytest.mark.parametrize("mechanism", mechanism_names())
 @pytest.mark.parametrize(("model", "gpus"), [("res18", 1), ("m5", 4), ("gnmt", 2), ("alexnet", 12)])
 def test_one_job_alone_runs_its_duration_over_its_speedup(mechanism: str, model: str, gpus: int) -> None:
     cluster = so.Cluster(2)
