@@ -102,24 +102,26 @@ def bench_ideal(args: argparse.Namespace) -> None:
 def bench_joint(args: argparse.Namespace) -> None:
     """The joint model, type-free: the decomposition (types as an outer layer), and the direct MILP at 3 x 128;
     any job may split (``consolidate=False``, so that the joint bounds every mechanism, as bench_near_opt.py)."""
-    sizes = {"3x16": {"k80": 2, "p100": 2, "v100": 2}} if args.quick else JOINT_SIZES
-    columns = ["size", "trace", "seed", "jobs", "method", "status", "objective", "bound", "gap", "seconds", "load",
-               "message"]
+    sizes = {"3x16": {"k80": 2, "p100": 2, "v100": 2}} if args.quick else \
+        {name: JOINT_SIZES[name] for name in args.joint_sizes}
+    columns = ["size", "trace", "seed", "jobs", "method", "status", "objective", "bound", "gap", "seconds",
+               "cpu_seconds", "load", "message"]
     out = Writer("hetero_joint.csv", columns, args.quick, args.append)
     for name, types in sizes.items():
-        seeds = args.seeds if name != "3x1024" else args.seeds[:3]
+        seeds = args.seeds if name != "3x1024" else args.seeds[:args.large_seeds]
         for trace in args.traces:
             for seed in seeds:
                 instance = make(types, trace, seed)
-                methods = ["decomposition"] + (["direct"] if name != "3x1024" and seed < 2 else [])
+                methods = ["decomposition"] + (["direct"] if args.direct and name != "3x1024" and seed < 2 else [])
                 for method in methods:
-                    start = time.perf_counter()
+                    start, cpu = time.perf_counter(), time.process_time()
                     result = solve_joint(instance, consolidate=False, method=method,
                                          time_limit=args.joint_time_limit)
                     out.add({"size": name, "trace": trace, "seed": seed, "jobs": len(instance.jobs),
                              "method": method, "status": result.status.value, "objective": result.objective,
                              "bound": result.bound, "gap": result.gap, "seconds": time.perf_counter() - start,
-                             "load": load(), "message": result.message[:100]})
+                             "cpu_seconds": time.process_time() - cpu, "load": load(),
+                             "message": result.message[:100]})
 
 
 def total(instance: HeteroRound, name: str, **options: Any) -> float:
@@ -207,12 +209,14 @@ def summarise(args: argparse.Namespace) -> None:
         print(f"| {gpus} | {trace} | {method} | {len(proven)} of {len(rows)} | {span(proven.total_s)} | "
               f"{'-' if not gap else f'{gap:.1e}'} | {span(rows.load, '')} |")
     joint = pd.read_csv(RESULTS / "hetero_joint.csv")
-    print("\n| GPUs | jobs | method | proven | gap left, median (largest) | no solution | load |\n"
-          "|---|---|---|---|---|---|---|")
+    print("\n| GPUs | jobs | method | proven | CPU s of the proven | gap left, median (largest) | no solution | "
+          "load |\n|---|---|---|---|---|---|---|---|")
     for (size, trace, method), rows in joint.groupby(["size", "trace", "method"], sort=False):
         gaps = rows.gap.dropna()
         gap = f"{gaps.median():.2%} ({gaps.max():.2%})" if len(gaps) else "-"
-        print(f"| {size} | {trace} | {method} | {(rows.status == 'optimal').sum()} of {len(rows)} | "
+        proven = rows[rows.status == "optimal"]
+        cpu = span(proven.cpu_seconds) if "cpu_seconds" in rows and len(proven) else "-"
+        print(f"| {size} | {trace} | {method} | {len(proven)} of {len(rows)} | {cpu} | "
               f"{gap} | {rows.objective.isna().sum()} | "
               f"{span(rows.load, '')} |")
     near = pd.read_csv(RESULTS / "hetero_near_opt.csv")
@@ -251,6 +255,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="single,multi (default both)")
     parser.add_argument("--reuse-references", action="store_true",
                         help="near-opt: take the joint and the value table from results/hetero_near_opt.csv")
+    parser.add_argument("--joint-sizes", type=lambda t: t.split(","), default=list(JOINT_SIZES),
+                        help="joint: 3x128,3x1024 (default both)")
+    parser.add_argument("--large-seeds", type=int, default=3, help="joint: the first this many seeds at 3 x 1024")
+    parser.add_argument("--direct", action=argparse.BooleanOptionalAction, default=True,
+                        help="joint: HiGHS's direct MILP beside the decomposition at 3 x 128, seeds 0-1")
     parser.add_argument("--append", action="store_true",
                         help="add the rows to the CSV already there (a run resumed for more seeds or traces)")
     args = parser.parse_args(argv)

@@ -114,7 +114,9 @@ def test_the_decomposition_proves_the_optimum_across_types(consolidate: bool) ->
 
 
 def test_the_branch_and_price_across_types_alone_finds_the_optimum() -> None:
-    """With no incumbent given, its own nodes find the optimum: integral LP solutions and placed configs."""
+    """With no incumbent given, its own nodes find the optimum: integral LP solutions and placed configs; jobs
+    spread over types are split on their type."""
+    splits = 0
     for instance in TINY[:30]:
         expected = brute_force_hetero_joint(instance, False)
         typed = typed_columns(instance, False, 0.0, "job", JointReductions())
@@ -126,6 +128,8 @@ def test_the_branch_and_price_across_types_alone_finds_the_optimum() -> None:
         assert proof.value == pytest.approx(expected, abs=1e-6) and proof.bound >= expected - 1e-7
         score = so.evaluate(instance, proof.allocation)
         assert score.valid and score.objective == pytest.approx(expected, abs=1e-6)
+        splits += proof.outcome.splits.get("type", 0)
+    assert splits
 
 
 def test_the_typed_master_bounds_the_joint() -> None:

@@ -5,6 +5,9 @@ columns and on some counts of servers, priced out by column generation; its ``L`
 node whenever the pricing stops. A node whose bound is within the gap of the incumbent is closed. Otherwise its
 LP solution is split, in this order:
 
+0. on servers of several kinds (GPU types), a job alone in its class whose LP spreads it over kinds: on the
+   kind it leans to least wholly, or not on that kind (its other columns, or those of that kind, bounded by 0;
+   the assignment of jobs to types of heterogeneous.md, HJ9);
 1. a job column ``y`` with a fractional value ``v``: ``y <= floor(v)`` or ``y >= ceil(v)`` (the pricing is
    unchanged, the class term of ``L`` respects the bounds);
 2. else (every job's config is whole, so every item type's demand too) a count of servers holding at least
@@ -76,8 +79,8 @@ def cutoff_of(incumbent: float, mip_gap: float) -> float:
 
 
 # The splits tried, in order (a test may reorder them or leave counts out: the search stays exact as long as
-# "column" and "pattern" are there).
-RULES = ("column", "count", "pattern")
+# "column" and "pattern" are there; "type" splits only on servers of several kinds).
+RULES = ("type", "column", "count", "pattern")
 
 # A split: its kind and its children (down, up).
 Split = tuple[str, list[_Node]]
@@ -99,7 +102,7 @@ class Tree:
         self.on_incumbent = on_incumbent
         self.incumbent = incumbent
         self.nodes = 0
-        self.splits = {"column": 0, "count": 0, "pattern": 0}
+        self.splits = {"type": 0, "column": 0, "count": 0, "pattern": 0}
         self._heap: list[tuple[float, int, int, _Node]] = []
         self._counter = itertools.count()
         self._closed_bound = -math.inf  # the largest bound of a node closed within the gap (above the incumbent)
@@ -301,6 +304,30 @@ def _pattern_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.
     return [("pattern", _row_children(master, node, bound, condition, value))]
 
 
+def _type_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
+                 ) -> list[Split]:
+    """Rule 0 on the jobs (classes of one job) spread over kinds most evenly."""
+    if len(master.kinds) == 1:
+        return []
+    cols = master.items.columns
+    kind = master.column_kind
+    alone = cols.count[cols.cls] == 1
+    mass = np.zeros((cols.count.size, len(master.kinds)))
+    np.add.at(mass, (cols.cls[alone], kind[alone]), y[alone])
+    spread = np.minimum(mass, 1.0 - mass)
+    out: list[Split] = []
+    for flat in np.argsort(-spread, axis=None)[:STRONG_CANDIDATES]:
+        q, k = np.unravel_index(int(flat), mass.shape)
+        if spread[q, k] <= _INTEGRAL:
+            break
+        mine = np.flatnonzero(cols.cls == q)
+        on = {**node.y_upper, **{int(c): 0.0 for c in mine[kind[mine] != k]}}
+        off = {**node.y_upper, **{int(c): 0.0 for c in mine[kind[mine] == k]}}
+        out.append(("type", [_Node(bound, node.depth + 1, node.y_lower, on, node.rows),
+                             _Node(bound, node.depth + 1, node.y_lower, off, node.rows)]))
+    return out
+
+
 def _column_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
                    ) -> list[Split]:
     """Rule 1 on the most fractional job columns."""
@@ -370,7 +397,7 @@ def pattern_condition(patterns: np.ndarray, x: np.ndarray) -> tuple[Condition, f
     return tuple(components), count(components)
 
 
-_SPLITS = {"column": _column_splits, "count": _count_splits, "pattern": _pattern_splits}
+_SPLITS = {"type": _type_splits, "column": _column_splits, "count": _count_splits, "pattern": _pattern_splits}
 
 
 class _Unsplittable(Exception):

@@ -240,6 +240,11 @@ class ColumnGeneration:
         self.add(patterns)
 
     @property
+    def column_kind(self) -> np.ndarray:
+        """The kind of servers each job column asks items of."""
+        return self._item_kind[self.items.col_item]
+
+    @property
     def _num_cols(self) -> int:
         return int(self._h.getNumCol())
 
