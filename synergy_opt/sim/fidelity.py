@@ -219,7 +219,8 @@ def fidelity_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             "min_ratio": min(ratios) if ratios else None, "max_ratio": max(ratios) if ratios else None,
             "artifact_avg_jct_h": artifact,
         })
-    order = {variant.label: k for k, variant in enumerate((*VARIANTS, *SHORT_VARIANTS))}
+    order = {variant.label: k for k, variant in enumerate(VARIANTS)}
+    order.update((variant.label, len(order)) for variant in SHORT_VARIANTS if variant.label not in order)
     columns = {column: k for k, column in enumerate(COLUMNS)}
     return sorted(table, key=lambda r: (r["block"] != FIGURE_9, order[r["variant"]],
                                         columns.get((r["trace"], r["progress"]), 9)))
@@ -296,7 +297,8 @@ def main(out: Path | None, workers: int, seeds: Sequence[int] | None, show_progr
         rows = run_plan(plan, step)
     table = fidelity_table(rows)
     printed, headers = printed_rows(table)
-    print_table(printed, headers, title=f"{NAME}: {DESCRIPTION}", block=("block",))
+    # wide: its row labels and four columns do not fit the default width, and a fitted table cuts columns
+    print_table(printed, headers, title=f"{NAME}: {DESCRIPTION}", block=("block",), wide=True)
     paths = [write_csv(rows, plan.out / "runs.csv", list(rows[0])),
              write_csv(table, plan.out / "table.csv", TABLE_COLUMNS),
              save_figure(figure(table), plan.out / "fidelity.png")]
