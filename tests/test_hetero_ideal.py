@@ -103,7 +103,7 @@ def test_core_and_direct_agree_on_small_generated_noisy_rounds(seed: int) -> Non
     assert core.objective == pytest.approx(direct.objective, rel=1e-6)
     assert core.bound >= direct.objective - 1e-6  # type: ignore[operator]
     fixed = so.solve_ideal(instance.at_baseline())
-    assert core.objective >= fixed.objective  # type: ignore[operator]
+    assert core.objective >= fixed.objective - 1e-9  # type: ignore[operator]  # sums in another order
 
 
 def test_merging_alike_jobs_is_exact() -> None:

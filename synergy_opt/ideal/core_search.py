@@ -71,7 +71,7 @@ class Core:
     @property
     def root_bound(self) -> float:
         """A lower bound on the penalty of every solution of penalty <= ``threshold``: CPU integrality alone."""
-        return float(_table_bound(self.cpu_to_go, 0, self.room[:1], _tolerance(self.knapsack)[0])[0])
+        return float(table_bound(self.cpu_to_go, 0, self.room[:1], row_tolerance(self.knapsack)[0])[0])
 
 
 def prepare(knapsack: Knapsack, dual: Dual, threshold: float) -> Core:
@@ -108,7 +108,7 @@ def search(
     than ``state_limit`` states."""
     knapsack, threshold, steps, room = core.knapsack, core.threshold, core.steps, core.room
     lam = core.dual.multipliers
-    tolerance = _tolerance(knapsack)
+    tolerance = row_tolerance(knapsack)
     if core.root_bound > threshold:
         return SearchOutcome(None, True, len(steps), 0)
 
@@ -129,8 +129,8 @@ def search(
         parent = np.repeat(np.arange(cost.size // options), options)
         choice = np.tile(np.arange(options), cost.size // options)
         estimate = cost + np.maximum(
-            _table_bound(core.cpu_to_go, index + 1, room[0] - cpu, tolerance[0]),
-            _mem_bound(room[1] - mem, core.mem_up[done], core.mem_down[done], lam[1], tolerance[1]),
+            table_bound(core.cpu_to_go, index + 1, room[0] - cpu, tolerance[0]),
+            mem_bound(room[1] - mem, core.mem_up[done], core.mem_down[done], lam[1], tolerance[1]),
         )
         keep = estimate <= threshold
         cpu, mem, cost, parent, choice, estimate = (a[keep] for a in (cpu, mem, cost, parent, choice, estimate))
@@ -272,23 +272,31 @@ def _cpu_cost_to_go(groups: list[_Group], lam_cpu: float) -> np.ndarray | None:
         return None  # no CPU changes (or the CPU row relaxed away): the bound would be 0 everywhere
     if not all(np.array_equal(group.cpu, np.round(group.cpu)) for group in groups):
         return None
-    width = 2 * CPU_WINDOW + 1
     need = np.arange(-CPU_WINDOW, CPU_WINDOW + 1)
-    shifts = [np.round(group.cpu).astype(np.int64) for group in groups]
-    pad = min(int(max(np.abs(shift).max() for shift in shifts)), width)
-    table = np.empty((len(groups) + 1, width))
-    table[-1] = np.where(need >= 0, lam_cpu * need, np.inf)
+    return cost_to_go([group.cpu for group in groups], [group.cost for group in groups],
+                      np.where(need >= 0, lam_cpu * need, np.inf))
+
+
+def cost_to_go(changes: list[np.ndarray], costs: list[np.ndarray], last: np.ndarray) -> np.ndarray:
+    """``table[g, need + W]`` (``W = CPU_WINDOW``): least cost of steps ``g..``, each taking one of its options
+    (integral ``changes`` of one row, ``costs``), to add ``need`` or less to that row, then ``last[need + W]``.
+    A step whose change leaves the window reads 0 there (a lower bound)."""
+    width = 2 * CPU_WINDOW + 1
+    shifts = [np.round(change).astype(np.int64) for change in changes]
+    pad = min(int(max((np.abs(shift).max(initial=0) for shift in shifts), default=0)), width)
+    table = np.empty((len(shifts) + 1, width))
+    table[-1] = last
     padded = np.zeros(width + 2 * pad)  # 0 outside the window
     positions = np.arange(width) + pad
-    for index in range(len(groups) - 1, -1, -1):
+    for index in range(len(shifts) - 1, -1, -1):
         padded[pad:pad + width] = table[index + 1]
         # table[index][need] = min over options of cost + table[index + 1][need - change]
         gathered = padded[positions[None, :] - np.clip(shifts[index], -pad, pad)[:, None]]
-        table[index] = (gathered + groups[index].cost[:, None]).min(axis=0)
+        table[index] = (gathered + costs[index][:, None]).min(axis=0)
     return table
 
 
-def _table_bound(table: np.ndarray | None, index: int, need: np.ndarray, tolerance: float) -> np.ndarray:
+def table_bound(table: np.ndarray | None, index: int, need: np.ndarray, tolerance: float) -> np.ndarray:
     """The table read at ``need`` rounded *down*: the changes are whole CPUs, so a fractional ``need`` (a
     capacity or base use off the integers) keeps its fraction to the end, where the slack it leaves costs at
     least the table's whole part (rounding to nearest would over-charge it and cut off real solutions). A need
@@ -300,7 +308,7 @@ short by at most ``tolerance`` counts as met, as the search's final feasibility 
     return np.where(inside, table[index, np.clip(position, 0, table.shape[1] - 1)], 0.0)
 
 
-def _tolerance(knapsack: Knapsack) -> np.ndarray:
+def row_tolerance(knapsack: Knapsack) -> np.ndarray:
     """Per row, how far over its capacity a use still counts as within it (float rounding)."""
     return 1e-9 * np.maximum(1.0, np.abs(knapsack.capacity))
 
@@ -322,7 +330,7 @@ def _mem_price_bounds(steps: list[_Step]) -> tuple[np.ndarray, np.ndarray]:
     return suffix_min(up), suffix_min(down)
 
 
-def _mem_bound(need: np.ndarray, up: float, down: float, lam_mem: float, tolerance: float) -> np.ndarray:
+def mem_bound(need: np.ndarray, up: float, down: float, lam_mem: float, tolerance: float) -> np.ndarray:
     """Least cost still to come for memory: fill ``need`` GB (or price it as slack), or give back ``-need``."""
     fill = np.maximum(need, 0.0) * min(up, lam_mem)
     with np.errstate(invalid="ignore"):

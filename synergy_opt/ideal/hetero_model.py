@@ -35,7 +35,7 @@ import numpy as np
 
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.model import OBJECTIVE, Objective, Reductions, columns_of_jobs, config_columns, row_labels
-from synergy_opt.profile_groups import group_profiles
+from synergy_opt.profile_groups import ProfileGroup, group_profiles
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.validation import InstanceOf, Optional, checked
 
@@ -74,38 +74,66 @@ class HeteroIdealModel:
         return np.concatenate([np.arange(blocks[name].start, blocks[name].stop) for name in COUPLING])
 
 
-def admissible(instance: HeteroRound) -> np.ndarray:
+@dataclass(frozen=True)
+class TypeView:
+    """The jobs with a matrix on one type, their matrices grouped by axes, and every job's throughput at the
+    type's proportional share (NaN without a matrix there): read once per type, shared by the builder's steps
+    (at 16384 GPUs grouping the matrices again for each step was most of the build)."""
+
+    members: np.ndarray
+    groups: list[ProfileGroup]
+    share: np.ndarray
+
+
+def type_views(instance: HeteroRound) -> list[TypeView]:
+    views = []
+    for server_type in instance.cluster.types:
+        name = server_type.name
+        members = np.array([j for j, job in enumerate(instance.jobs) if name in job.profiles], dtype=np.int64)
+        groups = group_profiles([instance.jobs[int(j)].profiles[name] for j in members])
+        share = np.full(len(instance.jobs), np.nan)
+        # As HeteroRound.throughput_at_share reads it: one vectorised read per group.
+        for group in groups:
+            share[members[group.jobs]] = group.read(group.row, server_type.cpu_per_gpu, server_type.mem_gb_per_gpu)
+        views.append(TypeView(members, groups, share))
+    return views
+
+
+def admissible(instance: HeteroRound, views: list[TypeView] | None = None) -> np.ndarray:
     """``(jobs, types)``: whether job ``j`` may take type ``t`` (H0): it has a matrix there and that type's
     proportional share gives it at least its floor (so every mechanism's GPU-proportional fallback keeps the
-    floor on any type it may get). A job's baseline type always qualifies."""
-    names = instance.cluster.names
-    ok = np.zeros((len(instance.jobs), len(names)), dtype=bool)
-    floors = instance.floors
-    for k, name in enumerate(names):
-        share = instance.throughput_at_share(name)
-        ok[:, k] = ~np.isnan(share) & (np.nan_to_num(share, nan=-np.inf) >= floors)
+    floor on any type it may get). A job's baseline type always qualifies. ``views``: the round's
+    :func:`type_views`, when already read."""
+    views = type_views(instance) if views is None else views
+    n = len(instance.jobs)
     baseline = np.array([instance.cluster.index(job.baseline_type) for job in instance.jobs], dtype=np.int64)
-    ok[np.arange(len(instance.jobs)), baseline] = True
+    shares = np.column_stack([view.share for view in views]) if views else np.zeros((n, 0))
+    floors = shares[np.arange(n), baseline]  # the floor (D7): the share of the baseline type
+    ok = ~np.isnan(shares) & (np.nan_to_num(shares, nan=-np.inf) >= floors[:, None])
+    ok[np.arange(n), baseline] = True
     return ok
 
 
-def job_classes(instance: HeteroRound, merge: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def job_classes(instance: HeteroRound, merge: bool = True, views: list[TypeView] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Classes of alike jobs: equal GPUs, baseline and matrix (by value) on every type they may take.
 
     Returns the class of each job, each class's first job (its representative) and each class's count;
     classes are numbered in the order of their first jobs. Without ``merge`` every job is its own class.
+    ``views``: the round's :func:`type_views`, when already read.
     """
     jobs, cluster = instance.jobs, instance.cluster
     n = len(jobs)
     if not merge:
         return np.arange(n), np.arange(n), np.ones(n, dtype=np.int64)
-    allowed = admissible(instance)
+    views = type_views(instance) if views is None else views
+    allowed = admissible(instance, views)
     labels = np.full((n, len(cluster.types)), -1, dtype=np.int64)
-    for k, name in enumerate(cluster.names):
-        members = np.flatnonzero(allowed[:, k])
-        for g, group in enumerate(group_profiles([jobs[j].profiles[name] for j in members])):
+    for k, view in enumerate(views):
+        for g, group in enumerate(view.groups):
             rows = row_labels(group.tput.reshape(len(group.tput), -1))
-            labels[members[group.jobs], k] = g * (n + 1) + rows[group.row]
+            labels[view.members[group.jobs], k] = g * (n + 1) + rows[group.row]
+    labels[~allowed] = -1  # a type a job may not take does not tell it apart
     baseline = np.array([cluster.index(job.baseline_type) for job in jobs], dtype=np.int64)
     key = np.column_stack([instance.gpus, baseline, labels])
     _, first, inverse, count = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
@@ -125,19 +153,27 @@ def build_hetero_ideal(instance: HeteroRound, *, objective: Objective = "job",
     cluster = instance.cluster
     jobs = instance.jobs
     types = len(cluster.types)
-    allowed = admissible(instance)
+    views = type_views(instance)
+    allowed = admissible(instance, views)
     gpus = instance.gpus
-    class_of, representatives, count = job_classes(instance, reductions.merge_identical)
+    class_of, representatives, count = job_classes(instance, reductions.merge_identical, views)
     class_jobs = np.argsort(class_of, kind="stable")
+    class_index = np.full(len(jobs), -1, dtype=np.int64)
+    class_index[representatives] = np.arange(representatives.size)
 
     pieces: list[tuple[np.ndarray, ...]] = []
-    for k, server_type in enumerate(cluster.types):
-        classes = np.flatnonzero(allowed[representatives, k])
-        share = instance.throughput_at_share(server_type.name)[representatives]  # the floor on this type (H6)
-        profiles = [jobs[int(representatives[c])].profiles[server_type.name] for c in classes]
-        for group in group_profiles(profiles):
-            owner = classes[group.jobs]
-            row, cpu, mem, tput = config_columns(group, server_type.cpu_per_gpu, server_type.mem_gb_per_gpu,
+    for k, (server_type, view) in enumerate(zip(cluster.types, views, strict=True)):
+        share = view.share[representatives]  # the floor on this type (H6)
+        for group in view.groups:
+            # The group's members that represent a class allowed on this type, as a group of their own.
+            owner = class_index[view.members[group.jobs]]
+            taken = np.flatnonzero(owner >= 0)
+            taken = taken[allowed[representatives[owner[taken]], k]]
+            if not taken.size:
+                continue
+            owner = owner[taken]
+            sub = ProfileGroup(group.cpu_axis, group.mem_axis, group.tput, np.arange(taken.size), group.row[taken])
+            row, cpu, mem, tput = config_columns(sub, server_type.cpu_per_gpu, server_type.mem_gb_per_gpu,
                                                  share[owner], reductions)
             pieces.append((owner[row], np.full(row.size, k, dtype=np.int64), cpu, mem, tput, share[owner[row]]))
     col_class, col_type, col_cpu, col_mem, col_tput, col_floor = (

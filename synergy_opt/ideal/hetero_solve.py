@@ -5,21 +5,15 @@ Methods (``solve_ideal(round, method=...)`` on a :class:`~synergy_opt.hetero.Het
 - ``"per-type"`` (type-fixed rounds): each type's homogeneous round solved by :func:`solve_ideal` exactly as
   today, the results summed (formulations/heterogeneous.md, H8).
 - ``"direct"``: the type-free model (:mod:`~synergy_opt.ideal.hetero_model`) handed to any backend.
-- ``"core"``: exact through its coupling rows. The LP relaxation (HiGHS, dual simplex) prices the GPU, CPU and
-  memory rows of every type, ``lam >= 0``. For any such prices and every allocation ``y``,
-  ``sum W y = L(lam) - sum rc y - lam . slack(y)`` with ``L(lam) = lam . cap + sum_c n_c max_k (W_ck - lam .
-  u_ck)`` an upper bound and reduced costs ``rc >= 0``: a solution of objective ``>= L - tau`` uses only
-  columns of reduced cost ``<= tau``. So the MILP restricted to those columns (HiGHS) is exact for them: if
-  its optimum ``z`` has ``L - z <= tau`` nothing outside is better; otherwise ``tau = L - z`` includes
-  every better solution and one more restricted solve settles it. A restricted MILP with no solution
-  quadruples ``tau``. The bound reported is ``max(restricted bound, L - tau)``.
+- ``"core"``: exact through its structure (:mod:`~synergy_opt.ideal.hetero_core`): Lagrangian prices of the GPU,
+  CPU and memory rows of every type, then an exact search of the classes the prices leave open (the few that
+  may change type, and per type today's homogeneous core search of the rest).
 - ``"auto"``: per-type on a type-fixed round; on a type-free one ``core`` for the ``highs`` ILP with floors
   fixed and no backend options, else ``direct``.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -29,15 +23,13 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.hetero import HeteroRound
+from synergy_opt.ideal.hetero_core import solve_core
 from synergy_opt.ideal.hetero_model import HeteroIdealModel, build_hetero_ideal
-from synergy_opt.ideal.hetero_types import lp_types, solve_lp
 from synergy_opt.ideal.model import JobConfig, Objective, Reductions
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import relative_gap
-from synergy_opt.solvers.model import LinearModel
 
 HETERO_METHODS = ("auto", "per-type", "core", "direct")
-SOLVER_NAME = "highs-hetero-core"
 
 
 class TypeResult(Protocol):
@@ -172,7 +164,7 @@ def solve_hetero_ideal(
         if relax or not reductions.fix_below_floor or params.options:
             raise InvalidInputError("method", method, "the core method solves the ILP with floors fixed "
                                     "(relax=False, Reductions.fix_below_floor=True) and takes no backend options")
-        result = solve_core(ideal, params, solve_type)
+        result = solve_core(ideal, params)
     else:
         result = solve_model(ideal.model.relaxed() if relax else ideal.model, solver, params)
     return HeteroIdealResult(
@@ -211,108 +203,3 @@ def _per_type(instance: HeteroRound, solver: str, relax: bool, objective: Object
         solve_seconds=sum(r.solve_seconds for r in results.values()),
         message="; ".join(f"{kind}: {r.message}" for kind, r in results.items()), per_type=results,
     )
-
-
-def solve_core(ideal: HeteroIdealModel, params: SolverParams, solve_type: Any) -> SolveResult:
-    """The type-free ILP solved exactly through its coupling rows (module docstring); ``solve_type`` solves each
-    type's homogeneous round of the first incumbent (:func:`solve_ideal`)."""
-    start = time.perf_counter()
-    deadline = None if params.time_limit is None else start + params.time_limit
-    model = ideal.model
-    if not model.num_vars:
-        return SolveResult(Status.OPTIMAL, SOLVER_NAME, 0.0, 0.0, np.zeros(0), message="optimal: no jobs")
-    lp = solve_lp(ideal, params.time_limit)
-    if lp is None:  # the LP did not solve (a time limit): the whole MILP, as a backend would
-        return solve_model(model, DEFAULT_SOLVER, params)
-    lam, upper, reduced = _prices(ideal, lp[1])
-    best = _incumbent(ideal, lp, params, solve_type)
-    tau = max(4 * params.mip_gap * abs(upper), 1e-9 * max(1.0, abs(upper)))
-    worst = float(reduced.max(initial=0.0)) * float(ideal.class_count.sum()) + float(
-        lam @ model.row_upper[ideal.coupling_rows])
-    rounds = 0
-    while True:
-        if best is not None and best.objective is not None and upper - best.objective <= \
-                params.mip_gap * abs(best.objective):
-            return replace(best, status=Status.OPTIMAL, bound=upper, solve_seconds=time.perf_counter() - start,
-                           message="optimal within the gap: the LP's types, each type exact, meet the LP bound")
-        rounds += 1
-        remaining = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
-        keep = reduced <= tau * (1 + 1e-12)
-        result = _restricted(model, keep, replace(params, time_limit=remaining))
-        if result.has_solution and result.objective is not None and (best is None or best.objective is None
-                                                                     or result.objective > best.objective):
-            best = result
-        done = time.perf_counter() - start
-        if result.status is Status.OPTIMAL and best is not None and best.objective is not None \
-                and upper - best.objective <= tau * (1 + 1e-12):
-            # Nothing outside the columns kept beats L - tau; inside, the restricted MILP's bound holds.
-            inside = result.bound if result.bound is not None else best.objective
-            bound = min(max(inside, best.objective, upper - tau), upper)
-            return replace(best, status=Status.OPTIMAL, solver=SOLVER_NAME, bound=bound, solve_seconds=done,
-                           message=f"optimal: {int(keep.sum())} of {keep.size} columns within the reduced-cost "
-                           f"threshold, {rounds} restricted MILPs")
-        if result.status not in (Status.OPTIMAL, Status.INFEASIBLE) or tau >= worst:
-            status = Status.FEASIBLE if best is not None else result.status
-            outcome = best if best is not None else result
-            return replace(outcome, status=status, solver=SOLVER_NAME, bound=upper, solve_seconds=done,
-                           message=f"{result.message} in a restricted MILP (threshold {tau:.3g})")
-        # Grow the threshold: by four while the incumbent is far from the bound (each solve improves it at
-        # little cost), to exactly the gap once that is near (the last solve proves).
-        gap = np.inf if best is None or best.objective is None else upper - best.objective
-        tau = min(4 * tau, gap) if gap > tau else 4 * tau
-
-
-def _prices(ideal: HeteroIdealModel, duals: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
-    """Prices of the coupling rows from the LP's duals, the bound ``L`` they give, and every column's reduced
-    cost against its class's best."""
-    model = ideal.model
-    rows = ideal.coupling_rows
-    lam = np.maximum(duals[rows], 0.0)
-    priced = model.objective - model.matrix[rows].T @ lam
-    best = np.full(ideal.num_classes, -np.inf)
-    np.maximum.at(best, ideal.col_class, priced)
-    upper = float(lam @ model.row_upper[rows] + ideal.class_count.astype(float) @ best)
-    return lam, upper, np.maximum(best[ideal.col_class] - priced, 0.0)
-
-
-def _incumbent(ideal: HeteroIdealModel, lp: tuple[np.ndarray, np.ndarray], params: SolverParams,
-               solve_type: Any) -> SolveResult | None:
-    """A first solution: the LP's types (rounded), each type's homogeneous ILP solved exactly (today's core
-    method, fast), read back as the type-free model's columns. None when a type's solve finds nothing."""
-    instance = ideal.instance
-    fixed = instance.with_types(lp_types(instance, ideal, lp))
-    x = np.zeros(ideal.model.num_vars)
-    class_of = np.empty(len(instance.jobs), dtype=np.int64)
-    class_of[ideal.class_jobs] = np.repeat(np.arange(ideal.num_classes), ideal.class_count)
-    for kind, sub in fixed.per_type().items():
-        if not sub.jobs:
-            continue
-        result = solve_type(sub, objective=ideal.objective_kind, mip_gap=params.mip_gap, threads=params.threads,
-                            time_limit=params.time_limit)
-        if not result.has_solution:
-            return None
-        k = instance.cluster.index(kind)
-        for job_id, config in result.configs.items():
-            on = np.flatnonzero((ideal.col_class == class_of[instance.job_index[job_id]]) & (ideal.col_type == k)
-                                & np.isclose(ideal.col_cpu, config.cpu_per_gpu)
-                                & np.isclose(ideal.col_mem, config.mem_gb_per_gpu))
-            if not on.size:
-                return None
-            x[on[0]] += 1
-    objective = float(ideal.model.objective @ x)
-    return SolveResult(Status.FEASIBLE, SOLVER_NAME, objective, None, x, message="the LP's types, each type exact")
-
-
-def _restricted(model: LinearModel, keep: np.ndarray, params: SolverParams) -> SolveResult:
-    """The MILP over the columns ``keep`` (the others at 0), its solution read back on every column."""
-    columns = np.flatnonzero(keep)
-    sub = replace(model, name=f"{model.name}_restricted", objective=model.objective[columns],
-                  matrix=model.matrix[:, columns], col_lower=model.col_lower[columns],
-                  col_upper=model.col_upper[columns], integer=model.integer[columns],
-                  var_blocks={"y": slice(0, columns.size)})
-    result = solve_model(sub, DEFAULT_SOLVER, params)
-    if result.x is None:
-        return result
-    x = np.zeros(model.num_vars)
-    x[columns] = result.x
-    return replace(result, x=x)

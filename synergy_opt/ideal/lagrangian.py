@@ -1,5 +1,9 @@
 """The ideal ILP seen as a two-row multiple-choice knapsack, and the Lagrangian dual of its two rows.
 
+:func:`solve_dual` prices any number of coupling rows: it reads a knapsack through :class:`PricedKnapsack`, which
+:class:`Knapsack` (CPU and memory) and the type-free model's
+:class:`~synergy_opt.ideal.hetero_knapsack.TypedKnapsack` (GPU, CPU and memory of every type) both offer.
+
 Pricing CPU and memory at multipliers ``lam = (lam_c, lam_m) >= 0`` gives, for every allocation ``y``,
 
     sum W y  =  L(lam) - sum rc y - lam . slack(y),      L(lam) = lam . cap + sum_j n_j max_k (W_jk - lam . u_jk)
@@ -15,10 +19,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 
 from synergy_opt.ideal.model import IdealModel
+
+
+class PricedKnapsack(Protocol):
+    """What :func:`solve_dual` reads: columns grouped by class (contiguous, in class order) and the rows priced."""
+
+    @property
+    def value(self) -> np.ndarray: ...
+
+    @property
+    def col_class(self) -> np.ndarray: ...
+
+    @property
+    def class_count(self) -> np.ndarray: ...
+
+    @property
+    def capacity(self) -> np.ndarray: ...  # one entry per priced row
+
+    @property
+    def starts(self) -> np.ndarray: ...
+
+    def priced(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def use(self, share: np.ndarray) -> np.ndarray: ...
+
+    def positive_use(self) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,6 +104,16 @@ class Knapsack:
         priced = self.value - lam[0] * self.cpu - lam[1] * self.mem
         return priced, np.maximum.reduceat(priced, self.starts)
 
+    def use(self, share: np.ndarray) -> np.ndarray:
+        """CPU and memory used by ``share`` (a count per column)."""
+        # einsum, not @: a BLAS dot of this length may wake BLAS threads, which costs milliseconds per call on a
+        # shared machine (measured: 40-80 ms per evaluation at 4096 GPUs under load, 0.1 ms with einsum).
+        return np.einsum("k,rk->r", share, self.usage)
+
+    def positive_use(self) -> np.ndarray:
+        """Every positive use of a row by a column."""
+        return np.concatenate([self.cpu[self.cpu > 0], self.mem[self.mem > 0]])
+
 
 @dataclass(frozen=True, eq=False)
 class Dual:
@@ -87,31 +127,35 @@ class Dual:
     iterations: int
 
 
-def dual_value(knapsack: Knapsack, lam: np.ndarray) -> tuple[float, np.ndarray, float]:
+def dual_value(knapsack: PricedKnapsack, lam: np.ndarray) -> tuple[float, np.ndarray, float]:
     """``L(lam)``, and the use and value of an even mix of each class's best columns (a subgradient's data)."""
     priced, best = knapsack.priced(lam)
     starts = knapsack.starts
     is_best = priced >= best[knapsack.col_class]
     # Any mix of best columns gives a subgradient; an even mix needs no tie-breaking.
     share = (knapsack.class_count / np.add.reduceat(is_best.astype(float), starts))[knapsack.col_class] * is_best
-    # einsum, not @: a BLAS dot of this length may wake BLAS threads, which costs milliseconds per call on a
-    # shared machine (measured: 40-80 ms per evaluation at 4096 GPUs under load, 0.1 ms with einsum).
-    use = np.einsum("k,rk->r", share, knapsack.usage)
+    use = knapsack.use(share)
     value = float(np.einsum("k,k->", share, knapsack.value))
     return float(lam @ knapsack.capacity + np.einsum("q,q->", knapsack.class_count, best)), use, value
 
 
 def solve_dual(
-    knapsack: Knapsack,
+    knapsack: PricedKnapsack,
     tolerance: float = 1e-12,
     max_iterations: int = 500,
     start: np.ndarray | None = None,
     decide: float | None = None,
+    smoothing: float = 0.0,
 ) -> Dual:
     """Minimise ``L`` over ``lam >= 0`` by Kelley's cutting planes (see the module docstring).
 
     Parameters
     ----------
+    smoothing
+        Evaluate ``smoothing * best + (1 - smoothing) *`` the master's minimiser instead of the minimiser itself
+        (Wentges' stabilisation; when the cut made there does not cut the minimiser off, the minimiser itself
+        next, so that the method still ends). Measured on the type-free model's nine rows: about 40% fewer
+        cuts at 0.5. 0 is plain Kelley.
     start
         The first multipliers to evaluate (default zero).
     decide
@@ -123,6 +167,7 @@ def solve_dual(
 
     from synergy_opt.solvers.highs import quiet_highs  # highspy on first use (no solver library at import)
 
+    rows = knapsack.capacity.size
     master = quiet_highs()
     # Dual simplex from the last basis, without presolve: a cut is one row more, and presolving a three-column
     # LP costs more than solving it (the same iterates on every round measured, 16% less time).
@@ -131,12 +176,16 @@ def solve_dual(
     inf = highspy.kHighsInf
     # The master is bounded from the first cut on only inside a box; prices beyond it are never optimal
     # (a price above the largest value per unit of use makes every column worse than using nothing more).
-    positive = np.concatenate([knapsack.cpu[knapsack.cpu > 0], knapsack.mem[knapsack.mem > 0], [1.0]])
+    positive = np.concatenate([knapsack.positive_use(), [1.0]])
     box = 1e3 * (1.0 + np.abs(knapsack.value).max(initial=0.0)) / positive.min()
-    master.addVars(3, np.array([0.0, 0.0, -inf]), np.array([box, box, inf]))
-    master.changeColsCost(3, np.arange(3, dtype=np.int32), np.array([0.0, 0.0, 1.0]))
-    lam = np.zeros(2) if start is None else np.maximum(np.asarray(start, dtype=float), 0.0)
+    # Variables: the multipliers, then theta (the master's estimate of L).
+    columns = np.arange(rows + 1, dtype=np.int32)
+    master.addVars(rows + 1, np.r_[np.zeros(rows), -inf], np.r_[np.full(rows, box), inf])
+    master.changeColsCost(rows + 1, columns, np.r_[np.zeros(rows), 1.0])
+    lam = np.zeros(rows) if start is None else np.maximum(np.asarray(start, dtype=float), 0.0)
     best_lam, best_bound = lam, np.inf
+    target: np.ndarray | None = None  # the master's minimiser when the multipliers evaluated were smoothed
+    theta = 0.0
     iteration = 0
     while iteration < max_iterations:
         iteration += 1
@@ -145,14 +194,21 @@ def solve_dual(
             best_lam, best_bound = lam, bound
         # L(mu) >= value + mu . (capacity - use) for every mu: a cut  theta - (capacity - use) . mu >= value.
         slope = knapsack.capacity - use
-        master.addRow(value, inf, 3, np.arange(3, dtype=np.int32), np.array([-slope[0], -slope[1], 1.0]))
+        # Did the cut made at smoothed multipliers cut the last minimiser off (theta below the cut there)?
+        separated = target is None or value + slope @ target > theta + 1e-12 * max(1.0, abs(theta))
+        master.addRow(value, inf, rows + 1, columns, np.r_[-slope, 1.0])
         master.run()
         solution = np.array(master.getSolution().col_value)
-        if best_bound - solution[2] <= tolerance * max(1.0, abs(best_bound)):
+        if best_bound - solution[rows] <= tolerance * max(1.0, abs(best_bound)):
             break
-        if decide is not None and (best_bound <= decide or solution[2] > decide):
+        if decide is not None and (best_bound <= decide or solution[rows] > decide):
             break
-        lam = np.maximum(solution[:2], 0.0)
+        lam = np.maximum(solution[:rows], 0.0)
+        if smoothing and separated:
+            target, theta = lam, float(solution[rows])
+            lam = smoothing * best_lam + (1.0 - smoothing) * lam
+        else:
+            target = None
     priced, best = knapsack.priced(best_lam)
     reduced_cost = np.maximum(best[knapsack.col_class] - priced, 0.0)
     zero = np.where(reduced_cost <= 0, np.arange(reduced_cost.size), reduced_cost.size)

@@ -1,0 +1,177 @@
+"""The type-free ideal ILP solved through its structure (``method="core"``): prices of all ``3T`` coupling rows,
+then an exact search of the classes the prices leave open.
+
+1. :func:`~synergy_opt.ideal.lagrangian.solve_dual` prices the GPU, CPU and memory rows of every type (Kelley's
+   cutting planes, smoothed); its bound ``L`` equals the LP relaxation's.
+2. For a threshold ``t`` growing by half from ``mip_gap * |L|``: the exact search
+   (:func:`~synergy_opt.ideal.hetero_search.search`) while it keeps few states, whose solution is then the
+   optimum and whose finding none rules ``t`` out; past that, beam searches for an incumbent of penalty ``p``;
+   when they find none, the split relaxation (:mod:`~synergy_opt.ideal.hetero_split`) may still rule ``t`` out.
+3. Proof: no solution is better than the incumbent by more than ``gap = mip_gap * |objective|`` (a MIP solver's
+   relative-gap contract) when a threshold ``>= p - gap`` was ruled out, or the split relaxation rules ``p -
+   gap`` out, or the exact search finds nothing within it; a better solution it finds is the optimum. A proof
+   search that grows large first gives a wider beam the chance of a better incumbent (a lower ``p``).
+
+Time limits return ``FEASIBLE`` with the incumbent and the bound ``L - t`` of the largest threshold ruled out, or
+``NO_SOLUTION``, as the backends do. The tests compare it with brute force and with HiGHS on the whole model.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from synergy_opt.ideal.core_search import CoreSolution, SearchOutcome
+from synergy_opt.ideal.hetero_knapsack import TypedKnapsack
+from synergy_opt.ideal.hetero_model import HeteroIdealModel
+from synergy_opt.ideal.hetero_search import Plan, plan, search
+from synergy_opt.ideal.hetero_split import split_rules_out
+from synergy_opt.ideal.lagrangian import Dual, solve_dual
+from synergy_opt.solvers.base import SolveResult, SolverParams, Status
+
+SOLVER_NAME = "highs-hetero-core"
+# Kelley's smoothing and stopping rule on the 3T rows (measured: 0.7 halves the cuts at 1024 and 16384 GPUs).
+SMOOTHING = 0.7
+DUAL_TOLERANCE = 1e-10
+DUAL_ITERATIONS = 1000
+# The exact search is tried while it keeps at most this many states in a step; past it, beams of these widths.
+EXACT_STATE_LIMIT = 50_000
+INCUMBENT_STATE_LIMIT = 5_000  # while looking for a first incumbent
+BEAM_WIDTHS = (16, 64)
+# The incumbent's threshold grows by this factor: a beam's cost grows with its threshold (each type's completions
+# get more room), so small steps keep it near the optimum's penalty (measured: 1.5 against 2 on 1024 GPUs).
+GROWTH = 1.5
+# A proof search past the state limit first lets the wider beam look for a better incumbent, this many times.
+IMPROVEMENTS = 2
+
+
+class _Deadline(Exception):
+    """The time limit passed during a search."""
+
+
+def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
+    """Solve the type-free ILP ``ideal`` (floors fixed) as the module docstring says."""
+    start = time.perf_counter()
+    deadline = None if params.time_limit is None else start + params.time_limit
+    knapsack = TypedKnapsack.of(ideal)
+    built = time.perf_counter()
+    incumbent: CoreSolution | None = None
+
+    def finish(status: Status, upper: float | None, message: str) -> SolveResult:
+        objective = None if incumbent is None else float(knapsack.value @ incumbent.y)
+        return SolveResult(
+            status=status, solver=SOLVER_NAME, objective=objective, bound=upper,
+            x=None if incumbent is None else incumbent.y, build_seconds=built - start,
+            solve_seconds=time.perf_counter() - built, message=message, native_status=message,
+        )
+
+    if not knapsack.value.size:
+        incumbent = CoreSolution(np.zeros(0), 0.0)
+        return finish(Status.OPTIMAL, 0.0, "optimal: a round without jobs")
+    dual = solve_dual(knapsack, tolerance=DUAL_TOLERANCE, max_iterations=DUAL_ITERATIONS, smoothing=SMOOTHING)
+    searcher = _Searcher(knapsack, dual, deadline)
+    bound = dual.bound
+    try:
+        incumbent, proven = searcher.incumbent(params.mip_gap)
+        if incumbent is None:
+            return finish(Status.INFEASIBLE, None, "no allocation meets the capacities")
+        if proven:
+            return finish(Status.OPTIMAL, bound - incumbent.penalty, f"optimal: exact core search; {searcher}")
+        for attempt in range(IMPROVEMENTS + 1):
+            threshold = incumbent.penalty - params.mip_gap * max(abs(bound - incumbent.penalty), 1e-10)
+            if searcher.rules_out(threshold):
+                return finish(Status.OPTIMAL, bound - max(threshold, searcher.ruled_out),
+                              f"optimal within the gap: nothing better is left; {searcher}")
+            limit = None if attempt == IMPROVEMENTS else EXACT_STATE_LIMIT
+            proof = searcher.exact(threshold, state_limit=limit)
+            if proof.complete:
+                break
+            better = searcher.beam(threshold, BEAM_WIDTHS[-1:])
+            if better is not None:
+                incumbent = better
+    except _Deadline:
+        status = Status.NO_SOLUTION if incumbent is None else Status.FEASIBLE
+        return finish(status, bound - searcher.ruled_out, f"time limit during the core search; {searcher}")
+    if proof.solution is not None and proof.solution.penalty < incumbent.penalty:
+        incumbent = proof.solution
+        return finish(Status.OPTIMAL, bound - incumbent.penalty, f"optimal: exact core search; {searcher}")
+    return finish(Status.OPTIMAL, bound - max(threshold, searcher.ruled_out),
+                  f"optimal within the gap: nothing better is left; {searcher}")
+
+
+class _Searcher:
+    """The searches of one solve, sharing its prices, its deadline and what they ruled out."""
+
+    def __init__(self, knapsack: TypedKnapsack, dual: Dual, deadline: float | None) -> None:
+        self.knapsack = knapsack
+        self.dual = dual
+        self.deadline = deadline
+        self.ruled_out = 0.0  # the largest threshold known to hold no solution: L - ruled_out is a bound
+        self._plan: Plan | None = None
+        self.searches = 0
+        self.max_states = 0
+        self.core_jobs = 0
+
+    def __str__(self) -> str:
+        return (f"{self.dual.iterations} cuts, {self.searches} searches, a core of {self.core_jobs} jobs at most, "
+                f"{self.max_states} states at most")
+
+    def _run(self, threshold: float, beam: int | None = None, state_limit: int | None = None) -> SearchOutcome:
+        if self._plan is None or self._plan.threshold != threshold:
+            self._plan = plan(self.knapsack, self.dual, threshold)  # thresholds only move on: keep the last
+        outcome = search(self._plan, beam=beam, deadline=self.deadline, state_limit=state_limit)
+        self.searches += 1
+        self.max_states = max(self.max_states, outcome.max_states)
+        self.core_jobs = max(self.core_jobs, outcome.core_jobs)
+        self._check_deadline()
+        return outcome
+
+    def _check_deadline(self) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
+            raise _Deadline
+
+    def exact(self, threshold: float, state_limit: int | None = None) -> SearchOutcome:
+        outcome = self._run(threshold, state_limit=state_limit)
+        if outcome.complete and outcome.solution is None:
+            self.ruled_out = max(self.ruled_out, threshold)
+        return outcome
+
+    def beam(self, threshold: float, widths: tuple[int, ...]) -> CoreSolution | None:
+        for width in widths:
+            found = self._run(threshold, beam=width).solution
+            if found is not None:
+                return found
+        return None
+
+    def rules_out(self, threshold: float) -> bool:
+        """True when no solution has penalty ``<= threshold``: ruled out before, or by the split relaxation."""
+        if threshold <= self.ruled_out:
+            return True
+        empty = split_rules_out(self.knapsack, self.dual, threshold, deadline=self.deadline,
+                                state_limit=EXACT_STATE_LIMIT)
+        self._check_deadline()
+        if empty:
+            self.ruled_out = threshold
+        return empty
+
+    def incumbent(self, mip_gap: float) -> tuple[CoreSolution | None, bool]:
+        """A first solution, and whether it is already known optimal (module docstring, step 2)."""
+        dual, knapsack = self.dual, self.knapsack
+        # No solution has a larger penalty than every job at its worst column with all capacity unused.
+        worst = float(knapsack.class_count @ np.maximum.reduceat(dual.reduced_cost, knapsack.starts)
+                      + dual.multipliers @ knapsack.capacity)
+        threshold = max(mip_gap * abs(dual.bound), 1e-9 * max(1.0, abs(dual.bound)))
+        while threshold < worst:
+            # A small exact search first (its solution is the optimum); past its limit, beams: an exact search at
+            # a threshold well above the optimum's penalty costs much more than the proof at the incumbent's.
+            exact = self.exact(threshold, state_limit=INCUMBENT_STATE_LIMIT)
+            if exact.solution is not None:
+                return exact.solution, True
+            if not exact.complete:
+                found = self.beam(threshold, BEAM_WIDTHS)
+                if found is not None:
+                    return found, False
+                self.rules_out(threshold)
+            threshold *= GROWTH
+        return self.exact(worst).solution, True

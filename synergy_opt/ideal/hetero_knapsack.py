@@ -1,0 +1,100 @@
+"""The type-free ideal ILP seen as a multiple-choice knapsack with three coupling rows per GPU type.
+
+Rows are ordered as in the model (:data:`~synergy_opt.ideal.hetero_model.COUPLING`): the GPU rows of every type,
+then the CPU rows, then the memory rows. A column uses only its own type's three rows, so pricing them at ``lam``
+is three gathers per column (no dense ``rows x columns`` product: at 16384 GPUs that product is most of a
+dual evaluation's time). :func:`~synergy_opt.ideal.lagrangian.solve_dual` prices all ``3T`` rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from synergy_opt.ideal.hetero_model import HeteroIdealModel
+from synergy_opt.ideal.lagrangian import Dual, Knapsack
+
+
+@dataclass(frozen=True, eq=False)
+class TypedKnapsack:
+    """Columns grouped by class (contiguous, in class order): value, type, GPU, CPU and memory use, class, count."""
+
+    value: np.ndarray
+    col_type: np.ndarray
+    gpu: np.ndarray
+    cpu: np.ndarray
+    mem: np.ndarray
+    col_class: np.ndarray
+    class_count: np.ndarray
+    capacity: np.ndarray  # (3T,): GPUs, CPUs, GB of each type
+    types: int
+
+    @classmethod
+    def of(cls, ideal: HeteroIdealModel) -> TypedKnapsack:
+        model = ideal.model
+        offsets = np.concatenate([[0], np.cumsum(ideal.class_count)[:-1]]).astype(np.int64)
+        class_gpus = ideal.instance.gpus[ideal.class_jobs[offsets]] if ideal.num_classes else np.zeros(0)
+        gpus = class_gpus[ideal.col_class].astype(float)
+        return cls(
+            value=model.objective, col_type=ideal.col_type, gpu=gpus, cpu=gpus * ideal.col_cpu,
+            mem=gpus * ideal.col_mem, col_class=ideal.col_class, class_count=ideal.class_count.astype(float),
+            capacity=model.row_upper[ideal.coupling_rows].astype(float), types=len(ideal.instance.cluster.types),
+        )
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        """First column of each class."""
+        return np.flatnonzero(np.r_[True, self.col_class[1:] != self.col_class[:-1]])
+
+    @cached_property
+    def rows(self) -> np.ndarray:
+        """``(3, columns)``: the row of each column's GPU, CPU and memory use."""
+        return np.stack([self.col_type + r * self.types for r in range(3)])
+
+    def priced(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every column's value net of its priced use, and each class's best such value."""
+        gpu, cpu, mem = (lam[row] for row in self.rows)
+        priced = self.value - gpu * self.gpu - cpu * self.cpu - mem * self.mem
+        return priced, np.maximum.reduceat(priced, self.starts)
+
+    def use(self, share: np.ndarray) -> np.ndarray:
+        """Each row's use by ``share`` (a count per column)."""
+        used = np.flatnonzero(share)  # about one column per class: the sums over them only are 10x faster
+        kinds, counts = self.col_type[used], share[used]
+        return np.concatenate([np.bincount(kinds, weights=counts * use[used], minlength=self.types)
+                               for use in (self.gpu, self.cpu, self.mem)])
+
+    def positive_use(self) -> np.ndarray:
+        return np.concatenate([use[use > 0] for use in (self.gpu, self.cpu, self.mem)])
+
+    def uses(self, columns: np.ndarray) -> np.ndarray:
+        """``(len(columns), 3T)``: each column's use of every row."""
+        out = np.zeros((columns.size, 3 * self.types))
+        at = np.arange(columns.size)
+        for r, use in enumerate((self.gpu, self.cpu, self.mem)):
+            out[at, self.rows[r, columns]] = use[columns]
+        return out
+
+    def room(self, base: np.ndarray) -> np.ndarray:
+        """Capacity left when every class takes its column ``base``."""
+        counts = np.zeros(self.value.size)
+        np.add.at(counts, base, self.class_count)
+        return self.capacity - self.use(counts)
+
+    def of_type(self, kind: int, classes: np.ndarray, columns: np.ndarray, dual: Dual, room: np.ndarray
+                ) -> tuple[Knapsack, Dual]:
+        """Type ``kind``'s homogeneous two-row knapsack (CPU, memory) of ``classes`` over ``columns`` (sorted, all
+        on ``kind``, each class's base among them), priced as ``dual`` prices them, with ``room`` (CPUs, GB)
+        left after every class's base; the homogeneous core search solves it."""
+        local = np.searchsorted(classes, self.col_class[columns])
+        base = np.searchsorted(columns, dual.base_columns[classes])
+        counts = self.class_count[classes]
+        capacity = room + np.array([counts @ self.cpu[columns[base]], counts @ self.mem[columns[base]]])
+        knapsack = Knapsack(value=self.value[columns], cpu=self.cpu[columns], mem=self.mem[columns],
+                            col_class=local, class_count=counts, capacity=capacity)
+        lam = dual.multipliers
+        priced = Dual(multipliers=np.array([lam[self.types + kind], lam[2 * self.types + kind]]), bound=dual.bound,
+                      reduced_cost=dual.reduced_cost[columns], base_columns=base, iterations=dual.iterations)
+        return knapsack, priced
