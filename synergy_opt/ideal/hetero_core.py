@@ -58,8 +58,12 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
     built = time.perf_counter()
     incumbent: CoreSolution | None = None
 
-    def finish(status: Status, upper: float | None, message: str) -> SolveResult:
+    def finish(status: Status, upper: float | None, message: str, exact: bool = False) -> SolveResult:
         objective = None if incumbent is None else float(knapsack.value @ incumbent.y)
+        if upper is not None and objective is not None:
+            # The penalty is summed in another order than the objective: the optimum an exact search found is
+            # its own bound, and no bound is below the objective.
+            upper = objective if exact else max(upper, objective)
         return SolveResult(
             status=status, solver=SOLVER_NAME, objective=objective, bound=upper,
             x=None if incumbent is None else incumbent.y, build_seconds=built - start,
@@ -77,7 +81,7 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
         if incumbent is None:
             return finish(Status.INFEASIBLE, None, "no allocation meets the capacities")
         if proven:
-            return finish(Status.OPTIMAL, bound - incumbent.penalty, f"optimal: exact core search; {searcher}")
+            return finish(Status.OPTIMAL, bound - incumbent.penalty, f"optimal: exact core search; {searcher}", True)
         for attempt in range(IMPROVEMENTS + 1):
             threshold = incumbent.penalty - params.mip_gap * max(abs(bound - incumbent.penalty), 1e-10)
             if searcher.rules_out(threshold):
@@ -95,7 +99,7 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
         return finish(status, bound - searcher.ruled_out, f"time limit during the core search; {searcher}")
     if proof.solution is not None and proof.solution.penalty < incumbent.penalty:
         incumbent = proof.solution
-        return finish(Status.OPTIMAL, bound - incumbent.penalty, f"optimal: exact core search; {searcher}")
+        return finish(Status.OPTIMAL, bound - incumbent.penalty, f"optimal: exact core search; {searcher}", True)
     return finish(Status.OPTIMAL, bound - max(threshold, searcher.ruled_out),
                   f"optimal within the gap: nothing better is left; {searcher}")
 
