@@ -270,8 +270,10 @@ def solve_decomposition(
         for step in (pack_ideal, dive) if cluster.servers < DIVE_FIRST_SERVERS else (dive, pack_ideal):
             if step():
                 return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
-        if best is None or bound - best.value <= POLISH_GAP * abs(bound):
-            # Nothing placed every job, or the incumbent is close: the MILP over every pattern priced so far.
+        if best is None or bound - best.value <= POLISH_GAP * abs(bound) or cluster.servers >= DIVE_FIRST_SERVERS:
+            # Nothing placed every job, the incumbent is close, or many servers (where the priced patterns nearly
+            # hold the optimum: a 3 x 1024 round's k80 servers, 1.7% below the bound after the dive, proven by it
+            # in 4 s): the MILP over every pattern priced so far.
             offer(_solve_restricted(instance, master.patterns, params, deadline, best, "restricted master",
                                     consolidate, split_penalty, objective, reductions, share=RESTRICTED_SHARE,
                                     seconds=RESTRICTED_SECONDS))

@@ -42,6 +42,8 @@ HETERO_METHODS = ("auto", "per-type", "decomposition", "direct")
 # Share of the time limit the decomposition's type-free ideal ILP (its bound and first type choice) may take, and
 # share of the time left each type choice may take (what they leave is the branch-and-price across types').
 IDEAL_SHARE, CHOICE_SHARE = 0.25, 0.35
+# Seconds a type choice must have left for its types not proven to be solved again.
+SECOND_PASS_SECONDS = 1.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,15 +110,31 @@ def solve_hetero_joint(
 
     def each_type(fixed: HeteroRound, limit: float | None) -> tuple[dict[str, Any], float | None, bool]:
         """Today's joint on every type of ``fixed``: results, total (None if one has no solution), all proven.
-        Within ``limit`` seconds in all: each type gets an equal share of what is left when it starts."""
+        Within ``limit`` seconds in all: each type gets an equal share of what is left when it starts; then the
+        types not proven share what the others left, each solved again from its allocation (a type whose ideal
+        configs are placed takes a second, another may need all the time there is)."""
         rounds = [(kind, sub) for kind, sub in fixed.per_type().items() if sub.jobs]
         end = None if limit is None else time.perf_counter() + limit
-        results = {}
+        results: dict[str, Any] = {}
+
+        def solve(kind: str, sub: Any, position: int, count: int, start: Allocation | None = None) -> None:
+            share = None if end is None else max((end - time.perf_counter()) / (count - position), 1e-3)
+            result = solve_type(sub, solver, consolidate, split_penalty, share, params.mip_gap, objective=objective,
+                                reductions=reductions, threads=params.threads, seed=params.seed,
+                                verbose=params.verbose, options=dict(params.options), start=start)
+            before = results.get(kind)
+            if before is None or before.objective is None or \
+                    (result.objective is not None and result.objective >= before.objective):
+                results[kind] = result
+
         for position, (kind, sub) in enumerate(rounds):
-            share = None if end is None else max((end - time.perf_counter()) / (len(rounds) - position), 1e-3)
-            results[kind] = solve_type(sub, solver, consolidate, split_penalty, share, params.mip_gap,
-                                       objective=objective, reductions=reductions, threads=params.threads,
-                                       seed=params.seed, verbose=params.verbose, options=dict(params.options))
+            solve(kind, sub, position, len(rounds))
+        again = [(kind, sub) for kind, sub in rounds if results[kind].status is not Status.OPTIMAL
+                 and results[kind].status is not Status.INFEASIBLE]
+        for position, (kind, sub) in enumerate(again):
+            if end is not None and end - time.perf_counter() < SECOND_PASS_SECONDS:
+                break
+            solve(kind, sub, position, len(again), start=results[kind].allocation)
         values = [r.objective for r in results.values()]
         total = None if None in values else float(sum(v for v in values if v is not None))
         return results, total, all(r.status is Status.OPTIMAL for r in results.values())
