@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from synergy_opt.ideal.core_search import Core, CoreSolution, SearchOutcome, prepare, search
+from synergy_opt.ideal.core_search import Core, CoreSolution, SearchOutcome, core_result, prepare, search
 from synergy_opt.ideal.lagrangian import Dual, Knapsack, solve_dual
 from synergy_opt.ideal.model import IdealModel
 from synergy_opt.solvers.base import SolveResult, SolverParams, Status
@@ -51,12 +51,7 @@ def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
     incumbent: CoreSolution | None = None
 
     def finish(status: Status, upper: float | None, message: str) -> SolveResult:
-        objective = None if incumbent is None else float(knapsack.value @ incumbent.y)
-        return SolveResult(
-            status=status, solver=SOLVER_NAME, objective=objective, bound=upper,
-            x=None if incumbent is None else incumbent.y, build_seconds=built - start,
-            solve_seconds=time.perf_counter() - built, message=message, native_status=message,
-        )
+        return core_result(SOLVER_NAME, knapsack.value, incumbent, status, upper, message, start, built)
 
     if not knapsack.value.size:
         incumbent = CoreSolution(np.zeros(0), 0.0)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.ideal.lagrangian import Dual, Knapsack
+from synergy_opt.solvers.base import SolveResult, Status
 
 # Half-width of the exact CPU cost-to-go table; outside it the bound is 0 (still a valid bound).
 CPU_WINDOW = 128
@@ -33,6 +34,20 @@ class CoreSolution:
 
     y: np.ndarray
     penalty: float
+
+
+def core_result(
+    solver: str, value: np.ndarray, incumbent: CoreSolution | None, status: Status, bound: float | None,
+    message: str, start: float, built: float,
+) -> SolveResult:
+    """A core method's outcome read like any backend's: the incumbent's objective ``value @ y`` (None without
+    one), ``bound`` as given; ``start`` and ``built`` are the ``time.perf_counter()`` times the solve began and
+    its knapsack was built."""
+    return SolveResult(
+        status=status, solver=solver, objective=None if incumbent is None else float(value @ incumbent.y),
+        bound=bound, x=None if incumbent is None else incumbent.y, build_seconds=built - start,
+        solve_seconds=time.perf_counter() - built, message=message, native_status=message,
+    )
 
 
 @dataclass(frozen=True)

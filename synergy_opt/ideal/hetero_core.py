@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from synergy_opt.ideal.core_search import CoreSolution, SearchOutcome
+from synergy_opt.ideal.core_search import CoreSolution, SearchOutcome, core_result
 from synergy_opt.ideal.hetero_knapsack import TypedKnapsack
 from synergy_opt.ideal.hetero_model import HeteroIdealModel
 from synergy_opt.ideal.hetero_search import Plan, plan, search
@@ -64,11 +64,7 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
             # The penalty is summed in another order than the objective: the optimum an exact search found is
             # its own bound, and no bound is below the objective.
             upper = objective if exact else max(upper, objective)
-        return SolveResult(
-            status=status, solver=SOLVER_NAME, objective=objective, bound=upper,
-            x=None if incumbent is None else incumbent.y, build_seconds=built - start,
-            solve_seconds=time.perf_counter() - built, message=message, native_status=message,
-        )
+        return core_result(SOLVER_NAME, knapsack.value, incumbent, status, upper, message, start, built)
 
     if not knapsack.value.size:
         incumbent = CoreSolution(np.zeros(0), 0.0)
