@@ -121,51 +121,101 @@ def search(
 
     The search stops incomplete when ``deadline`` (a ``time.perf_counter`` time) passes or a step keeps more
     than ``state_limit`` states."""
-    knapsack, threshold, steps, room = core.knapsack, core.threshold, core.steps, core.room
+    found, complete, max_states = search_many(core, core.room[None, :], np.array([core.threshold]), beam=beam,
+                                              deadline=deadline, state_limit=state_limit)
+    return SearchOutcome(found[0] if complete else None, complete, len(core.steps), max_states)
+
+
+def search_many(
+    core: Core,
+    rooms: np.ndarray,
+    thresholds: np.ndarray,
+    *,
+    beam: int | None = None,
+    deadline: float | None = None,
+    state_limit: int | None = None,
+) -> tuple[list[CoreSolution | None], bool, int]:
+    """:func:`search` from several origins at once: origin ``o`` has ``rooms[o]`` (CPUs, GB) left by the base
+    columns and its own threshold. One pass over the steps for all (each state remembers its origin, and states
+    of different origins never dominate each other); ``beam`` keeps that many states per origin; ``state_limit``
+    counts the states of all origins. Returns each origin's best solution (or None), whether the search
+    completed, and the most states a step kept."""
+    knapsack = core.knapsack
     lam = core.dual.multipliers
     tolerance = row_tolerance(knapsack)
-    if core.root_bound > threshold:
-        return SearchOutcome(None, True, len(steps), 0)
+    found: list[CoreSolution | None] = [None] * len(thresholds)
+    origin = np.flatnonzero(table_bound(core.cpu_to_go, 0, rooms[:, 0], tolerance[0]) <= thresholds)
+    if not origin.size:
+        return found, True, 0
+    room_cpu, room_mem, threshold = rooms[origin, 0], rooms[origin, 1], thresholds[origin]
+    # A state's CPU change offset by its origin (more than twice any change apart): states of different origins
+    # fall in different groups of the dominance test.
+    offset = 4.0 * (np.abs(knapsack.cpu).max(initial=0.0) * knapsack.class_count.sum() + 1.0) if len(thresholds) > 1 \
+        else 0.0
 
-    cpu: np.ndarray = np.zeros(1)
-    mem: np.ndarray = np.zeros(1)
-    cost: np.ndarray = np.zeros(1)
+    cpu: np.ndarray = np.zeros(origin.size)
+    mem: np.ndarray = np.zeros(origin.size)
+    cost: np.ndarray = np.zeros(origin.size)
+    start: np.ndarray = np.arange(origin.size)
     parent: np.ndarray
     choice: np.ndarray
     trail: list[tuple[np.ndarray, np.ndarray]] = []
     max_states = 1
     for index, (group, done) in enumerate(zip(core.groups, core.ends, strict=True)):
         if deadline is not None and time.perf_counter() > deadline:
-            return SearchOutcome(None, False, len(steps), max_states)
+            return found, False, max_states
         options = group.cpu.size
         cpu = (cpu[:, None] + group.cpu).ravel()
         mem = (mem[:, None] + group.mem).ravel()
         cost = (cost[:, None] + group.cost).ravel()
         parent = np.repeat(np.arange(cost.size // options), options)
         choice = np.tile(np.arange(options), cost.size // options)
+        start = np.repeat(start, options)
         estimate = cost + np.maximum(
-            table_bound(core.cpu_to_go, index + 1, room[0] - cpu, tolerance[0]),
-            mem_bound(room[1] - mem, core.mem_up[done], core.mem_down[done], lam[1], tolerance[1]),
+            table_bound(core.cpu_to_go, index + 1, room_cpu[start] - cpu, tolerance[0]),
+            mem_bound(room_mem[start] - mem, core.mem_up[done], core.mem_down[done], lam[1], tolerance[1]),
         )
-        keep = estimate <= threshold
-        cpu, mem, cost, parent, choice, estimate = (a[keep] for a in (cpu, mem, cost, parent, choice, estimate))
-        cpu, mem, cost, parent, choice, estimate = _undominated(cpu, mem, cost, parent, choice, estimate, lam=lam)
-        if beam is not None and cost.size > beam:
-            best = np.argpartition(estimate, beam)[:beam]
-            cpu, mem, cost, parent, choice = (a[best] for a in (cpu, mem, cost, parent, choice))
+        keep = estimate <= threshold[start]
+        cpu, mem, cost, parent, choice, estimate, start = (
+            a[keep] for a in (cpu, mem, cost, parent, choice, estimate, start))
+        _, mem, cost, parent, choice, estimate, cpu, start = _undominated(
+            cpu + offset * start, mem, cost, parent, choice, estimate, cpu, start, lam=lam)
+        if beam is not None:
+            best = _best_per_origin(estimate, start, beam)
+            cpu, mem, cost, parent, choice, start = (a[best] for a in (cpu, mem, cost, parent, choice, start))
         trail.append((parent, choice))
         max_states = max(max_states, cost.size)
         if state_limit is not None and cost.size > state_limit:
-            return SearchOutcome(None, False, len(steps), max_states)
+            return found, False, max_states
         if cost.size == 0:
-            return SearchOutcome(None, True, len(steps), max_states)
+            return found, True, max_states
 
-    feasible = (cpu <= room[0] + tolerance[0]) & (mem <= room[1] + tolerance[1])
-    penalty = np.where(feasible, cost + lam[0] * (room[0] - cpu) + lam[1] * (room[1] - mem), np.inf)
-    state = int(np.argmin(penalty))
-    best_penalty = float(penalty[state])
-    if not np.isfinite(best_penalty) or best_penalty > threshold:
-        return SearchOutcome(None, True, len(steps), max_states)
+    feasible = (cpu <= room_cpu[start] + tolerance[0]) & (mem <= room_mem[start] + tolerance[1])
+    penalty = np.where(feasible, cost + lam[0] * (room_cpu[start] - cpu) + lam[1] * (room_mem[start] - mem), np.inf)
+    order = np.lexsort((penalty, start))  # by origin, the least penalty first (ties: the first state)
+    first = order[np.r_[True, start[order][1:] != start[order][:-1]]]
+    for state in first:
+        best_penalty = float(penalty[state])
+        if not np.isfinite(best_penalty) or best_penalty > threshold[start[state]]:
+            continue
+        found[int(origin[start[state]])] = CoreSolution(_read_back(core, trail, int(state)), best_penalty)
+    return found, True, max_states
+
+
+def _best_per_origin(estimate: np.ndarray, start: np.ndarray, beam: int) -> np.ndarray:
+    """The ``beam`` states of least estimate of each origin (all of them when there are fewer)."""
+    if start.size <= beam:
+        return np.arange(start.size)
+    if start[0] == start[-1] and not np.any(start != start[0]):  # one origin: as the single search always did
+        return np.argpartition(estimate, beam)[:beam]
+    order = np.lexsort((estimate, start))
+    rank = np.arange(order.size) - np.searchsorted(start[order], start[order])
+    return order[rank < beam]
+
+
+def _read_back(core: Core, trail: list[tuple[np.ndarray, np.ndarray]], state: int) -> np.ndarray:
+    """Counts per column of the solution ending in ``state``."""
+    knapsack = core.knapsack
     y = np.zeros(knapsack.value.size)
     np.add.at(y, core.dual.base_columns, knapsack.class_count)
     for group, (parent, choice) in zip(reversed(core.groups), reversed(trail), strict=True):
@@ -175,7 +225,7 @@ def search(
                 y[step.columns[0]] -= 1
                 y[step.columns[option]] += 1
         state = int(parent[state])
-    return SearchOutcome(CoreSolution(y, best_penalty), True, len(steps), max_states)
+    return y
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,16 @@ then an exact search of the classes the prices leave open.
 
 1. :func:`~synergy_opt.ideal.lagrangian.solve_dual` prices the GPU, CPU and memory rows of every type (Kelley's
    cutting planes, smoothed); its bound ``L`` equals the LP relaxation's.
-2. For a threshold ``t`` growing by half from ``mip_gap * |L|``: the exact search
-   (:func:`~synergy_opt.ideal.hetero_search.search`) while it keeps few states, whose solution is then the
-   optimum and whose finding none rules ``t`` out; past that, beam searches for an incumbent of penalty ``p``;
-   when they find none, the split relaxation (:mod:`~synergy_opt.ideal.hetero_split`) may still rule ``t`` out.
+2. For a threshold ``t`` growing from ``mip_gap * |L|`` (by half, or to the largest threshold ruled out plus the
+   gap allowed, if more): the exact search (:func:`~synergy_opt.ideal.hetero_search.search`) while it keeps
+   few states, whose solution is then the optimum and whose finding none rules ``t`` out; once it grows large,
+   a narrow beam search for an incumbent of penalty ``p``, then the split relaxation
+   (:mod:`~synergy_opt.ideal.hetero_split`), which may rule ``t`` out, then a wider beam.
 3. Proof: no solution is better than the incumbent by more than ``gap = mip_gap * |objective|`` (a MIP solver's
    relative-gap contract) when a threshold ``>= p - gap`` was ruled out, or the split relaxation rules ``p -
    gap`` out, or the exact search finds nothing within it; a better solution it finds is the optimum. A proof
-   search that grows large first gives a wider beam the chance of a better incumbent (a lower ``p``).
+   search that grows large is first tried halfway down to the largest threshold ruled out (a solution there is
+   the optimum; none rules it out), then a wider beam may find a better incumbent (a lower ``p``).
 
 Time limits return ``FEASIBLE`` with the incumbent and the bound ``L - t`` of the largest threshold ruled out, or
 ``NO_SOLUTION``, as the backends do. The tests compare it with brute force and with HiGHS on the whole model.
@@ -43,7 +45,7 @@ BEAM_WIDTHS = (16, 64)
 # get more room), so small steps keep it near the optimum's penalty (measured: 1.5 against 2 on 1024 GPUs).
 GROWTH = 1.5
 # A proof search past the state limit first lets the wider beam look for a better incumbent, this many times.
-IMPROVEMENTS = 2
+IMPROVEMENTS = 3
 
 
 class _Deadline(Exception):
@@ -87,7 +89,13 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
             proof = searcher.exact(threshold, state_limit=limit)
             if proof.complete:
                 break
-            better = searcher.beam(threshold, BEAM_WIDTHS[-1:])
+            # Past the limit: halfway down to what is ruled out the search is smaller, and its best is the optimum.
+            probe = searcher.exact((searcher.ruled_out + threshold) / 2, state_limit=EXACT_STATE_LIMIT)
+            if probe.solution is not None:
+                incumbent = probe.solution
+                return finish(Status.OPTIMAL, bound - incumbent.penalty, f"optimal: exact core search; {searcher}",
+                              True)
+            better = None if probe.complete else searcher.beam(threshold, BEAM_WIDTHS[-1:])
             if better is not None:
                 incumbent = better
     except _Deadline:
@@ -161,17 +169,23 @@ class _Searcher:
         # No solution has a larger penalty than every job at its worst column with all capacity unused.
         worst = float(knapsack.class_count @ np.maximum.reduceat(dual.reduced_cost, knapsack.starts)
                       + dual.multipliers @ knapsack.capacity)
-        threshold = max(mip_gap * abs(dual.bound), 1e-9 * max(1.0, abs(dual.bound)))
+        allowed = max(mip_gap * abs(dual.bound), 1e-9 * max(1.0, abs(dual.bound)))
+        threshold = allowed
+        small = True  # exact searches stay small (thresholds only grow: once one grows large, beams only)
         while threshold < worst:
-            # A small exact search first (its solution is the optimum); past its limit, beams: an exact search at
-            # a threshold well above the optimum's penalty costs much more than the proof at the incumbent's.
-            exact = self.exact(threshold, state_limit=INCUMBENT_STATE_LIMIT)
-            if exact.solution is not None:
-                return exact.solution, True
-            if not exact.complete:
-                found = self.beam(threshold, BEAM_WIDTHS)
+            if small:
+                exact = self.exact(threshold, state_limit=INCUMBENT_STATE_LIMIT)
+                if exact.solution is not None:
+                    return exact.solution, True
+                small = exact.complete
+            if not small:
+                # The narrow beam, then the split relaxation (below the optimum's penalty it rules the threshold
+                # out for less than a wider beam that cannot find anything), then the wider beam.
+                found = self.beam(threshold, BEAM_WIDTHS[:1])
+                if found is None and not self.rules_out(threshold):
+                    found = self.beam(threshold, BEAM_WIDTHS[1:])
                 if found is not None:
                     return found, False
-                self.rules_out(threshold)
-            threshold *= GROWTH
+            # An incumbent within what was ruled out and the gap is proven at once: no smaller step is needed.
+            threshold = max(GROWTH * threshold, self.ruled_out + allowed)
         return self.exact(worst).solution, True

@@ -49,13 +49,42 @@ class MoveStep:
 
 
 @dataclass(frozen=True)
-class StayingClass:
-    """A core class whose moves all stay on its type: its options' CPU and memory change and cost."""
+class StayingOptions:
+    """One type's staying classes, for the bounds: every move's CPU and memory change and cost, and the steps of
+    the CPU table (a class with several moves is a step per job; classes of one move with the same CPU change are
+    one step taking the cheapest ``n``, as :func:`move_steps` does)."""
 
-    kind: int
     cpu: np.ndarray
     mem: np.ndarray
     cost: np.ndarray
+    cpu_steps: list[tuple[np.ndarray, np.ndarray]]  # (CPU change, cost) per option, option 0 the base
+
+    @classmethod
+    def of(cls, knapsack: TypedKnapsack, dual: Dual, classes: np.ndarray, within: np.ndarray, threshold: float
+           ) -> StayingOptions:
+        base = dual.base_columns
+        columns = np.flatnonzero(within & np.isin(knapsack.col_class, classes))
+        columns = columns[columns != base[knapsack.col_class[columns]]]
+        klass = knapsack.col_class[columns]
+        home = base[klass]
+        cpu, mem = knapsack.cpu[columns] - knapsack.cpu[home], knapsack.mem[columns] - knapsack.mem[home]
+        cost = dual.reduced_cost[columns]
+        moves = np.bincount(klass, minlength=knapsack.class_count.size)[klass]
+        steps = []
+        several = np.flatnonzero(moves > 1)  # columns are in class order
+        cuts = np.flatnonzero(np.diff(klass[several])) + 1
+        for mine in np.split(several, cuts) if several.size else []:
+            option = (np.concatenate([[0.0], cpu[mine]]), np.concatenate([[0.0], cost[mine]]))
+            steps += [option] * int(knapsack.class_count[klass[mine[0]]])
+        single = np.flatnonzero(moves == 1)
+        shifts, label = np.unique(np.round(cpu[single], 6), return_inverse=True)
+        for index, shift in enumerate(shifts):
+            members = single[label.ravel() == index]
+            copies = np.sort(np.repeat(cost[members], knapsack.class_count[klass[members]].astype(np.int64)))
+            total = np.r_[0.0, np.cumsum(copies)]
+            total = total[:max(int(np.searchsorted(total, threshold, side="right")), 1)]
+            steps.append((np.arange(total.size) * shift, total))
+        return cls(cpu, mem, cost, steps)
 
 
 @dataclass(frozen=True)
@@ -115,7 +144,7 @@ class MoveBounds:
     """Per step, a lower bound on the cost still to come (the module docstring)."""
 
     def __init__(self, knapsack: TypedKnapsack, lam: np.ndarray, steps: list[MoveStep],
-                 staying: list[StayingClass], room: np.ndarray) -> None:
+                 staying: list[StayingOptions], room: np.ndarray) -> None:
         types = knapsack.types
         self.types, self.room, self.lam = types, room, lam
         self.tolerance = 1e-9 * np.maximum(1.0, np.abs(knapsack.capacity))
@@ -131,19 +160,18 @@ class MoveBounds:
         self.cpu: list[np.ndarray | None] = []
         self.gpu: list[np.ndarray] = []
         self.mem_up, self.mem_down = [], []
-        for kind in range(types):
-            mine = [s for s in staying if s.kind == kind]
+        for kind, mine in enumerate(staying):
             share = [self._share(step, kind) for step in steps]
             # GPU changes are whole GPUs; only the moving steps change them.
             self.gpu.append(cost_to_go([step.delta[:, kind] for step in steps], share,
                                        np.where(need >= 0, lam[kind] * need, np.inf)))
             if integral:
-                last = cost_to_go([s.cpu for s in mine], [s.cost for s in mine],
+                last = cost_to_go([change for change, _ in mine.cpu_steps], [cost for _, cost in mine.cpu_steps],
                                   np.where(need >= 0, lam[types + kind] * need, np.inf))[0]
                 self.cpu.append(cost_to_go([step.delta[:, types + kind] for step in steps], share, last))
             else:
                 self.cpu.append(None)
-            up, down = _per_gb([s.mem for s in mine], [s.cost for s in mine])
+            up, down = _per_gb([mine.mem], [mine.cost])
             ups, downs = [up], [down]
             for step, cost in zip(reversed(steps), reversed(share), strict=True):
                 up, down = _per_gb([step.delta[:, 2 * types + kind]], [cost])
