@@ -125,12 +125,15 @@ def _ratio(rows: list[dict[str, Any]], load: float, top: str, bottom: str) -> fl
 def _print(rows: list[dict[str, Any]], loads: Sequence[float], ratios: list[tuple[str, str, str]]) -> None:
     """Average JCT per load and mechanism, then each ``(header, mechanism, column)`` ratio."""
     mechanisms = list(dict.fromkeys(row["mechanism"] for row in rows))
-    print("load " + "".join(f"{m:>14}" for m in mechanisms) + "".join(f"{h:>14}" for h, _, _ in ratios))
+    # Each column as wide as its label and a space (a label such as "tune (paper's order)" is wider than 14).
+    widths = [max(14, len(m) + 1) for m in mechanisms]
+    print("load " + "".join(f"{m:>{w}}" for m, w in zip(mechanisms, widths, strict=True))
+          + "".join(f"{h:>14}" for h, _, _ in ratios))
     for load in loads:
         mine = {row["mechanism"]: row for row in rows if row["load"] == float(load)}
         # A mechanism recorded at some loads only (a later addition to the sweep) prints "-" at the others.
-        print(f"{load:>4g} " + "".join(f"{mine[m]['avg_jct_h']:14.2f}" if m in mine else f"{'-':>14}"
-                                       for m in mechanisms)
+        print(f"{load:>4g} " + "".join(f"{mine[m]['avg_jct_h']:{w}.2f}" if m in mine else f"{'-':>{w}}"
+                                       for m, w in zip(mechanisms, widths, strict=True))
               + "".join(f"{mine[m][column]:14.3f}" if m in mine and mine[m][column] is not None else f"{'-':>14}"
                         for _, m, column in ratios))
 
