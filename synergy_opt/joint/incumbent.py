@@ -294,14 +294,18 @@ class _Servers:
                 if deadline is not None and time.perf_counter() > deadline:
                     return
                 partners = rng.permutation(np.delete(np.arange(servers), a))[:PARTNERS]
-                if self._improve_pair(int(a), partners):
+                if self._improve_pair(int(a), partners, deadline):
                     improved = True
 
-    def _improve_pair(self, a: int, partners: np.ndarray) -> bool:
-        """The first move or swap of a job on server ``a`` with a partner's that raises the pair's value."""
+    def _improve_pair(self, a: int, partners: np.ndarray, deadline: float | None = None) -> bool:
+        """The first move or swap of a job on server ``a`` with a partner's that raises the pair's value; False
+        when ``deadline`` passes first (one pair's moves are hundreds of per-server programmes: checked per job,
+        or a 0.05 s polish ran for seconds)."""
         gpus = self.jobs.gpus
         for b in (int(p) for p in partners):
             for x in list(self.resident[a]):
+                if deadline is not None and time.perf_counter() > deadline:
+                    return False
                 for y in [None, *self.resident[b]]:
                     gx, gy = int(gpus[x]), 0 if y is None else int(gpus[y])
                     if self.free_gpus[b] + gy < gx or self.free_gpus[a] + gx < gy:
