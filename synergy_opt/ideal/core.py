@@ -21,7 +21,16 @@ import time
 
 import numpy as np
 
-from synergy_opt.ideal.core_search import Core, CoreSolution, SearchOutcome, core_result, prepare, search
+from synergy_opt.ideal.core_search import (
+    Core,
+    CoreSolution,
+    SearchDeadline,
+    SearchOutcome,
+    check_deadline,
+    core_result,
+    prepare,
+    search,
+)
 from synergy_opt.ideal.lagrangian import Dual, Knapsack, solve_dual
 from synergy_opt.ideal.model import IdealModel
 from synergy_opt.solvers.base import SolveResult, SolverParams, Status
@@ -36,10 +45,6 @@ EXACT_STATE_LIMIT = 4096
 PROOF_STATE_LIMIT = 50_000
 WIDE_BEAM = 512
 IMPROVEMENTS = 3
-
-
-class _Deadline(Exception):
-    """The time limit passed during a search."""
 
 
 def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
@@ -77,7 +82,7 @@ def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
                 proof = proof if proof.complete else searcher.exact(threshold)
                 break
             incumbent = better
-    except _Deadline:
+    except SearchDeadline:
         status = Status.NO_SOLUTION if incumbent is None else Status.FEASIBLE
         return finish(status, bound - searcher.ruled_out, "time limit during the core search")
     summary = f"core of {proof.core_jobs} jobs searched, {proof.max_states} states at most"
@@ -108,8 +113,8 @@ class _Searcher:
 
     def _run(self, core: Core, beam: int | None = None, state_limit: int | None = None) -> SearchOutcome:
         outcome = search(core, beam=beam, deadline=self.deadline, state_limit=state_limit)
-        if not outcome.complete and self.deadline is not None and time.perf_counter() > self.deadline:
-            raise _Deadline
+        if not outcome.complete:
+            check_deadline(self.deadline)
         return outcome
 
     def relaxation_rules_out(self, threshold: float) -> bool:

@@ -36,6 +36,16 @@ class CoreSolution:
     penalty: float
 
 
+class SearchDeadline(Exception):
+    """A core method's time limit passed during a search (each core method catches it and returns its best)."""
+
+
+def check_deadline(deadline: float | None) -> None:
+    """Raise :class:`SearchDeadline` when ``deadline`` (a ``time.perf_counter`` time) has passed."""
+    if deadline is not None and time.perf_counter() > deadline:
+        raise SearchDeadline
+
+
 def core_result(
     solver: str, value: np.ndarray, incumbent: CoreSolution | None, status: Status, bound: float | None,
     message: str, start: float, built: float,
@@ -206,7 +216,7 @@ def _best_per_origin(estimate: np.ndarray, start: np.ndarray, beam: int) -> np.n
     """The ``beam`` states of least estimate of each origin (all of them when there are fewer)."""
     if start.size <= beam:
         return np.arange(start.size)
-    if start[0] == start[-1] and not np.any(start != start[0]):  # one origin: as the single search always did
+    if not np.any(start != start[0]):  # one origin: as the single search always did
         return np.argpartition(estimate, beam)[:beam]
     order = np.lexsort((estimate, start))
     rank = np.arange(order.size) - np.searchsorted(start[order], start[order])

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from synergy_opt.ideal.core_search import CoreSolution, SearchOutcome, core_result
+from synergy_opt.ideal.core_search import CoreSolution, SearchDeadline, SearchOutcome, check_deadline, core_result
 from synergy_opt.ideal.hetero_knapsack import TypedKnapsack
 from synergy_opt.ideal.hetero_model import HeteroIdealModel
 from synergy_opt.ideal.hetero_search import Plan, plan, search
@@ -46,10 +46,6 @@ BEAM_WIDTHS = (16, 64)
 GROWTH = 1.5
 # A proof search past the state limit first lets the wider beam look for a better incumbent, this many times.
 IMPROVEMENTS = 3
-
-
-class _Deadline(Exception):
-    """The time limit passed during a search."""
 
 
 def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
@@ -98,7 +94,7 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
             better = None if probe.complete else searcher.beam(threshold, BEAM_WIDTHS[-1:])
             if better is not None:
                 incumbent = better
-    except _Deadline:
+    except SearchDeadline:
         status = Status.NO_SOLUTION if incumbent is None else Status.FEASIBLE
         return finish(status, bound - searcher.ruled_out, f"time limit during the core search; {searcher}")
     if proof.solution is not None and proof.solution.penalty < incumbent.penalty:
@@ -132,12 +128,8 @@ class _Searcher:
         self.searches += 1
         self.max_states = max(self.max_states, outcome.max_states)
         self.core_jobs = max(self.core_jobs, outcome.core_jobs)
-        self._check_deadline()
+        check_deadline(self.deadline)
         return outcome
-
-    def _check_deadline(self) -> None:
-        if self.deadline is not None and time.perf_counter() > self.deadline:
-            raise _Deadline
 
     def exact(self, threshold: float, state_limit: int | None = None) -> SearchOutcome:
         outcome = self._run(threshold, state_limit=state_limit)
@@ -158,7 +150,7 @@ class _Searcher:
             return True
         empty = split_rules_out(self.knapsack, self.dual, threshold, deadline=self.deadline,
                                 state_limit=EXACT_STATE_LIMIT)
-        self._check_deadline()
+        check_deadline(self.deadline)
         if empty:
             self.ruled_out = threshold
         return empty

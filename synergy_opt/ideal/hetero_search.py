@@ -32,9 +32,11 @@ from synergy_opt.ideal.hetero_knapsack import TypedKnapsack
 from synergy_opt.ideal.hetero_moves import MoveBounds, MoveStep, StayingOptions, move_states, move_steps
 from synergy_opt.ideal.lagrangian import Dual
 
-# With a beam of width w, the moving classes keep 16 w states and each type completes the w changes of most room
-# (measured on 1024 GPUs: a beam as wide as the completions' finds no solution at 1.2 times the optimum's penalty).
+# With a beam of width w, the moving classes keep MOVE_BEAM w states and each type completes the COMPLETION_BEAM w
+# changes of most room (measured on 1024 GPUs: a beam as wide as the completions' finds no solution at 1.2 times
+# the optimum's penalty).
 MOVE_BEAM = 16
+COMPLETION_BEAM = 4
 
 
 @dataclass(frozen=True, eq=False)
@@ -119,8 +121,8 @@ def search(plan: Plan, *, beam: int | None = None, deadline: float | None = None
             type_knapsack, type_dual = knapsack.of_type(int(kind), classes, columns, dual, room[rows])
             type_core = prepare(type_knapsack, type_dual, float(budget.max()))
             open_ = np.flatnonzero(budget >= 0)
-            if beam is not None:  # with a beam, the 4 w changes of most room left
-                open_ = open_[np.argsort(-budget[open_], kind="stable")][:4 * beam]
+            if beam is not None:  # with a beam, the changes of most room left
+                open_ = open_[np.argsort(-budget[open_], kind="stable")][:COMPLETION_BEAM * beam]
             found, complete, most = search_many(type_core, left[open_], budget[open_], beam=beam, deadline=deadline,
                                                 state_limit=state_limit)
             max_states = max(max_states, most)
