@@ -11,8 +11,9 @@ import synergy_opt as so
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.hetero_model import admissible, build_hetero_ideal
+from synergy_opt.ideal.hetero_types import solve_lp
 from synergy_opt.ideal.model import Reductions
-from synergy_opt.solvers import Status
+from synergy_opt.solvers import Status, solve_model
 from tests.hetero_instances import brute_force_hetero_ideal, random_hetero_round
 
 ROUNDS = [random_hetero_round(np.random.default_rng(seed)) for seed in range(120)]
@@ -104,6 +105,36 @@ def test_core_and_direct_agree_on_small_generated_noisy_rounds(seed: int) -> Non
     assert core.bound >= direct.objective - 1e-6  # type: ignore[operator]
     fixed = so.solve_ideal(instance.at_baseline())
     assert core.objective >= fixed.objective - 1e-9  # type: ignore[operator]  # sums in another order
+
+
+@pytest.mark.parametrize(("seed", "multi", "fix_below_floor"),
+                         [(0, False, True), (1, True, True), (2, True, False), (3, False, False)])
+def test_the_lp_by_prices_is_the_whole_lps_optimum(seed: int, multi: bool, fix_below_floor: bool) -> None:
+    """solve_lp (Lagrangian prices, then columns generated) against HiGHS on the whole LP: the same optimum,
+    a feasible primal and a dual that prices no column positively. Floor rows (not fixed) are outside the
+    Lagrangian's knapsack, so those rounds take the column-generation path."""
+    instance = so.generate_round(types={"k80": 3, "p100": 3, "v100": 3}, multi_gpu=multi, seed=seed,
+                                 profile_noise=0.05)
+    ideal = build_hetero_ideal(instance, reductions=Reductions(merge_identical=fix_below_floor,
+                                                               fix_below_floor=fix_below_floor))
+    model = ideal.model
+    solved = solve_lp(ideal)
+    assert solved is not None
+    y, row_dual = solved
+    whole = solve_model(model.relaxed(), "highs")
+    assert float(model.objective @ y) == pytest.approx(whole.objective, rel=1e-9)
+    use = model.matrix @ y
+    assert np.all(use <= model.row_upper + 1e-7) and np.all(use >= model.row_lower - 1e-7)
+    assert np.all(y >= -1e-9) and np.all(y <= model.col_upper + 1e-9)
+    # No column below its bound would enter; one at its bound (1 for a job) may have a positive reduced cost.
+    reduced = model.objective - model.matrix.T @ row_dual
+    assert np.all(reduced[y < model.col_upper - 1e-9] <= 1e-7)
+    # The dual is feasible in sign (<= rows priced >= 0, >= rows <= 0) and its value bounds the optimum.
+    upper, lower = np.isfinite(model.row_upper), np.isfinite(model.row_lower)
+    assert np.all(row_dual[upper & ~lower] >= -1e-9) and np.all(row_dual[lower & ~upper] <= 1e-9)
+    side = np.where(row_dual > 0, model.row_upper, np.where(row_dual < 0, model.row_lower, 0.0))
+    bound = float(side @ row_dual + np.maximum(reduced, 0.0) @ model.col_upper)
+    assert bound == pytest.approx(whole.objective, rel=1e-8)
 
 
 def test_merging_alike_jobs_is_exact() -> None:
