@@ -247,6 +247,21 @@ class Allocation:
         return tuple(p.server for p in self.jobs.get(job_id, ()))
 
 
+def trusted_placement(server: int, gpus: int, cpus: float, mem_gb: float) -> Placement:
+    """A Placement without re-validation, for callers that only make valid ones (building 16k validated
+    Placements and an Allocation costs more than TUNE itself: 0.3 s at 16384 GPUs)."""
+    placement = object.__new__(Placement)
+    placement.__dict__.update(server=server, gpus=gpus, cpus=float(cpus), mem_gb=float(mem_gb))
+    return placement
+
+
+def trusted_allocation(parts: dict[str, tuple[Placement, ...]]) -> Allocation:
+    """An Allocation of valid placements (distinct servers per job, sorted by server) without re-validation."""
+    allocation = object.__new__(Allocation)
+    allocation.__dict__["jobs"] = parts
+    return allocation
+
+
 def prefixed(error: InvalidInputError, prefix: str) -> InvalidInputError:
     """The same error with the field's path inside its container prepended."""
     inner = error.field

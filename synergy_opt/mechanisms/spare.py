@@ -25,11 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.evaluation import CAPACITY_TOLERANCE, check_same_round
-from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.instance import Allocation, RoundInstance, trusted_allocation, trusted_placement
 from synergy_opt.instance import allocation as allocation_rule
 from synergy_opt.io import round_instance
 from synergy_opt.mechanisms.configs import ConfigTable, config_table, job_throughputs
-from synergy_opt.packing.state import trusted_allocation, trusted_placement
 from synergy_opt.validation import InstanceOf, Optional, checked
 
 # A gain must exceed this (relative to the throughput) to count: float noise is no reason to move a job.

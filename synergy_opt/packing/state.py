@@ -32,22 +32,14 @@ Public API
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.instance import Allocation, Placement, RoundInstance
-
-# Building 16k validated Placements and an Allocation costs more than TUNE itself (0.3 s at 16384 GPUs), and
-# ServerState only ever holds valid ones (distinct servers, positive GPUs, finite non-negative CPU and memory),
-# so to_allocation fills the frozen dataclasses directly, as long as their fields are the ones known here.
-_TRUSTED_LAYOUT = (
-    tuple(f.name for f in fields(Placement)) == ("server", "gpus", "cpus", "mem_gb")
-    and tuple(f.name for f in fields(Allocation)) == ("jobs",)
-)
+from synergy_opt.instance import Allocation, Placement, RoundInstance, trusted_allocation, trusted_placement
 
 # Absolute slack per server, as a fraction of its capacity: float sums such as 8 x 3.0000000001 CPUs must still
 # fit, and stay well inside the evaluator's 1e-7 relative tolerance.
@@ -285,21 +277,3 @@ class ServerState:
         other.jobs_on = [dict(jobs) for jobs in self.jobs_on]
         other.tables = self.tables  # deterministic caches: sharing them changes nothing
         return other
-
-
-def trusted_placement(server: int, gpus: int, cpus: float, mem_gb: float) -> Placement:
-    """A Placement without re-validation (see ``_TRUSTED_LAYOUT``), for callers that only make valid ones."""
-    if not _TRUSTED_LAYOUT:
-        return Placement(server, gpus, cpus, mem_gb)
-    placement = object.__new__(Placement)
-    placement.__dict__.update(server=server, gpus=gpus, cpus=float(cpus), mem_gb=float(mem_gb))
-    return placement
-
-
-def trusted_allocation(parts: dict[str, tuple[Placement, ...]]) -> Allocation:
-    """An Allocation of valid placements (distinct servers per job, sorted by server) without re-validation."""
-    if not _TRUSTED_LAYOUT:
-        return Allocation(parts)
-    allocation = object.__new__(Allocation)
-    allocation.__dict__["jobs"] = parts
-    return allocation
