@@ -31,7 +31,17 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
-from synergy_opt.instance import Allocation, Cluster, Job, Placement, RoundInstance, prefixed
+from synergy_opt.instance import (
+    Allocation,
+    Cluster,
+    Job,
+    Placement,
+    RoundInstance,
+    prefixed,
+    trusted_allocation,
+    trusted_job,
+    trusted_placement,
+)
 from synergy_opt.profile import Profile
 from synergy_opt.profile_groups import group_profiles
 from synergy_opt.validation import MAX_SERVERS, InstanceOf, Optional, text
@@ -268,7 +278,8 @@ class HeteroJob:
         elif baseline not in profiles:
             raise UnknownNameError("baseline", baseline, tuple(profiles))
         object.__setattr__(self, "baseline", baseline)
-        base = self.on(baseline)  # a homogeneous Job checks the id, GPUs, model, arrival and work
+        # A homogeneous Job checks the id, GPUs, model, arrival and work.
+        base = Job(self.id, self.gpus, profiles[baseline], self.model, self.arrival, self.work)
         for key in ("id", "gpus", "model", "arrival", "work"):
             object.__setattr__(self, key, getattr(base, key))
 
@@ -289,7 +300,8 @@ class HeteroJob:
         """The homogeneous job it is on type ``gpu_type``: the same fields, that type's matrix."""
         if gpu_type not in self.profiles:
             raise UnknownNameError("gpu_type", gpu_type, self.types)
-        return Job(self.id, self.gpus, self.profiles[gpu_type], self.model, self.arrival, self.work)
+        # The fields were checked when the job was made.
+        return trusted_job(self.id, self.gpus, self.profiles[gpu_type], self.model, self.arrival, self.work)
 
     def limited_to(self, types: Iterable[str], baseline: str | None = None) -> HeteroJob:
         """The same job allowed only ``types`` (its baseline kept unless another is given)."""
@@ -302,8 +314,13 @@ class HeteroJob:
                          self.arrival, self.work)
 
     def fixed_to(self, gpu_type: str) -> HeteroJob:
-        """The job fixed to ``gpu_type``: its only type, hence its baseline."""
-        return self.limited_to([gpu_type], gpu_type)
+        """The job fixed to ``gpu_type``: its only type, hence its baseline (a checked job's fields, not checked
+        again: type-fixed rounds are made of every job on every round of a heterogeneous mechanism)."""
+        if gpu_type not in self.profiles:
+            raise UnknownNameError("types", gpu_type, self.types)
+        job = object.__new__(HeteroJob)
+        job.__dict__.update(self.__dict__, profiles={gpu_type: self.profiles[gpu_type]}, baseline=gpu_type)
+        return job
 
 
 @dataclass(frozen=True)
@@ -484,8 +501,8 @@ def join_allocations(cluster: HeteroCluster, per_type: Mapping[str, Allocation])
         for job_id, parts in allocation.jobs.items():
             if job_id in jobs:
                 raise InvalidInputError(f"per_type[{kind!r}].jobs", job_id, "a job is placed on two types")
-            jobs[job_id] = tuple(Placement(p.server + offset, p.gpus, p.cpus, p.mem_gb) for p in parts)
-    return Allocation(jobs)
+            jobs[job_id] = tuple(trusted_placement(p.server + offset, p.gpus, p.cpus, p.mem_gb) for p in parts)
+    return trusted_allocation(jobs)
 
 
 def split_allocation(cluster: HeteroCluster, allocation: Allocation) -> dict[str, Allocation]:

@@ -58,6 +58,7 @@ class HeteroIdealModel:
     class_count: np.ndarray
     class_jobs: np.ndarray  # job indices, grouped by class in class order
     build_seconds: float
+    allowed: np.ndarray  # (jobs, types): the types each job may take (H0), as admissible gives them
 
     @property
     def num_classes(self) -> int:
@@ -203,4 +204,5 @@ def build_hetero_ideal(instance: HeteroRound, *, objective: Objective = "job",
         model=builder.build(), instance=instance, objective_kind=objective, reductions=reductions,
         col_class=col_class, col_type=col_type, col_cpu=col_cpu, col_mem=col_mem, col_tput=col_tput,
         class_count=count.astype(np.int64), class_jobs=class_jobs, build_seconds=time.perf_counter() - start,
+        allowed=allowed,
     )

@@ -138,8 +138,7 @@ def lp_types(instance: HeteroRound, ideal: HeteroIdealModel | None = None,
     y, duals = solution
     mass = np.zeros((ideal.num_classes, len(cluster.types)))
     np.add.at(mass, (ideal.col_class, ideal.col_type), y)
-    allowed = admissible(instance)
-    types = _rounded(instance, mass, ideal.class_jobs, ideal.class_count, allowed)
+    types = _rounded(instance, mass, ideal.class_jobs, ideal.class_count, ideal.allowed)
     if types is None:  # the split jobs' GPUs do not fit the room left: a small exact repair
         lam = np.maximum(duals[ideal.coupling_rows], 0.0)
         priced = ideal.model.objective - ideal.model.matrix[ideal.coupling_rows].T @ lam
