@@ -5,8 +5,8 @@
   (a transportation LP, HiGHS; integral for 1-GPU jobs, its few split jobs rounded as below).
 - :func:`lp_types` (near-opt's, and a candidate of the joint decomposition), below.
 
-The types of the type-free ideal ILP's LP relaxation (:mod:`synergy_opt.ideal.hetero_model`, HiGHS's dual
-simplex): a vertex of it splits at most as many job classes between types or configs as the model has
+The types of the type-free ideal ILP's LP relaxation (:mod:`synergy_opt.ideal.hetero_model`; :func:`solve_lp`:
+the Lagrangian prices of its coupling rows, then HiGHS's dual simplex on the columns they leave): a vertex of it splits at most as many job classes between types or configs as the model has
 coupling rows (three per type), so it is the ideal ILP's choice but for a few jobs, at the cost of one LP
 instead of a proof. Each class's jobs take its types in proportion to the LP's counts (whole parts first); the
 fractional rest goes, largest jobs first, to the type of most share with room for its GPUs. When the rest finds
