@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from synergy_opt.mechanisms.configs import ConfigTable
+from synergy_opt.mechanisms.configs import ConfigTable, placeable
 from synergy_opt.mechanisms.near_opt.assign import Entries, merge_entries
 from synergy_opt.mechanisms.near_opt.exchange import Placed, exchange
 from synergy_opt.mechanisms.near_opt.rebalance import reassign_slots, rebalance
@@ -55,6 +55,7 @@ def pinned_raises(table: ConfigTable, units: Units, placed: Placed, aims: np.nda
     """``placed`` improved by pinned raises (module docstring) of the jobs below their ``aims`` (a column per
     job); never lower."""
     gpus = table.instance.gpus
+    aims = placeable_aims(table, aims)
     if table.instance.cluster.servers < 2:  # nothing to move to (and the swaps of rebalance need a partner)
         return placed
     for _ in range(PASSES):
@@ -69,6 +70,22 @@ def pinned_raises(table: ConfigTable, units: Units, placed: Placed, aims: np.nda
         if placed.total <= before * _GAIN:
             break
     return placed
+
+
+def placeable_aims(table: ConfigTable, aims: np.ndarray) -> np.ndarray:
+    """Per job, its aim (a column), or where no GPU can run that beside its server's other jobs
+    (:func:`~synergy_opt.mechanisms.configs.placeable`: the ideal ILP may give M5 a whole 4-GPU server's 250 GB
+    per GPU) the best placeable column of its class within the aim (ties: the smallest footprint)."""
+    fits = placeable(table)
+    aims = aims.copy()
+    for job in np.flatnonzero(~fits[aims]):
+        klass = table.klass[job]
+        options = np.arange(table.start[klass], table.start[klass + 1])
+        options = options[fits[options] & (table.cpu[options] <= table.cpu[aims[job]])
+                          & (table.mem[options] <= table.mem[aims[job]])]
+        if options.size:
+            aims[job] = options[np.lexsort((table.footprint[options], -table.tput[options]))[0]]
+    return aims
 
 
 def _pinned(table: ConfigTable, units: Units, placed: Placed, job: int, aim: int) -> Placed:
