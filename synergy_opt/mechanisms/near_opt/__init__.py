@@ -17,7 +17,9 @@ own module:
    GPUs placed, a dynamic programme per server picks the whole jobs' configs exactly, the split jobs' configs
    are chosen against its tables, and swaps of jobs (or of GPUs of split jobs, or GPUs split off a whole job)
    judged exactly by those tables raise the total. On clusters of at most 32 servers steps 2-4 run from three
-   targets (the priced ones, the ties taken the other way, the ideal ILP's optimum) and the best is kept.
+   targets (the priced ones, the ties taken the other way, the ideal ILP's optimum) and the best is kept; there
+   *pinned raises* (:mod:`~synergy_opt.mechanisms.near_opt.pinned`) then hold one job at a time at its aim,
+   repair the placement around it and keep what gains.
 5. **Spare capacity** (:mod:`~synergy_opt.mechanisms.spare`, ``spend_spare=True``): what is still idle goes
    to the jobs that gain most.
 6. **Never below TUNE** (:mod:`~synergy_opt.mechanisms.near_opt.tune_floor`): TUNE's total is bounded without
