@@ -93,10 +93,11 @@ class Tree:
     def __init__(self, master: ColumnGeneration, mip_gap: float, on_incumbent: Callable[[np.ndarray, np.ndarray],
                  float], incumbent: float = -math.inf, root_bound: float = math.inf,
                  y_lower: Mapping[int, float] | None = None, y_upper: Mapping[int, float] | None = None,
-                 rules: tuple[str, ...] = RULES, on_whole_configs: Callable[[np.ndarray], float] | None = None
-                 ) -> None:
+                 rules: tuple[str, ...] = RULES, on_whole_configs: Callable[[np.ndarray], float] | None = None,
+                 candidates: int = STRONG_CANDIDATES) -> None:
         self.master = master
         self.rules = rules
+        self.candidates = candidates
         self.on_whole_configs = on_whole_configs
         self.mip_gap = mip_gap
         self.on_incumbent = on_incumbent
@@ -165,7 +166,7 @@ class Tree:
                 if self._close(bound):
                     continue
             try:
-                candidates = _candidates(master, node, lp.y, lp.x, bound, self.rules)
+                candidates = _candidates(master, node, lp.y, lp.x, bound, self.rules, self.candidates)
             except _Unsplittable:
                 self._stuck_bound = max(self._stuck_bound, bound)
                 continue
@@ -198,7 +199,7 @@ def branch_and_price(master: ColumnGeneration, incumbent: float, mip_gap: float,
 def target_trees(master: ColumnGeneration, incumbent: Callable[[], float], bound: float, mip_gap: float,
                  deadline: float | None, on_incumbent: Callable[[np.ndarray, np.ndarray], float],
                  on_whole_configs: Callable[[np.ndarray], float] | None = None, rules: tuple[str, ...] = RULES,
-                 stop_early: bool = True) -> BranchOutcome:
+                 stop_early: bool = True, candidates: int = STRONG_CANDIDATES) -> BranchOutcome:
     """Trees with a target, from the root, until one proves ``bound`` within the gap of the incumbent (read by
     ``incumbent()``, -inf when there is none; the callbacks are :class:`Tree`'s), or the deadline.
 
@@ -206,7 +207,8 @@ def target_trees(master: ColumnGeneration, incumbent: Callable[[], float], bound
     when it ends without a solution above the target it has proven that none exists, the target is the new
     bound, and the next tree aims lower. Once a solution above the target appears, the tree goes on with it as
     a plain branch-and-price. ``stop_early=False``: one plain tree, not closed by ``bound`` (tests). The outcome's
-    bound is valid whenever the search stops; complete means the last tree was exhausted."""
+    bound is valid whenever the search stops; complete means the last tree was exhausted. ``candidates``: splits
+    of each kind compared by strong branching."""
     below, first = TARGET_GAP, True
     splits: dict[str, int] = {}
     nodes = 0
@@ -216,8 +218,12 @@ def target_trees(master: ColumnGeneration, incumbent: Callable[[], float], bound
         # (then a plain tree settles whether any solution exists).
         aim = stop_early and math.isfinite(bound) and below < 1.0 and (math.isfinite(value) or first)
         target = bound - below * max(abs(bound), 1.0) if aim else -math.inf
+        if target <= cutoff_of(value, mip_gap):
+            # A tree aiming within the gap of the incumbent closes hardly more than a plain one, and when it ends
+            # without a better solution it proves a bound above what the incumbent needs: go plain at once.
+            target = -math.inf
         tree = Tree(master, mip_gap, on_incumbent, max(value, target), root_bound=bound if stop_early else math.inf,
-                    rules=rules, on_whole_configs=on_whole_configs)
+                    rules=rules, on_whole_configs=on_whole_configs, candidates=candidates)
         tree.search(deadline)
         nodes += tree.nodes
         splits = {kind: splits.get(kind, 0) + count for kind, count in tree.splits.items()}
@@ -280,18 +286,18 @@ def _choose(master: ColumnGeneration, candidates: list[Split], value: float) -> 
 
 
 def _candidates(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float,
-                rules: tuple[str, ...] = RULES) -> list[Split]:
-    """Splits of a node whose LP solution is ``(y, x)``: those of the first rule in ``rules`` that has any
-    (rules 1-3 of the module docstring: ``column``, ``count``, ``pattern``); none when it is integral."""
+                rules: tuple[str, ...] = RULES, count: int = STRONG_CANDIDATES) -> list[Split]:
+    """Splits of a node whose LP solution is ``(y, x)``: at most ``count`` of the first rule in ``rules`` that
+    has any (rules 0-3 of the module docstring); none when it is integral."""
     for rule in rules:
-        out = _SPLITS[rule](master, node, y, x, bound)
+        out = _SPLITS[rule](master, node, y, x, bound, count)
         if out:
             return out
     return []
 
 
-def _pattern_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
-                    ) -> list[Split]:
+def _pattern_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float,
+                    count: int) -> list[Split]:
     """Rule 3 when some pattern is used fractionally."""
     used = np.flatnonzero(x > _INTEGRAL)
     if not np.any(np.abs(x[used] - np.rint(x[used])) > _INTEGRAL):
@@ -304,8 +310,8 @@ def _pattern_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.
     return [("pattern", _row_children(master, node, bound, condition, value))]
 
 
-def _type_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
-                 ) -> list[Split]:
+def _type_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float,
+                 count: int) -> list[Split]:
     """Rule 0 on the jobs (classes of one job) spread over kinds most evenly."""
     if len(master.kinds) == 1:
         return []
@@ -316,7 +322,7 @@ def _type_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.nda
     np.add.at(mass, (cols.cls[alone], kind[alone]), y[alone])
     spread = np.minimum(mass, 1.0 - mass)
     out: list[Split] = []
-    for flat in np.argsort(-spread, axis=None)[:STRONG_CANDIDATES]:
+    for flat in np.argsort(-spread, axis=None)[:count]:
         q, k = np.unravel_index(int(flat), mass.shape)
         if spread[q, k] <= _INTEGRAL:
             break
@@ -328,12 +334,12 @@ def _type_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.nda
     return out
 
 
-def _column_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
-                   ) -> list[Split]:
+def _column_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float,
+                   count: int) -> list[Split]:
     """Rule 1 on the most fractional job columns."""
     frac = np.abs(y - np.rint(y))
     out: list[Split] = []
-    for col in np.argsort(-frac)[:STRONG_CANDIDATES]:
+    for col in np.argsort(-frac)[:count]:
         if frac[col] <= _INTEGRAL:
             break
         col = int(col)
@@ -343,8 +349,8 @@ def _column_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.n
     return out
 
 
-def _count_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
-                  ) -> list[Split]:
+def _count_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float,
+                  count: int) -> list[Split]:
     """Rule 2 on the most fractional counts of servers holding at least ``k`` items of a type."""
     used = np.flatnonzero(x > _INTEGRAL)
     patterns = master.patterns[used]
@@ -356,7 +362,7 @@ def _count_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.nd
             if f > _INTEGRAL:
                 counts.append((f, ((t, k),), value))
     return [("count", _row_children(master, node, bound, condition, value))
-            for _, condition, value in sorted(counts, reverse=True)[:STRONG_CANDIDATES]]
+            for _, condition, value in sorted(counts, reverse=True)[:count]]
 
 
 def _row_children(master: ColumnGeneration, node: _Node, bound: float, condition: Condition, value: float

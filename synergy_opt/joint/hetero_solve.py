@@ -107,6 +107,9 @@ def solve_hetero_joint(
     if method == "auto":
         method = "per-type" if instance.type_fixed else ("decomposition" if decomposable else "direct")
     start = time.perf_counter()
+    # Each type's round solved so far, by its type and jobs: type choices often share a type's jobs (the ideal
+    # ILP's and the LP's choices differ on a few jobs), and that type's solve is then not repeated.
+    solved: dict[tuple[str, tuple[str, ...]], Any] = {}
 
     def each_type(fixed: HeteroRound, limit: float | None) -> tuple[dict[str, Any], float | None, bool]:
         """Today's joint on every type of ``fixed``: results, total (None if one has no solution), all proven.
@@ -118,14 +121,18 @@ def solve_hetero_joint(
         results: dict[str, Any] = {}
 
         def solve(kind: str, sub: Any, position: int, count: int, start: Allocation | None = None) -> None:
+            key = (kind, tuple(job.id for job in sub.jobs))
+            before = solved.get(key)
+            if start is None and before is not None:
+                results[kind] = before
+                return
             share = None if end is None else max((end - time.perf_counter()) / (count - position), 1e-3)
             result = solve_type(sub, solver, consolidate, split_penalty, share, params.mip_gap, objective=objective,
                                 reductions=reductions, threads=params.threads, seed=params.seed,
                                 verbose=params.verbose, options=dict(params.options), start=start)
-            before = results.get(kind)
             if before is None or before.objective is None or \
                     (result.objective is not None and result.objective >= before.objective):
-                results[kind] = result
+                results[kind] = solved[key] = result
 
         for position, (kind, sub) in enumerate(rounds):
             solve(kind, sub, position, len(rounds))
