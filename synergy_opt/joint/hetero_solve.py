@@ -8,10 +8,11 @@ Methods (``solve_joint(round, method=...)`` on a :class:`~synergy_opt.hetero.Het
   type keeps that type's share (H6), the type-free optimum is the best choice of admissible types followed by
   today's joint model on each type (H8). Bound: the type-free ideal ILP's, solved within the joint's
   ``mip_gap`` (and ``upper_bound``). Incumbents: the types chosen by the type-free ideal ILP, then the ideal
-  LP's rounded and the baseline (:mod:`~synergy_opt.joint.hetero_types`); each choice's value is today's
-  decomposition on every type (proven per type). When the best meets the bound within ``mip_gap`` it is
-  optimal; otherwise the branch-and-price across types (:mod:`~synergy_opt.joint.hetero_bp`) searches from it
-  with the time left: OPTIMAL when it proves the best within ``mip_gap``, else FEASIBLE with its bound.
+  LP's rounded and (when neither placed every job) the baseline (:mod:`~synergy_opt.joint.hetero_types`);
+  each choice's value is today's decomposition on every type (proven per type; a type's round once). When
+  the best meets the bound within ``mip_gap`` it is optimal; otherwise the branch-and-price across types
+  (:mod:`~synergy_opt.joint.hetero_bp`) searches from it with the time left: OPTIMAL when it proves the best
+  within ``mip_gap``, else FEASIBLE with its bound.
 - ``"auto"``: per-type on a type-fixed round; on a type-free one the decomposition when it applies (HiGHS,
   floors fixed, no backend options), else direct.
 """
