@@ -32,7 +32,7 @@ import heapq
 import itertools
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,8 +82,19 @@ def cutoff_of(incumbent: float, mip_gap: float) -> float:
 # "column" and "pattern" are there; "type" splits only on servers of several kinds).
 RULES = ("type", "column", "count", "pattern")
 
-# A split: its kind and its children (down, up).
-Split = tuple[str, list[_Node]]
+# A split: its kind, its children (down, up) and what it splits on (the same key at every node).
+Split = tuple[str, list[_Node], Hashable]
+
+
+@dataclass
+class Strong:
+    """How a node's split is chosen: among the first ``candidates`` of its kind, the one whose children's LPs
+    over the generated patterns fall furthest. A split already compared ``reliable`` times (None: never) is
+    scored by its mean falls then, without LPs (reliability branching). ``falls`` is kept across trees."""
+
+    candidates: int = STRONG_CANDIDATES
+    reliable: int | None = None
+    falls: dict[Hashable, list[tuple[float, float]]] = field(default_factory=dict)
 
 
 class Tree:
@@ -93,10 +104,11 @@ class Tree:
     def __init__(self, master: ColumnGeneration, mip_gap: float, on_incumbent: Callable[[np.ndarray, np.ndarray],
                  float], incumbent: float = -math.inf, root_bound: float = math.inf,
                  y_lower: Mapping[int, float] | None = None, y_upper: Mapping[int, float] | None = None,
-                 rules: tuple[str, ...] = RULES, on_whole_configs: Callable[[np.ndarray], float] | None = None
-                 ) -> None:
+                 rules: tuple[str, ...] = RULES, on_whole_configs: Callable[[np.ndarray], float] | None = None,
+                 strong: Strong | None = None) -> None:
         self.master = master
         self.rules = rules
+        self.strong = strong or Strong()
         self.on_whole_configs = on_whole_configs
         self.mip_gap = mip_gap
         self.on_incumbent = on_incumbent
@@ -165,7 +177,7 @@ class Tree:
                 if self._close(bound):
                     continue
             try:
-                candidates = _candidates(master, node, lp.y, lp.x, bound, self.rules)
+                candidates = _candidates(master, node, lp.y, lp.x, bound, self.rules, self.strong.candidates)
             except _Unsplittable:
                 self._stuck_bound = max(self._stuck_bound, bound)
                 continue
@@ -175,7 +187,7 @@ class Tree:
                 self.offer(self.on_incumbent(np.rint(lp.y), np.rint(lp.x)))
                 self._closed_bound = max(self._closed_bound, min(bound, lp.value))
                 continue
-            kind, children = _choose(master, candidates, lp.value)
+            kind, children, _ = _choose(master, candidates, lp.value, self.strong)
             self.splits[kind] += 1
             for child in children:
                 self._push(child)
@@ -198,7 +210,7 @@ def branch_and_price(master: ColumnGeneration, incumbent: float, mip_gap: float,
 def target_trees(master: ColumnGeneration, incumbent: Callable[[], float], bound: float, mip_gap: float,
                  deadline: float | None, on_incumbent: Callable[[np.ndarray, np.ndarray], float],
                  on_whole_configs: Callable[[np.ndarray], float] | None = None, rules: tuple[str, ...] = RULES,
-                 stop_early: bool = True) -> BranchOutcome:
+                 stop_early: bool = True, strong: Strong | None = None) -> BranchOutcome:
     """Trees with a target, from the root, until one proves ``bound`` within the gap of the incumbent (read by
     ``incumbent()``, -inf when there is none; the callbacks are :class:`Tree`'s), or the deadline.
 
@@ -206,8 +218,10 @@ def target_trees(master: ColumnGeneration, incumbent: Callable[[], float], bound
     when it ends without a solution above the target it has proven that none exists, the target is the new
     bound, and the next tree aims lower. Once a solution above the target appears, the tree goes on with it as
     a plain branch-and-price. ``stop_early=False``: one plain tree, not closed by ``bound`` (tests). The outcome's
-    bound is valid whenever the search stops; complete means the last tree was exhausted."""
+    bound is valid whenever the search stops; complete means the last tree was exhausted. ``strong``: how splits
+    are chosen (:class:`Strong`, one for all the trees)."""
     below, first = TARGET_GAP, True
+    strong = strong or Strong()
     splits: dict[str, int] = {}
     nodes = 0
     while True:
@@ -216,8 +230,12 @@ def target_trees(master: ColumnGeneration, incumbent: Callable[[], float], bound
         # (then a plain tree settles whether any solution exists).
         aim = stop_early and math.isfinite(bound) and below < 1.0 and (math.isfinite(value) or first)
         target = bound - below * max(abs(bound), 1.0) if aim else -math.inf
+        if target <= cutoff_of(value, mip_gap):
+            # A tree aiming within the gap of the incumbent closes hardly more than a plain one, and when it ends
+            # without a better solution it proves a bound above what the incumbent needs: go plain at once.
+            target = -math.inf
         tree = Tree(master, mip_gap, on_incumbent, max(value, target), root_bound=bound if stop_early else math.inf,
-                    rules=rules, on_whole_configs=on_whole_configs)
+                    rules=rules, on_whole_configs=on_whole_configs, strong=strong)
         tree.search(deadline)
         nodes += tree.nodes
         splits = {kind: splits.get(kind, 0) + count for kind, count in tree.splits.items()}
@@ -264,34 +282,42 @@ def _apply(master: ColumnGeneration, node: _Node) -> None:
     master.restrict(lower, upper, node.rows)
 
 
-def _choose(master: ColumnGeneration, candidates: list[Split], value: float) -> Split:
+def _choose(master: ColumnGeneration, candidates: list[Split], value: float, strong: Strong) -> Split:
     """The split whose children's LPs over the generated patterns fall furthest (product of the falls):
-    strong branching without pricing, a guess that keeps the tree small."""
+    strong branching without pricing, a guess that keeps the tree small; a split compared often enough is
+    scored by its mean falls (:class:`Strong`)."""
     if len(candidates) == 1:
         return candidates[0]
     scores = []
-    for _, children in candidates:
-        falls = []
-        for child in children:
-            _apply(master, child)
-            falls.append(max(value - master.restricted_value(), _SCORE_FLOOR))
-        scores.append(falls[0] * falls[1])
+    for _, children, key in candidates:
+        seen = strong.falls.setdefault(key, [])
+        if strong.reliable is not None and len(seen) >= strong.reliable:
+            down, up = np.mean(seen, axis=0)
+        else:
+            down, up = (max(value - _restricted(master, child), _SCORE_FLOOR) for child in children)
+            seen.append((down, up))
+        scores.append(down * up)
     return candidates[int(np.argmax(scores))]
 
 
+def _restricted(master: ColumnGeneration, node: _Node) -> float:
+    _apply(master, node)
+    return master.restricted_value()
+
+
 def _candidates(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float,
-                rules: tuple[str, ...] = RULES) -> list[Split]:
-    """Splits of a node whose LP solution is ``(y, x)``: those of the first rule in ``rules`` that has any
-    (rules 1-3 of the module docstring: ``column``, ``count``, ``pattern``); none when it is integral."""
+                rules: tuple[str, ...] = RULES, count: int = STRONG_CANDIDATES) -> list[Split]:
+    """Splits of a node whose LP solution is ``(y, x)``: at most ``count`` of the first rule in ``rules`` that
+    has any (rules 0-3 of the module docstring); none when it is integral."""
     for rule in rules:
-        out = _SPLITS[rule](master, node, y, x, bound)
+        out = _SPLITS[rule](master, node, y, x, bound, count)
         if out:
             return out
     return []
 
 
-def _pattern_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
-                    ) -> list[Split]:
+def _pattern_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float,
+                    count: int) -> list[Split]:
     """Rule 3 when some pattern is used fractionally."""
     used = np.flatnonzero(x > _INTEGRAL)
     if not np.any(np.abs(x[used] - np.rint(x[used])) > _INTEGRAL):
@@ -301,11 +327,11 @@ def _pattern_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.
         conditions = {master.branch_rows[row] for row in node.rows} | {condition}
         if sum(len(c) for c in conditions if len(c) > 1) > MAX_FLAGS:
             raise _Unsplittable
-    return [("pattern", _row_children(master, node, bound, condition, value))]
+    return [("pattern", _row_children(master, node, bound, condition, value), condition)]
 
 
-def _type_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
-                 ) -> list[Split]:
+def _type_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float,
+                 count: int) -> list[Split]:
     """Rule 0 on the jobs (classes of one job) spread over kinds most evenly."""
     if len(master.kinds) == 1:
         return []
@@ -316,7 +342,7 @@ def _type_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.nda
     np.add.at(mass, (cols.cls[alone], kind[alone]), y[alone])
     spread = np.minimum(mass, 1.0 - mass)
     out: list[Split] = []
-    for flat in np.argsort(-spread, axis=None)[:STRONG_CANDIDATES]:
+    for flat in np.argsort(-spread, axis=None)[:count]:
         q, k = np.unravel_index(int(flat), mass.shape)
         if spread[q, k] <= _INTEGRAL:
             break
@@ -324,27 +350,27 @@ def _type_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.nda
         on = {**node.y_upper, **{int(c): 0.0 for c in mine[kind[mine] != k]}}
         off = {**node.y_upper, **{int(c): 0.0 for c in mine[kind[mine] == k]}}
         out.append(("type", [_Node(bound, node.depth + 1, node.y_lower, on, node.rows),
-                             _Node(bound, node.depth + 1, node.y_lower, off, node.rows)]))
+                             _Node(bound, node.depth + 1, node.y_lower, off, node.rows)], ("type", int(q), int(k))))
     return out
 
 
-def _column_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
-                   ) -> list[Split]:
+def _column_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float,
+                   count: int) -> list[Split]:
     """Rule 1 on the most fractional job columns."""
     frac = np.abs(y - np.rint(y))
     out: list[Split] = []
-    for col in np.argsort(-frac)[:STRONG_CANDIDATES]:
+    for col in np.argsort(-frac)[:count]:
         if frac[col] <= _INTEGRAL:
             break
         col = int(col)
         down = _Node(bound, node.depth + 1, node.y_lower, {**node.y_upper, col: math.floor(y[col])}, node.rows)
         up = _Node(bound, node.depth + 1, {**node.y_lower, col: math.ceil(y[col])}, node.y_upper, node.rows)
-        out.append(("column", [down, up]))
+        out.append(("column", [down, up], col))
     return out
 
 
-def _count_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float
-                  ) -> list[Split]:
+def _count_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.ndarray, bound: float,
+                  count: int) -> list[Split]:
     """Rule 2 on the most fractional counts of servers holding at least ``k`` items of a type."""
     used = np.flatnonzero(x > _INTEGRAL)
     patterns = master.patterns[used]
@@ -355,8 +381,8 @@ def _count_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.nd
             f = abs(value - round(value))
             if f > _INTEGRAL:
                 counts.append((f, ((t, k),), value))
-    return [("count", _row_children(master, node, bound, condition, value))
-            for _, condition, value in sorted(counts, reverse=True)[:STRONG_CANDIDATES]]
+    return [("count", _row_children(master, node, bound, condition, value), condition)
+            for _, condition, value in sorted(counts, reverse=True)[:count]]
 
 
 def _row_children(master: ColumnGeneration, node: _Node, bound: float, condition: Condition, value: float

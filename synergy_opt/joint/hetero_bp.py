@@ -24,7 +24,7 @@ from synergy_opt.hetero import HeteroRound, join_allocations
 from synergy_opt.ideal.hetero_model import job_classes
 from synergy_opt.ideal.model import Objective, columns_of_jobs
 from synergy_opt.instance import Allocation
-from synergy_opt.joint.branching import BranchOutcome, target_trees
+from synergy_opt.joint.branching import BranchOutcome, Strong, target_trees
 from synergy_opt.joint.hetero_model import type_shares
 from synergy_opt.joint.master import ColumnGeneration, ServerKind
 from synergy_opt.joint.model import ItemColumns, JointReductions, place_items
@@ -35,6 +35,12 @@ from synergy_opt.joint.pricing import ItemTypes
 PACK_SECONDS, PACK_LISTED = 0.1, 500
 # Up to this many servers of a type, its placements are also sought by CP-SAT (as on one type).
 CP_SERVERS = 12
+# Splits of each kind compared by strong branching: twice one type's. Across types many jobs are spread nearly
+# alike and the most spread is rarely the split that moves the bound: on the 3 x 128-GPU rounds 8 candidates
+# closed trees in 2-7x fewer nodes and 1.5-7x less time than 4 (16: no fewer nodes than 8, more time).
+STRONG_CANDIDATES = 8
+# A split compared this many times is then scored by its mean falls (reliability branching).
+RELIABLE = 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,7 +171,8 @@ def prove_across_types(instance: HeteroRound, typed: TypedColumns, incumbent: fl
     master.run(deadline)
     if not (deadline is not None and time.perf_counter() > deadline):
         outcome = target_trees(master, value, bound, mip_gap, deadline,
-                               lambda y, x: take(y, master.patterns, x), place_configs)
+                               lambda y, x: take(y, master.patterns, x), place_configs,
+                               strong=Strong(STRONG_CANDIDATES, RELIABLE))
     else:
         outcome = BranchOutcome(bound, False, 0)
     proven = min(bound, outcome.bound, master.best.bound if master.best is not None else math.inf)

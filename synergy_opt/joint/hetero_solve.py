@@ -8,10 +8,11 @@ Methods (``solve_joint(round, method=...)`` on a :class:`~synergy_opt.hetero.Het
   type keeps that type's share (H6), the type-free optimum is the best choice of admissible types followed by
   today's joint model on each type (H8). Bound: the type-free ideal ILP's, solved within the joint's
   ``mip_gap`` (and ``upper_bound``). Incumbents: the types chosen by the type-free ideal ILP, then the ideal
-  LP's rounded and the baseline (:mod:`~synergy_opt.joint.hetero_types`); each choice's value is today's
-  decomposition on every type (proven per type). When the best meets the bound within ``mip_gap`` it is
-  optimal; otherwise the branch-and-price across types (:mod:`~synergy_opt.joint.hetero_bp`) searches from it
-  with the time left: OPTIMAL when it proves the best within ``mip_gap``, else FEASIBLE with its bound.
+  LP's rounded and (when neither placed every job) the baseline (:mod:`~synergy_opt.joint.hetero_types`);
+  each choice's value is today's decomposition on every type (proven per type; a type's round once). When
+  the best meets the bound within ``mip_gap`` it is optimal; otherwise the branch-and-price across types
+  (:mod:`~synergy_opt.joint.hetero_bp`) searches from it with the time left: OPTIMAL when it proves the best
+  within ``mip_gap``, else FEASIBLE with its bound.
 - ``"auto"``: per-type on a type-fixed round; on a type-free one the decomposition when it applies (HiGHS,
   floors fixed, no backend options), else direct.
 """
@@ -107,6 +108,9 @@ def solve_hetero_joint(
     if method == "auto":
         method = "per-type" if instance.type_fixed else ("decomposition" if decomposable else "direct")
     start = time.perf_counter()
+    # Each type's round solved so far, by its type and jobs: type choices often share a type's jobs (the ideal
+    # ILP's and the LP's choices differ on a few jobs), and that type's solve is then not repeated.
+    solved: dict[tuple[str, tuple[str, ...]], Any] = {}
 
     def each_type(fixed: HeteroRound, limit: float | None) -> tuple[dict[str, Any], float | None, bool]:
         """Today's joint on every type of ``fixed``: results, total (None if one has no solution), all proven.
@@ -118,14 +122,18 @@ def solve_hetero_joint(
         results: dict[str, Any] = {}
 
         def solve(kind: str, sub: Any, position: int, count: int, start: Allocation | None = None) -> None:
+            key = (kind, tuple(job.id for job in sub.jobs))
+            before = solved.get(key)
+            if start is None and before is not None:
+                results[kind] = before
+                return
             share = None if end is None else max((end - time.perf_counter()) / (count - position), 1e-3)
             result = solve_type(sub, solver, consolidate, split_penalty, share, params.mip_gap, objective=objective,
                                 reductions=reductions, threads=params.threads, seed=params.seed,
                                 verbose=params.verbose, options=dict(params.options), start=start)
-            before = results.get(kind)
             if before is None or before.objective is None or \
                     (result.objective is not None and result.objective >= before.objective):
-                results[kind] = result
+                results[kind] = solved[key] = result
 
         for position, (kind, sub) in enumerate(rounds):
             solve(kind, sub, position, len(rounds))

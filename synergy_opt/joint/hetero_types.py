@@ -1,8 +1,9 @@
 """Type choices for the joint decomposition of a type-free round: which types to try, in which order.
 
 The first is the type-free ideal ILP's (its optimum is the joint's whenever some placement holds it); then
-the ideal LP's, rounded (:func:`~synergy_opt.ideal.hetero_types.lp_types`, near-opt's choice); then the
-baseline types (a type choice that always places every job, as today's mechanisms do).
+the ideal LP's, rounded (:func:`~synergy_opt.ideal.hetero_types.lp_types`, near-opt's choice); then, when
+neither placed every job, the baseline types (a type choice that always places every job, as today's mechanisms
+do).
 """
 
 from __future__ import annotations
@@ -23,12 +24,17 @@ class TypeSearch:
         self.seen: dict[tuple[str, ...], float | None] = {}
 
     def candidates(self) -> Iterator[list[str]]:
-        """Type choices (one type per job, job order), each once."""
+        """Type choices (one type per job, job order), each once; the baseline only when no choice before it
+        placed every job (0.8-2.3% below the best on hard 3 x 128-GPU rounds, and as long to solve)."""
         first = [list(self.ideal.gpu_types)] if self.ideal.has_solution else []
         for types in (*first, lp_types(self.instance), list(self.instance.baselines)):
-            if tuple(types) not in self.seen:
-                self.seen[tuple(types)] = None
-                yield types
+            if tuple(types) in self.seen:
+                continue
+            if tuple(types) == tuple(self.instance.baselines) and \
+                    any(value is not None for value in self.seen.values()):
+                return
+            self.seen[tuple(types)] = None
+            yield types
 
     def tell(self, types: list[str], value: float | None) -> None:
         """The joint's value with ``types`` (None: no placement of every job)."""
