@@ -2,7 +2,7 @@
 
 Given which jobs sit on each server (and with how many GPUs), the configs that maximise the server's total
 throughput within its CPUs and memory are found by dynamic programming over a grid of resource *units*, all
-servers at once (numpy, one pass per job slot and distinct unit cost). CPUs are counted in units of ``c_p /
+servers at once (a compiled loop per server, slot and column: numba). CPUs are counted in units of ``c_p /
 q_c`` and memory in units of ``m_p / q_m`` (``q_c``, ``q_m`` chosen per round and per resource, see
 :func:`choose_units`), so a server has ``G q_c`` CPU and ``G q_m`` memory units; a config's use is rounded
 *up* to whole units. Rounding up never over-claims (a server within its units is within its capacity), and for
@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from synergy_opt.mechanisms.configs import ConfigTable
 
@@ -82,7 +83,7 @@ class ServerTables:
     """The forward pass: ``value(s, a, b)`` is the best total throughput of the whole jobs on server ``s``
     within ``a`` CPU and ``b`` memory units (``-inf`` where they do not fit)."""
 
-    best: list[np.ndarray]  # per slot t: (servers, a, b) over the first t entries of each server
+    best: np.ndarray  # (slots + 1, servers, a, b): per slot t over the first t entries of each server
     server: np.ndarray  # per (entry, column) pair: its entry's server
     entry: np.ndarray
     column: np.ndarray
@@ -128,46 +129,35 @@ def server_tables(
     value = table.tput[column]
     pair_server = server[entry]
     pair_slot = slot[entry]
-
-    best = [np.zeros((servers, size_a + 1, size_b + 1)) if base is None else base]
-    costs = (size_a + 1) * (size_b + 1)
-    # Pairs of one slot with equal unit costs shift every server's table alike: one pass per (slot, cost), over
-    # the pairs sorted once by slot, cost and server; two columns of one entry with one cost: the better counts.
-    cost_key = cu * (size_b + 1) + mu
-    group_key = (pair_slot * costs + cost_key) * servers + pair_server  # (slot, cost, server)
-    by = np.argsort(group_key, kind="stable")
-    g_key = group_key[by]
-    first = np.flatnonzero(np.r_[True, g_key[1:] != g_key[:-1]][: g_key.size])  # no pairs: none
-    g_value = np.maximum.reduceat(value[by], first) if first.size else np.zeros(0)
-    g_key = g_key[first]
-    g_server = g_key % servers
-    g_pass = g_key // servers  # slot * costs + cost
-    g_slot = g_pass // costs
-    starts = np.flatnonzero(np.r_[True, g_pass[1:] != g_pass[:-1]][: g_pass.size])
-    stops = np.r_[starts[1:], g_pass.size]
-    slot_of = g_slot[starts]
-    for t in range(int(slot.max(initial=-1)) + 1):
-        previous = best[-1]
-        # Servers with an entry in this slot start from nothing; the others keep their table.
-        current = np.full(previous.shape, -np.inf)
-        idle = np.ones(servers, dtype=bool)
-        idle[g_server[g_slot == t]] = False
-        current[idle] = previous[idle]
-        for start, stop in zip(starts[slot_of == t].tolist(), stops[slot_of == t].tolist(), strict=True):
-            a, b = divmod(int(g_pass[start]) % costs, size_b + 1)
-            if stop - start == 1:  # one server: views, no gather and scatter
-                row = int(g_server[start])
-                there = current[row, a:, b:]
-                np.maximum(there, previous[row, : size_a + 1 - a, : size_b + 1 - b] + g_value[start], out=there)
-                continue
-            rows = g_server[start:stop]
-            shifted = previous[rows, : size_a + 1 - a, : size_b + 1 - b]
-            shifted += g_value[start:stop, None, None]
-            there = current[rows, a:, b:]
-            np.maximum(there, shifted, out=there)
-            current[rows, a:, b:] = there
-        best.append(current)
+    best = np.empty((int(slot.max(initial=-1)) + 2, servers, size_a + 1, size_b + 1))
+    best[0] = 0.0 if base is None else base
+    _forward(best, pair_server, pair_slot, cu, mu, value)
     return ServerTables(best, pair_server, entry, column, cu, mu, value, pair_slot, order)
+
+
+@njit(cache=True)
+def _forward(best: np.ndarray, server: np.ndarray, slot: np.ndarray, cost_a: np.ndarray, cost_b: np.ndarray,
+             value: np.ndarray) -> None:
+    """Fill ``best[1:]`` from ``best[0]``: ``best[t + 1, s]`` is the best of ``best[t, s]`` shifted by a pair of
+    slot ``t`` on server ``s`` (its costs) plus its value, or ``best[t, s]`` itself when ``s`` has no entry in
+    slot ``t``. Pairs are in server then slot order, so a slot's table is complete before the next reads it."""
+    slots, servers, size_a, size_b = best.shape
+    p = 0
+    for s in range(servers):
+        for t in range(slots - 1):
+            start = p
+            while p < server.size and server[p] == s and slot[p] == t:
+                p += 1
+            if p == start:
+                best[t + 1, s] = best[t, s]
+                continue
+            best[t + 1, s] = -np.inf
+            previous, current = best[t, s], best[t + 1, s]
+            for q in range(start, p):
+                a, b, v = cost_a[q], cost_b[q], value[q]
+                for i in range(size_a - a):
+                    for j in range(size_b - b):
+                        current[i + a, j + b] = max(current[i + a, j + b], previous[i, j] + v)
 
 
 def backtrack(tables: ServerTables, cpu_room: np.ndarray, mem_room: np.ndarray) -> np.ndarray:
