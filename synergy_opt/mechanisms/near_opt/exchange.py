@@ -56,7 +56,7 @@ import numpy as np
 from synergy_opt.mechanisms.configs import ConfigTable
 from synergy_opt.mechanisms.near_opt.assign import Entries, merge_entries
 from synergy_opt.mechanisms.near_opt.repick import repick
-from synergy_opt.mechanisms.near_opt.server_dp import ServerTables, Units, backtrack, server_tables
+from synergy_opt.mechanisms.near_opt.server_dp import ServerTables, Units, backtrack, final_tables, server_tables
 from synergy_opt.mechanisms.near_opt.splits import SplitChoice, split_columns
 
 # At most this many rounds of swaps (each makes at least one swap, or the search ends).
@@ -390,14 +390,14 @@ def _without(table: ConfigTable, units: Units, entries: Entries, whole: np.ndarr
     index = np.full(servers, -1, dtype=np.int64)
     index[hosts] = np.arange(hosts.size)
     fixed = whole[(index[entries.server[whole]] >= 0) & ~np.isin(whole, mobile)]
-    start = server_tables(table, units, index[entries.server[fixed]], entries.job[fixed], entries.gpus[fixed],
-                          hosts.size).final
+    start = final_tables(table, units, index[entries.server[fixed]], entries.job[fixed], entries.gpus[fixed],
+                         hosts.size)
     same = entries.server[mobile][None, :] == entries.server[need][:, None]
     same &= mobile[None, :] != need[:, None]
     virtual, member = np.nonzero(same)
     others = mobile[member]
-    return server_tables(table, units, virtual, entries.job[others], entries.gpus[others], need.size,
-                         base=start[index[entries.server[need]]]).final
+    return final_tables(table, units, virtual, entries.job[others], entries.gpus[others], need.size,
+                        base=start[index[entries.server[need]]])
 
 
 def _arrivals(table: ConfigTable, units: Units, job: np.ndarray, gpus: np.ndarray, pieces: int
