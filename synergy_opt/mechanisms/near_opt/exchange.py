@@ -52,6 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from synergy_opt.mechanisms.configs import ConfigTable
 from synergy_opt.mechanisms.near_opt.assign import Entries, merge_entries
@@ -606,16 +607,27 @@ def _arrive_whole(mobiles: _Mobiles, tables: np.ndarray, which: np.ndarray, room
                   room_b: np.ndarray, come: np.ndarray) -> np.ndarray:
     """The best value of ``tables[which]`` (whole jobs of a server) plus whole mobile ``come`` at its best
     column, in the room ``room_a``, ``room_b`` (shape ``(pairs,)`` or ``(pairs, choices)``)."""
-    extra = room_a.ndim - 1  # axes of the room beyond the pairs'
-    shape = (*room_a.shape, mobiles.arrive_a.shape[1])
+    shape = (which.size, room_a[0].size if room_a.size else 1)  # pairs, choices
+    value = _best_arrival(tables, which, room_a.reshape(shape), room_b.reshape(shape), mobiles.arrive_a,
+                          mobiles.arrive_b, mobiles.arrive_value, come)
+    return value.reshape(room_a.shape)
 
-    def per_pair(values: np.ndarray) -> np.ndarray:
-        return np.broadcast_to(values.reshape((values.shape[0],) + (1,) * extra + values.shape[1:]), shape)
 
-    left_a = room_a[..., None] - per_pair(mobiles.arrive_a[come])
-    left_b = room_b[..., None] - per_pair(mobiles.arrive_b[come])
-    read = _read(tables, per_pair(which[:, None]), left_a, left_b)
-    return (read + per_pair(mobiles.arrive_value[come])).max(axis=-1)
+@njit(cache=True)
+def _best_arrival(tables: np.ndarray, which: np.ndarray, room_a: np.ndarray, room_b: np.ndarray,
+                  arrive_a: np.ndarray, arrive_b: np.ndarray, arrive_value: np.ndarray, come: np.ndarray
+                  ) -> np.ndarray:
+    """Per pair ``k`` and choice ``c``: the most over mobile ``come[k]``'s columns of ``tables[which[k]]`` in the
+    room left once it takes the column, plus the column's value (``-inf`` where none fits)."""
+    value = np.full(room_a.shape, -np.inf)
+    for k in range(room_a.shape[0]):
+        table, m = tables[which[k]], come[k]
+        for c in range(room_a.shape[1]):
+            for col in range(arrive_a.shape[1]):
+                a, b = room_a[k, c] - arrive_a[m, col], room_b[k, c] - arrive_b[m, col]
+                read = table[a, b] if a >= 0 and b >= 0 else -np.inf
+                value[k, c] = max(value[k, c], read + arrive_value[m, col])
+    return value
 
 
 def _whole_gains(mobiles: _Mobiles, a: np.ndarray, b: np.ndarray, old: np.ndarray, jobs: int,
