@@ -55,6 +55,7 @@ import numpy as np
 from numba import njit
 
 from synergy_opt.mechanisms.configs import ConfigTable
+from synergy_opt.mechanisms.group_first import group_first
 from synergy_opt.mechanisms.near_opt.assign import Entries, merge_entries
 from synergy_opt.mechanisms.near_opt.repick import repick
 from synergy_opt.mechanisms.near_opt.server_dp import ServerTables, Units, backtrack, final_tables, server_tables
@@ -418,13 +419,14 @@ def _arrivals(table: ConfigTable, units: Units, job: np.ndarray, gpus: np.ndarra
 @dataclass
 class _Memory:
     """What one search keeps from round to round: each whole mobile's table without it (by server, job and the
-    server's whole jobs), and the gains of the last round's swaps of two whole jobs (by their two jobs), valid
-    while neither of their servers changes."""
+    server's whole jobs), the gains of the last round's swaps of two whole jobs (by their two jobs), valid
+    while neither of their servers changes, and every job's aims."""
 
     tables: dict[tuple[int, int, bytes], np.ndarray] = field(default_factory=dict)
     pair_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     pair_gains: np.ndarray = field(default_factory=lambda: np.zeros(0))
     touched: np.ndarray | None = None  # the servers the last round changed
+    aims: np.ndarray | None = None  # _aims of the search's targets
 
 
 def _signatures(entries: Entries, whole: np.ndarray, servers: int) -> list[bytes]:
@@ -459,7 +461,9 @@ def _best_swaps(table: ConfigTable, units: Units, current: _State, target: np.nd
     a, b = a[keep], b[keep]
     if a.size == 0:
         return [], []
-    context = _Context.of(table, units, current, _aims(table, target))
+    if memory.aims is None:
+        memory.aims = _aims(table, target)
+    context = _Context.of(table, units, current, memory.aims)
     old = current.whole_value[mobiles.server[a]] + current.whole_value[mobiles.server[b]]
     gain = np.full(a.size, -np.inf)
     change = np.full(a.size, -1, dtype=np.int64)  # the job whose column changes (-1: none)
@@ -572,7 +576,6 @@ def _aims(table: ConfigTable, target: np.ndarray) -> np.ndarray:
     """Per job, the columns a swap may move it to besides its own: its target, and its best column below the
     target (no more CPUs or memory, less throughput; the target again when there is none), which often fits
     where the target does not."""
-    instance = table.instance
     klass = table.klass
     counts = table.start[klass + 1] - table.start[klass]
     job = np.repeat(np.arange(klass.size), counts)
@@ -581,8 +584,7 @@ def _aims(table: ConfigTable, target: np.ndarray) -> np.ndarray:
     below = ((table.cpu[pair] <= table.cpu[aim] * (1 + 1e-9)) & (table.mem[pair] <= table.mem[aim] * (1 + 1e-9))
              & (table.tput[pair] < table.tput[aim] * (1 - 1e-9)))
     score = np.where(below, table.tput[pair], -np.inf)
-    order = np.lexsort((-score, job))
-    first = order[np.searchsorted(job[order], np.arange(len(instance.jobs)))] if job.size else order
+    first = group_first(np.r_[0, np.cumsum(counts)], (-score,))
     second = np.where(np.isfinite(score[first]), pair[first], target)
     return np.column_stack((target, second))
 
