@@ -27,6 +27,7 @@ from synergy_opt.ideal.core import solve_core
 from synergy_opt.ideal.lagrangian import Knapsack, solve_dual
 from synergy_opt.ideal.model import IdealModel, build_ideal
 from synergy_opt.instance import RoundInstance
+from synergy_opt.mechanisms.group_first import group_first
 from synergy_opt.solvers.base import SolverParams
 
 # Relative slack when comparing per-GPU values with the proportional share and throughputs with each other.
@@ -91,10 +92,7 @@ def config_table(instance: RoundInstance) -> ConfigTable:
 def best_per_class(table: ConfigTable, score: np.ndarray, *tie_breaks: np.ndarray) -> np.ndarray:
     """Per class, its column of highest ``score``; ties go to the smallest ``tie_breaks`` in turn, then to the
     smallest footprint, then to the first column."""
-    keys = (table.footprint, *reversed(tie_breaks), -score, table.col_class)
-    order = np.lexsort(keys)
-    first = np.searchsorted(table.col_class[order], np.arange(table.start.size - 1))
-    return order[first]
+    return group_first(table.start, (-score, *tie_breaks, table.footprint))
 
 
 def fit_to_capacity(table: ConfigTable, column: np.ndarray) -> np.ndarray:
@@ -230,6 +228,7 @@ def raise_to_capacity(table: ConfigTable, column: np.ndarray, prices: np.ndarray
     counts = table.start[klass + 1] - table.start[klass]
     job = np.repeat(np.arange(klass.size), counts)
     pair = table.start[klass][job] + (np.arange(job.size) - np.repeat(np.cumsum(counts) - counts, counts))
+    starts = np.r_[0, np.cumsum(counts)]  # each job's pairs
     cpu, mem, tput = table.cpu[pair] * gpus[job], table.mem[pair] * gpus[job], table.tput[pair]
     allowed = placeable(table)[pair]
     scale = np.array([cluster.total_cpus, cluster.total_mem_gb])
@@ -245,8 +244,7 @@ def raise_to_capacity(table: ConfigTable, column: np.ndarray, prices: np.ndarray
                 + 1e-9 * (np.maximum(extra_cpu, 0) / scale[0] + np.maximum(extra_mem, 0) / scale[1]))
         rate = np.where(ok, gain / np.maximum(cost, 1e-300), -np.inf)
         # Per job its best offer: highest rate, then largest gain.
-        order = np.lexsort((-gain, -rate, job))
-        first = order[np.searchsorted(job[order], np.arange(klass.size))] if job.size else order
+        first = group_first(starts, (-rate, -gain))
         first = first[np.isfinite(rate[first])]
         first = first[np.lexsort((-gain[first], -rate[first]))]
         took = np.cumsum(extra_cpu[first]) <= left[0] * (1 + 1e-12)

@@ -52,11 +52,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba import njit
 
 from synergy_opt.mechanisms.configs import ConfigTable
+from synergy_opt.mechanisms.group_first import group_first
 from synergy_opt.mechanisms.near_opt.assign import Entries, merge_entries
 from synergy_opt.mechanisms.near_opt.repick import repick
-from synergy_opt.mechanisms.near_opt.server_dp import ServerTables, Units, backtrack, server_tables
+from synergy_opt.mechanisms.near_opt.server_dp import ServerTables, Units, backtrack, final_tables, server_tables
 from synergy_opt.mechanisms.near_opt.splits import SplitChoice, split_columns
 
 # At most this many rounds of swaps (each makes at least one swap, or the search ends).
@@ -390,14 +392,14 @@ def _without(table: ConfigTable, units: Units, entries: Entries, whole: np.ndarr
     index = np.full(servers, -1, dtype=np.int64)
     index[hosts] = np.arange(hosts.size)
     fixed = whole[(index[entries.server[whole]] >= 0) & ~np.isin(whole, mobile)]
-    start = server_tables(table, units, index[entries.server[fixed]], entries.job[fixed], entries.gpus[fixed],
-                          hosts.size).final
+    start = final_tables(table, units, index[entries.server[fixed]], entries.job[fixed], entries.gpus[fixed],
+                         hosts.size)
     same = entries.server[mobile][None, :] == entries.server[need][:, None]
     same &= mobile[None, :] != need[:, None]
     virtual, member = np.nonzero(same)
     others = mobile[member]
-    return server_tables(table, units, virtual, entries.job[others], entries.gpus[others], need.size,
-                         base=start[index[entries.server[need]]]).final
+    return final_tables(table, units, virtual, entries.job[others], entries.gpus[others], need.size,
+                        base=start[index[entries.server[need]]])
 
 
 def _arrivals(table: ConfigTable, units: Units, job: np.ndarray, gpus: np.ndarray, pieces: int
@@ -417,13 +419,14 @@ def _arrivals(table: ConfigTable, units: Units, job: np.ndarray, gpus: np.ndarra
 @dataclass
 class _Memory:
     """What one search keeps from round to round: each whole mobile's table without it (by server, job and the
-    server's whole jobs), and the gains of the last round's swaps of two whole jobs (by their two jobs), valid
-    while neither of their servers changes."""
+    server's whole jobs), the gains of the last round's swaps of two whole jobs (by their two jobs), valid
+    while neither of their servers changes, and every job's aims."""
 
     tables: dict[tuple[int, int, bytes], np.ndarray] = field(default_factory=dict)
     pair_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     pair_gains: np.ndarray = field(default_factory=lambda: np.zeros(0))
     touched: np.ndarray | None = None  # the servers the last round changed
+    aims: np.ndarray | None = None  # _aims of the search's targets
 
 
 def _signatures(entries: Entries, whole: np.ndarray, servers: int) -> list[bytes]:
@@ -458,7 +461,9 @@ def _best_swaps(table: ConfigTable, units: Units, current: _State, target: np.nd
     a, b = a[keep], b[keep]
     if a.size == 0:
         return [], []
-    context = _Context.of(table, units, current, _aims(table, target))
+    if memory.aims is None:
+        memory.aims = _aims(table, target)
+    context = _Context.of(table, units, current, memory.aims)
     old = current.whole_value[mobiles.server[a]] + current.whole_value[mobiles.server[b]]
     gain = np.full(a.size, -np.inf)
     change = np.full(a.size, -1, dtype=np.int64)  # the job whose column changes (-1: none)
@@ -540,9 +545,11 @@ class _Context:
     def of(cls, table: ConfigTable, units: Units, current: _State, aims: np.ndarray) -> _Context:
         entries = current.entries
         jobs, servers = len(table.instance.jobs), current.whole_value.size
-        have = np.zeros((jobs, servers), dtype=np.int64)
+        # int32: half the memory of these (jobs, servers) grids, which are made afresh every round (at 1024 GPUs
+        # two 1 MB int64 grids cost 0.8 ms, mostly fresh pages; two 0.5 MB int32 grids 0.03 ms).
+        have = np.zeros((jobs, servers), dtype=np.int32)
         have[entries.job, entries.server] = entries.gpus
-        entry = np.full((jobs, servers), -1, dtype=np.int64)
+        entry = np.full((jobs, servers), -1, dtype=np.int32)
         entry[entries.job, entries.server] = np.arange(entries.job.size)
         room_a = units.cpu_per_server - current.split_a
         room_b = units.mem_per_server - current.split_b
@@ -571,7 +578,6 @@ def _aims(table: ConfigTable, target: np.ndarray) -> np.ndarray:
     """Per job, the columns a swap may move it to besides its own: its target, and its best column below the
     target (no more CPUs or memory, less throughput; the target again when there is none), which often fits
     where the target does not."""
-    instance = table.instance
     klass = table.klass
     counts = table.start[klass + 1] - table.start[klass]
     job = np.repeat(np.arange(klass.size), counts)
@@ -580,8 +586,7 @@ def _aims(table: ConfigTable, target: np.ndarray) -> np.ndarray:
     below = ((table.cpu[pair] <= table.cpu[aim] * (1 + 1e-9)) & (table.mem[pair] <= table.mem[aim] * (1 + 1e-9))
              & (table.tput[pair] < table.tput[aim] * (1 - 1e-9)))
     score = np.where(below, table.tput[pair], -np.inf)
-    order = np.lexsort((-score, job))
-    first = order[np.searchsorted(job[order], np.arange(len(instance.jobs)))] if job.size else order
+    first = group_first(np.r_[0, np.cumsum(counts)], (-score,))
     second = np.where(np.isfinite(score[first]), pair[first], target)
     return np.column_stack((target, second))
 
@@ -606,16 +611,27 @@ def _arrive_whole(mobiles: _Mobiles, tables: np.ndarray, which: np.ndarray, room
                   room_b: np.ndarray, come: np.ndarray) -> np.ndarray:
     """The best value of ``tables[which]`` (whole jobs of a server) plus whole mobile ``come`` at its best
     column, in the room ``room_a``, ``room_b`` (shape ``(pairs,)`` or ``(pairs, choices)``)."""
-    extra = room_a.ndim - 1  # axes of the room beyond the pairs'
-    shape = (*room_a.shape, mobiles.arrive_a.shape[1])
+    shape = (which.size, room_a[0].size if room_a.size else 1)  # pairs, choices
+    value = _best_arrival(tables, which, room_a.reshape(shape), room_b.reshape(shape), mobiles.arrive_a,
+                          mobiles.arrive_b, mobiles.arrive_value, come)
+    return value.reshape(room_a.shape)
 
-    def per_pair(values: np.ndarray) -> np.ndarray:
-        return np.broadcast_to(values.reshape((values.shape[0],) + (1,) * extra + values.shape[1:]), shape)
 
-    left_a = room_a[..., None] - per_pair(mobiles.arrive_a[come])
-    left_b = room_b[..., None] - per_pair(mobiles.arrive_b[come])
-    read = _read(tables, per_pair(which[:, None]), left_a, left_b)
-    return (read + per_pair(mobiles.arrive_value[come])).max(axis=-1)
+@njit(cache=True)
+def _best_arrival(tables: np.ndarray, which: np.ndarray, room_a: np.ndarray, room_b: np.ndarray,
+                  arrive_a: np.ndarray, arrive_b: np.ndarray, arrive_value: np.ndarray, come: np.ndarray
+                  ) -> np.ndarray:
+    """Per pair ``k`` and choice ``c``: the most over mobile ``come[k]``'s columns of ``tables[which[k]]`` in the
+    room left once it takes the column, plus the column's value (``-inf`` where none fits)."""
+    value = np.full(room_a.shape, -np.inf)
+    for k in range(room_a.shape[0]):
+        table, m = tables[which[k]], come[k]
+        for c in range(room_a.shape[1]):
+            for col in range(arrive_a.shape[1]):
+                a, b = room_a[k, c] - arrive_a[m, col], room_b[k, c] - arrive_b[m, col]
+                read = table[a, b] if a >= 0 and b >= 0 else -np.inf
+                value[k, c] = max(value[k, c], read + arrive_value[m, col])
+    return value
 
 
 def _whole_gains(mobiles: _Mobiles, a: np.ndarray, b: np.ndarray, old: np.ndarray, jobs: int,

@@ -22,7 +22,7 @@ from scipy.optimize import linear_sum_assignment
 
 from synergy_opt.mechanisms.configs import ConfigTable
 from synergy_opt.mechanisms.near_opt.assign import Entries, blocks
-from synergy_opt.mechanisms.near_opt.server_dp import Units, server_tables
+from synergy_opt.mechanisms.near_opt.server_dp import Units, final_tables
 
 # Picks made (each re-assigns one job of every server that has a whole single-GPU job).
 PICKS = 2
@@ -58,8 +58,8 @@ def repick(table: ConfigTable, units: Units, entries: Entries, column: np.ndarra
         index = np.full(servers, -1, dtype=np.int64)
         index[has] = np.arange(has.size)
         keep = whole[(index[server[whole]] >= 0) & ~np.isin(whole, picked)]
-        without = server_tables(table, units, index[server[keep]], entries.job[keep], entries.gpus[keep],
-                                has.size).final
+        without = final_tables(table, units, index[server[keep]], entries.job[keep], entries.gpus[keep],
+                               has.size)
         # Value of every picked job (rows) on every server with a pick (columns), at each of its columns.
         job = entries.job[picked]
         klass = table.klass[job]

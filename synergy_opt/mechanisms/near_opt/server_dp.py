@@ -2,7 +2,7 @@
 
 Given which jobs sit on each server (and with how many GPUs), the configs that maximise the server's total
 throughput within its CPUs and memory are found by dynamic programming over a grid of resource *units*, all
-servers at once (numpy, one pass per job slot and distinct unit cost). CPUs are counted in units of ``c_p /
+servers at once (a compiled loop per server, slot and column: numba). CPUs are counted in units of ``c_p /
 q_c`` and memory in units of ``m_p / q_m`` (``q_c``, ``q_m`` chosen per round and per resource, see
 :func:`choose_units`), so a server has ``G q_c`` CPU and ``G q_m`` memory units; a config's use is rounded
 *up* to whole units. Rounding up never over-claims (a server within its units is within its capacity), and for
@@ -15,6 +15,7 @@ Public API
 ----------
 ``choose_units(table) -> Units``
 ``server_tables(table, units, server, job, gpus, servers, base=None) -> ServerTables``
+``final_tables(table, units, server, job, gpus, servers, base=None) -> ndarray``
 ``backtrack(tables, cpu_room, mem_room) -> ndarray``
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from synergy_opt.mechanisms.configs import ConfigTable
 
@@ -82,7 +84,7 @@ class ServerTables:
     """The forward pass: ``value(s, a, b)`` is the best total throughput of the whole jobs on server ``s``
     within ``a`` CPU and ``b`` memory units (``-inf`` where they do not fit)."""
 
-    best: list[np.ndarray]  # per slot t: (servers, a, b) over the first t entries of each server
+    best: np.ndarray  # (slots + 1, servers, a, b): per slot t over the first t entries of each server
     server: np.ndarray  # per (entry, column) pair: its entry's server
     entry: np.ndarray
     column: np.ndarray
@@ -104,97 +106,154 @@ def server_tables(
     """Dynamic programme over the whole jobs of every server at once (entries: ``job`` with ``gpus`` GPUs on
     ``server``, each job once), for every budget up to a server's units. ``base`` (servers, a, b) is where each
     server's programme starts (default 0 everywhere: no jobs yet), e.g. the table of jobs the entries join."""
-    size_a, size_b = units.cpu_per_server, units.mem_per_server
-    order = np.argsort(server, kind="stable")
-    server, job, gpus = server[order], job[order], gpus[order]
-    first = np.searchsorted(server, np.arange(servers))
-    slot = np.arange(server.size) - first[server]
-    # Every (entry, column) pair with its unit costs; pairs that cannot fit an empty server are dropped.
-    klass = table.klass[job]
-    counts = table.start[klass + 1] - table.start[klass]
-    entry = np.repeat(np.arange(server.size), counts)
-    column = table.start[klass][entry] + (np.arange(entry.size) - np.repeat(np.cumsum(counts) - counts, counts))
-    cu = units.cpu_units(gpus[entry], table.cpu[column])
-    mu = units.mem_units(gpus[entry], table.mem[column])
-    # A column that leaves the server's other entries less than their least use can never be chosen (exact).
-    least_a = np.full(server.size, size_a + 1)
-    least_b = np.full(server.size, size_b + 1)
-    np.minimum.at(least_a, entry, cu)
-    np.minimum.at(least_b, entry, mu)
-    others_a = np.bincount(server, least_a, minlength=servers)[server] - least_a  # per entry
-    others_b = np.bincount(server, least_b, minlength=servers)[server] - least_b
-    fits = (cu <= size_a - others_a[entry]) & (mu <= size_b - others_b[entry])
-    entry, column, cu, mu = entry[fits], column[fits], cu[fits], mu[fits]
-    value = table.tput[column]
-    pair_server = server[entry]
-    pair_slot = slot[entry]
+    pairs = _Pairs.of(table, units, server, job, gpus, servers)
+    best = np.empty((pairs.slots + 1, servers, units.cpu_per_server + 1, units.mem_per_server + 1))
+    best[0] = 0.0 if base is None else base
+    _forward(best, pairs.server, pairs.slot, pairs.cu, pairs.mu, pairs.value)
+    return ServerTables(best, pairs.server, pairs.entry, pairs.column, pairs.cu, pairs.mu, pairs.value, pairs.slot,
+                        pairs.order)
 
-    best = [np.zeros((servers, size_a + 1, size_b + 1)) if base is None else base]
-    costs = (size_a + 1) * (size_b + 1)
-    # Pairs of one slot with equal unit costs shift every server's table alike: one pass per (slot, cost), over
-    # the pairs sorted once by slot, cost and server; two columns of one entry with one cost: the better counts.
-    cost_key = cu * (size_b + 1) + mu
-    group_key = (pair_slot * costs + cost_key) * servers + pair_server  # (slot, cost, server)
-    by = np.argsort(group_key, kind="stable")
-    g_key = group_key[by]
-    first = np.flatnonzero(np.r_[True, g_key[1:] != g_key[:-1]][: g_key.size])  # no pairs: none
-    g_value = np.maximum.reduceat(value[by], first) if first.size else np.zeros(0)
-    g_key = g_key[first]
-    g_server = g_key % servers
-    g_pass = g_key // servers  # slot * costs + cost
-    g_slot = g_pass // costs
-    starts = np.flatnonzero(np.r_[True, g_pass[1:] != g_pass[:-1]][: g_pass.size])
-    stops = np.r_[starts[1:], g_pass.size]
-    slot_of = g_slot[starts]
-    for t in range(int(slot.max(initial=-1)) + 1):
-        previous = best[-1]
-        # Servers with an entry in this slot start from nothing; the others keep their table.
-        current = np.full(previous.shape, -np.inf)
-        idle = np.ones(servers, dtype=bool)
-        idle[g_server[g_slot == t]] = False
-        current[idle] = previous[idle]
-        for start, stop in zip(starts[slot_of == t].tolist(), stops[slot_of == t].tolist(), strict=True):
-            a, b = divmod(int(g_pass[start]) % costs, size_b + 1)
-            if stop - start == 1:  # one server: views, no gather and scatter
-                row = int(g_server[start])
-                there = current[row, a:, b:]
-                np.maximum(there, previous[row, : size_a + 1 - a, : size_b + 1 - b] + g_value[start], out=there)
-                continue
-            rows = g_server[start:stop]
-            shifted = previous[rows, : size_a + 1 - a, : size_b + 1 - b]
-            shifted += g_value[start:stop, None, None]
-            there = current[rows, a:, b:]
-            np.maximum(there, shifted, out=there)
-            current[rows, a:, b:] = there
-        best.append(current)
-    return ServerTables(best, pair_server, entry, column, cu, mu, value, pair_slot, order)
+
+def final_tables(
+    table: ConfigTable, units: Units, server: np.ndarray, job: np.ndarray, gpus: np.ndarray, servers: int,
+    base: np.ndarray | None = None,
+) -> np.ndarray:
+    """``server_tables(...).final`` alone (servers, a, b), without keeping the tables of every slot."""
+    pairs = _Pairs.of(table, units, server, job, gpus, servers)
+    final = np.zeros((servers, units.cpu_per_server + 1, units.mem_per_server + 1)) if base is None else base.copy()
+    _final(final, pairs.server, pairs.cu, pairs.mu, pairs.value, pairs.slot)
+    return final
+
+
+@dataclass(frozen=True, eq=False)
+class _Pairs:
+    """Every (entry, column) pair the programme tries, in server, slot (entry) and column order."""
+
+    server: np.ndarray
+    entry: np.ndarray  # in server order (the input order of entry k is order[k])
+    column: np.ndarray
+    cu: np.ndarray
+    mu: np.ndarray
+    value: np.ndarray
+    slot: np.ndarray  # its entry's slot on its server
+    order: np.ndarray
+    slots: int  # the most entries on a server
+
+    @classmethod
+    def of(cls, table: ConfigTable, units: Units, server: np.ndarray, job: np.ndarray, gpus: np.ndarray,
+           servers: int) -> _Pairs:
+        size_a, size_b = units.cpu_per_server, units.mem_per_server
+        order = np.argsort(server, kind="stable")
+        server, job, gpus = server[order], job[order], gpus[order]
+        first = np.searchsorted(server, np.arange(servers))
+        slot = np.arange(server.size) - first[server]
+        klass = table.klass[job]
+        counts = table.start[klass + 1] - table.start[klass]
+        entry = np.repeat(np.arange(server.size), counts)
+        column = table.start[klass][entry] + (np.arange(entry.size) - np.repeat(np.cumsum(counts) - counts, counts))
+        cu = units.cpu_units(gpus[entry], table.cpu[column])
+        mu = units.mem_units(gpus[entry], table.mem[column])
+        # A column that leaves the server's other entries less than their least use can never be chosen (exact).
+        # Every entry has a column (a class has one at least), so its pairs are one run from its first.
+        runs = np.cumsum(counts) - counts
+        least_a = np.minimum.reduceat(cu, runs) if runs.size else np.zeros(0, dtype=np.int64)
+        least_b = np.minimum.reduceat(mu, runs) if runs.size else np.zeros(0, dtype=np.int64)
+        others_a = np.bincount(server, least_a, minlength=servers)[server] - least_a  # per entry
+        others_b = np.bincount(server, least_b, minlength=servers)[server] - least_b
+        fits = (cu <= size_a - others_a[entry]) & (mu <= size_b - others_b[entry])
+        entry, column, cu, mu = entry[fits], column[fits], cu[fits], mu[fits]
+        return cls(server[entry], entry, column, cu, mu, table.tput[column], slot[entry], order,
+                   int(slot.max(initial=-1)) + 1)
+
+
+@njit(cache=True)
+def _forward(best: np.ndarray, server: np.ndarray, slot: np.ndarray, cost_a: np.ndarray, cost_b: np.ndarray,
+             value: np.ndarray) -> None:
+    """Fill ``best[1:]`` from ``best[0]``: ``best[t + 1, s]`` is the best of ``best[t, s]`` shifted by a pair of
+    slot ``t`` on server ``s`` (its costs) plus its value, or ``best[t, s]`` itself when ``s`` has no entry in
+    slot ``t``. Pairs are in server then slot order."""
+    p = 0
+    for s in range(best.shape[1]):
+        for t in range(best.shape[0] - 1):
+            stop = _slot_end(server, slot, p, s, t)
+            if stop == p:
+                best[t + 1, s] = best[t, s]
+            else:
+                _step(best[t, s], best[t + 1, s], cost_a, cost_b, value, p, stop)
+            p = stop
+
+
+@njit(cache=True)
+def _final(final: np.ndarray, server: np.ndarray, cost_a: np.ndarray, cost_b: np.ndarray, value: np.ndarray,
+           slot: np.ndarray) -> None:
+    """:func:`_forward` keeping only each server's last table, in ``final`` (which holds the start)."""
+    scratch = np.empty(final.shape[1:])
+    p = 0
+    for s in range(final.shape[0]):
+        while p < server.size and server[p] == s:
+            stop = _slot_end(server, slot, p, s, slot[p])
+            scratch[:] = final[s]
+            _step(scratch, final[s], cost_a, cost_b, value, p, stop)
+            p = stop
+
+
+@njit(cache=True)
+def _slot_end(server: np.ndarray, slot: np.ndarray, p: int, s: int, t: int) -> int:
+    """The end of the run of pairs from ``p`` that are of server ``s`` and slot ``t``."""
+    while p < server.size and server[p] == s and slot[p] == t:
+        p += 1
+    return p
+
+
+@njit(cache=True)
+def _step(previous: np.ndarray, current: np.ndarray, cost_a: np.ndarray, cost_b: np.ndarray, value: np.ndarray,
+          start: int, stop: int) -> None:
+    """One slot of one server: ``current`` is the best over pairs ``start:stop`` of ``previous`` shifted by the
+    pair's costs plus its value (``-inf`` where none fits). Rows and columns of ``previous`` before its first
+    finite cell add nothing, so they are skipped."""
+    size_a, size_b = previous.shape
+    low_a, low_b = size_a, size_b
+    for i in range(size_a):
+        for j in range(size_b):
+            if previous[i, j] > -np.inf:
+                low_a, low_b = min(low_a, i), min(low_b, j)
+    current[:] = -np.inf
+    for q in range(start, stop):
+        a, b, v = cost_a[q], cost_b[q], value[q]
+        for i in range(low_a, size_a - a):
+            for j in range(low_b, size_b - b):
+                current[i + a, j + b] = max(current[i + a, j + b], previous[i, j] + v)
 
 
 def backtrack(tables: ServerTables, cpu_room: np.ndarray, mem_room: np.ndarray) -> np.ndarray:
     """The column of each entry (input order) in a best choice within each server's room (-1: none fits)."""
-    servers = cpu_room.size
-    a_left = np.minimum(cpu_room, tables.final.shape[1] - 1).copy()
-    b_left = np.minimum(mem_room, tables.final.shape[2] - 1).copy()
-    feasible = (a_left >= 0) & (b_left >= 0)
-    a_left, b_left = np.maximum(a_left, 0), np.maximum(b_left, 0)
-    feasible &= np.isfinite(tables.final[np.arange(servers), a_left, b_left])
+    size_a, size_b = tables.final.shape[1:]
     chosen = np.full(tables.order.size, -1, dtype=np.int64)
-    server, entry, cu, mu, value = tables.server, tables.entry, tables.cu, tables.mu, tables.value
-    for t in range(len(tables.best) - 2, -1, -1):
-        here = np.flatnonzero((tables.slot == t) & feasible[server])
-        rows = server[here]
-        a, b = a_left[rows] - cu[here], b_left[rows] - mu[here]
-        ok = (a >= 0) & (b >= 0)
-        reach = np.where(ok, tables.best[t][rows, np.maximum(a, 0), np.maximum(b, 0)] + value[here], -np.inf)
-        target = tables.best[t + 1][rows, a_left[rows], b_left[rows]]
-        attains = ok & (reach >= target - 1e-9 * (1 + np.abs(target)))
-        # The first attaining pair of each entry (pairs are in entry order).
-        hit = here[attains]
-        keep = np.r_[True, entry[hit][1:] != entry[hit][:-1]] if hit.size else np.zeros(0, dtype=bool)
-        hit = hit[keep]
-        chosen[entry[hit]] = tables.column[hit]
-        a_left[server[hit]] -= cu[hit]
-        b_left[server[hit]] -= mu[hit]
+    _backtrack(tables.best, tables.server, tables.slot, tables.entry, tables.column, tables.cu, tables.mu,
+               tables.value, np.minimum(cpu_room, size_a - 1), np.minimum(mem_room, size_b - 1), chosen)
     result = np.empty_like(chosen)
     result[tables.order] = chosen
     return result
+
+
+@njit(cache=True)
+def _backtrack(best: np.ndarray, server: np.ndarray, slot: np.ndarray, entry: np.ndarray, column: np.ndarray,
+               cost_a: np.ndarray, cost_b: np.ndarray, value: np.ndarray, room_a: np.ndarray, room_b: np.ndarray,
+               chosen: np.ndarray) -> None:
+    """Per server within its room (where its table is finite there), from its last slot down: the first pair of
+    the slot's entry whose value from the table before it reaches the table's (up to 1e-9 relative)."""
+    first = np.searchsorted(server, np.arange(best.shape[1] + 1))
+    for s in range(best.shape[1]):
+        a_left, b_left = room_a[s], room_b[s]
+        if a_left < 0 or b_left < 0 or best[-1, s, a_left, b_left] == -np.inf:
+            continue
+        for t in range(best.shape[0] - 2, -1, -1):
+            target = best[t + 1, s, a_left, b_left]
+            for q in range(first[s], first[s + 1]):
+                if slot[q] != t:
+                    continue
+                a, b = a_left - cost_a[q], b_left - cost_b[q]
+                if a >= 0 and b >= 0 and best[t, s, a, b] + value[q] >= target - 1e-9 * (1 + abs(target)):
+                    chosen[entry[q]] = column[q]
+                    a_left, b_left = a, b
+                    break

@@ -128,10 +128,15 @@ Costs = dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
 
 
 def _sharing(costs: Costs) -> list[tuple[int, int]]:
-    """Pairs of split jobs that share a server."""
+    """Pairs of split jobs that share a server (each pair once, in the order of ``costs``)."""
     jobs = list(costs)
-    return [(x, y) for k, x in enumerate(jobs) for y in jobs[k + 1:]
-            if np.intersect1d(costs[x][0], costs[y][0]).size]
+    if len(jobs) < 2:
+        return []
+    on = np.zeros((len(jobs), max(int(costs[job][0].max()) for job in jobs) + 1), dtype=np.int64)
+    for k, job in enumerate(jobs):
+        on[k, costs[job][0]] = 1
+    first, second = np.nonzero(np.triu(on @ on.T, 1))
+    return [(jobs[x], jobs[y]) for x, y in zip(first.tolist(), second.tolist(), strict=True)]
 
 
 def _pair_move(first: int, second: int, costs: Costs, at: dict[int, int], used_a: np.ndarray, used_b: np.ndarray,
