@@ -6,13 +6,14 @@
 - :func:`lp_types` (near-opt's, and a candidate of the joint decomposition), below.
 
 The types of the type-free ideal ILP's LP relaxation (:mod:`synergy_opt.ideal.hetero_model`; :func:`solve_lp`:
-the Lagrangian prices of its coupling rows, then HiGHS's dual simplex on the columns they leave): a vertex of it splits at most as many job classes between types or configs as the model has
-coupling rows (three per type), so it is the ideal ILP's choice but for a few jobs, at the cost of one LP
-instead of a proof. Each class's jobs take its types in proportion to the LP's counts (whole parts first); the
-fractional rest goes, largest jobs first, to the type of most share with room for its GPUs. When the rest finds
-no room (multi-GPU jobs, room split between types), a small MILP re-assigns the split classes and the whole
-ones that lose least by changing type (at the LP's prices) within each type's GPUs. When the LP does not solve
-or the repair finds nothing, the baseline types (which hold every job) are returned.
+the Lagrangian prices of its coupling rows, then HiGHS's dual simplex on the columns they leave): a vertex of it
+splits at most as many job classes between types or configs as the model has coupling rows (three per type), so
+it is the ideal ILP's choice but for a few jobs, at the cost of one LP instead of a proof. Each class's jobs take
+its types in proportion to the LP's counts (whole parts first); the fractional rest goes, largest jobs first, to
+the type of most share with room for its GPUs. When the rest finds no room (multi-GPU jobs, room split between
+types), a small MILP re-assigns the split classes and the whole ones that lose least by changing type (at the
+LP's prices) within each type's GPUs. When the LP does not solve or the repair finds nothing, the baseline types
+(which hold every job) are returned.
 """
 
 from __future__ import annotations
