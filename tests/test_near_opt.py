@@ -32,17 +32,25 @@ from synergy_opt import (
 from synergy_opt.evaluation import Evaluation, InvalidAllocationWarning, evaluate
 from synergy_opt.ideal.lagrangian import dual_value
 from synergy_opt.instance import Allocation, Placement
-from synergy_opt.mechanisms.configs import config_table, ideal_targets, job_throughputs, placeable, priced_targets
+from synergy_opt.mechanisms.configs import (
+    ConfigTable,
+    config_table,
+    ideal_targets,
+    job_throughputs,
+    placeable,
+    priced_targets,
+)
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.mechanisms.near_opt import solve_near_opt
-from synergy_opt.mechanisms.near_opt.assign import assign_chunks, chunk_sizes, merge_entries
+from synergy_opt.mechanisms.near_opt.assign import Entries, assign_chunks, chunk_sizes, merge_entries
 from synergy_opt.mechanisms.near_opt.exchange import configure, exchange
 from synergy_opt.mechanisms.near_opt.pinned import pinned_raises, placeable_aims
 from synergy_opt.mechanisms.near_opt.repick import repick
-from synergy_opt.mechanisms.near_opt.server_dp import backtrack, choose_units, server_tables
+from synergy_opt.mechanisms.near_opt.server_dp import Units, backtrack, choose_units, server_tables
 from synergy_opt.mechanisms.near_opt.tune_floor import TuneBound, staged_applies, tune_bound
 from synergy_opt.mechanisms.spare import spend_spare
 from synergy_opt.mechanisms.tune import pack_tune
+from synergy_opt.packing.state import ServerState
 from synergy_opt.profiles import model_info, models_by_task
 from synergy_opt.round_family import DEMANDS, family_round, member_round
 from tests.test_joint import brute_force_joint, tiny_instances
@@ -281,6 +289,17 @@ def single_gpu_rounds(draw: st.DrawFn) -> RoundInstance:
     return RoundInstance(cluster, tuple(Job(f"j{k}", 1, draw(st.sampled_from(pool))) for k in range(count)))
 
 
+def _assert_lowered_at_most_servers_and_runs(instance: RoundInstance, state: ServerState, cpu: np.ndarray,
+                                             mem: np.ndarray) -> int:
+    """TUNE's jobs at neither their best case nor the proportional point (lowered) are at most S + R; R."""
+    c_p, m_p = state.proportional
+    lowered = sum(1 for j, placed in enumerate(state.placements) if placed is not None
+                  and (placed.cpu_per_gpu, placed.mem_per_gpu) not in ((cpu[j], mem[j]), (c_p, m_p)))
+    runs = len({(c, m) for c, m in zip(cpu.tolist(), mem.tolist(), strict=True)})
+    assert lowered <= instance.cluster.servers + runs
+    return runs
+
+
 @settings(CI, max_examples=150)
 @given(single_gpu_rounds(), st.sampled_from([0.0, DEFAULT_TOLERANCE, 0.2]), st.randoms(use_true_random=False))
 def test_staged_bound_counts_tunes_lowered_jobs_and_bounds_tune(instance: RoundInstance, tolerance: float,
@@ -290,11 +309,7 @@ def test_staged_bound_counts_tunes_lowered_jobs_and_bounds_tune(instance: RoundI
     assert staged_applies(instance)
     cpu, mem = best_case_demands(instance, tolerance)
     state = pack_tune(instance, np.arange(len(instance.jobs)), best_case_tolerance=tolerance)
-    c_p, m_p = state.proportional
-    lowered = sum(1 for j, placed in enumerate(state.placements) if placed is not None
-                  and (placed.cpu_per_gpu, placed.mem_per_gpu) not in ((cpu[j], mem[j]), (c_p, m_p)))
-    runs = len({(c, m) for c, m in zip(cpu.tolist(), mem.tolist(), strict=True)})
-    assert lowered <= instance.cluster.servers + runs
+    runs = _assert_lowered_at_most_servers_and_runs(instance, state, cpu, mem)
     table = config_table(instance)
     staged = TuneBound.of(table, cpu, mem).staged
     assert staged is not None and staged.most_lowered >= instance.cluster.servers + runs
@@ -312,11 +327,7 @@ def test_staged_count_and_bound_on_family_rounds(member: str) -> None:
         assert staged_applies(instance)
         cpu, mem = best_case_demands(instance, DEFAULT_TOLERANCE)
         state = pack_tune(instance, np.arange(len(instance.jobs)))
-        c_p, m_p = state.proportional
-        lowered = sum(1 for j, placed in enumerate(state.placements) if placed is not None
-                      and (placed.cpu_per_gpu, placed.mem_per_gpu) not in ((cpu[j], mem[j]), (c_p, m_p)))
-        runs = len({(c, m) for c, m in zip(cpu.tolist(), mem.tolist(), strict=True)})
-        assert lowered <= instance.cluster.servers + runs
+        _assert_lowered_at_most_servers_and_runs(instance, state, cpu, mem)
         table = config_table(instance)
         bound = TuneBound.of(table, cpu, mem)
         tune = evaluate(instance, state.to_allocation()).objective
@@ -473,24 +484,33 @@ def test_raised_targets_fit_the_totals_and_gain(instance: RoundInstance) -> None
     assert table.tput[targets.job_column].sum() >= table.tput[targets.column[table.klass]].sum() - TOL
 
 
+def _priced_placement(instance: RoundInstance) -> tuple[ConfigTable, np.ndarray, Entries, Units]:
+    """The config table, the priced targets, their placement (one entry per job and server) and the units."""
+    table = config_table(instance)
+    target = priced_targets(table).job_column
+    cpu, mem = table.cpu[target], table.mem[target]
+    entries = assign_chunks(instance, cpu, mem, chunk_sizes(instance, cpu, mem))
+    return table, target, merge_entries(entries.job, entries.server, entries.gpus), choose_units(table)
+
+
+def _assert_gpus_kept(instance: RoundInstance, before: Entries, after: Entries) -> None:
+    """Every job keeps its GPUs, every server the GPUs it held."""
+    assert np.array_equal(np.bincount(after.job, after.gpus, minlength=len(instance.jobs)), instance.gpus)
+    servers = instance.cluster.servers
+    assert np.array_equal(np.bincount(after.server, after.gpus, minlength=servers),
+                          np.bincount(before.server, before.gpus, minlength=servers))
+
+
 @settings(CI, max_examples=40)
 @given(st.one_of(generated_rounds(max_servers=6), small_rounds()))
 def test_exchange_never_lowers_the_configured_total(instance: RoundInstance) -> None:
     """The exchanges end at least where the per-server programme started (every round judged exactly), on a
     realizable round."""
-    table = config_table(instance)
-    target = priced_targets(table).job_column
-    cpu, mem = table.cpu[target], table.mem[target]
-    entries = assign_chunks(instance, cpu, mem, chunk_sizes(instance, cpu, mem))
-    entries = merge_entries(entries.job, entries.server, entries.gpus)
-    units = choose_units(table)
+    table, target, entries, units = _priced_placement(instance)
     first = configure(table, units, entries, target)
     found = exchange(table, units, entries, target)
     assert found.total >= first.total - TOL
-    gpus = np.bincount(found.entries.job, found.entries.gpus, minlength=len(instance.jobs))
-    assert np.array_equal(gpus, instance.gpus)  # every job keeps its GPUs
-    per_server = np.bincount(found.entries.server, found.entries.gpus, minlength=instance.cluster.servers)
-    assert np.array_equal(per_server, np.bincount(entries.server, entries.gpus, minlength=instance.cluster.servers))
+    _assert_gpus_kept(instance, entries, found.entries)
 
 
 @settings(CI, max_examples=30)
@@ -498,22 +518,14 @@ def test_exchange_never_lowers_the_configured_total(instance: RoundInstance) -> 
 def test_pinned_raises_never_lower_the_total(instance: RoundInstance) -> None:
     """Pinned raises keep a result only when its total is higher; every job keeps its GPUs, every server its
     GPUs; the aims they pin are placeable and within the aims given."""
-    table = config_table(instance)
-    target = priced_targets(table).job_column
-    cpu, mem = table.cpu[target], table.mem[target]
-    entries = assign_chunks(instance, cpu, mem, chunk_sizes(instance, cpu, mem))
-    entries = merge_entries(entries.job, entries.server, entries.gpus)
-    units = choose_units(table)
+    table, target, entries, units = _priced_placement(instance)
     first = exchange(table, units, entries, target)
     aims = ideal_targets(table)
     assert aims is not None
     found = pinned_raises(table, units, first, aims)
     assert found.total >= first.total - TOL
     assert found.total == pytest.approx(table.tput[found.column].sum(), abs=TOL)
-    gpus = np.bincount(found.entries.job, found.entries.gpus, minlength=len(instance.jobs))
-    assert np.array_equal(gpus, instance.gpus)
-    per_server = np.bincount(found.entries.server, found.entries.gpus, minlength=instance.cluster.servers)
-    assert np.array_equal(per_server, np.bincount(entries.server, entries.gpus, minlength=instance.cluster.servers))
+    _assert_gpus_kept(instance, entries, found.entries)
     pinned = placeable_aims(table, aims)
     moved = pinned != aims
     assert np.all(placeable(table)[pinned[moved]])
