@@ -11,7 +11,7 @@ import synergy_opt as so
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.hetero_model import admissible, build_hetero_ideal
-from synergy_opt.ideal.hetero_types import solve_lp
+from synergy_opt.ideal.hetero_types import lp_types, solve_lp
 from synergy_opt.ideal.model import Reductions
 from synergy_opt.solvers import Status, solve_model
 from tests.hetero_instances import brute_force_hetero_ideal, random_hetero_round
@@ -135,6 +135,14 @@ def test_the_lp_by_prices_is_the_whole_lps_optimum(seed: int, multi: bool, fix_b
     side = np.where(row_dual > 0, model.row_upper, np.where(row_dual < 0, model.row_lower, 0.0))
     bound = float(side @ row_dual + np.maximum(reduced, 0.0) @ model.col_upper)
     assert bound == pytest.approx(whole.objective, rel=1e-8)
+
+
+def test_the_lp_of_a_round_without_jobs() -> None:
+    empty = HeteroRound(so.generate_round(types={"k80": 1, "p100": 1, "v100": 1}, seed=0).cluster, ())
+    ideal = build_hetero_ideal(empty)
+    solved = solve_lp(ideal)
+    assert solved is not None and solved[0].size == 0 and not solved[1].any()
+    assert lp_types(empty, ideal) == []
 
 
 def test_merging_alike_jobs_is_exact() -> None:

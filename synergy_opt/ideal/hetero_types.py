@@ -167,6 +167,8 @@ def solve_lp(ideal: HeteroIdealModel, time_limit: float | None = None) -> tuple[
     from synergy_opt.solvers.highs import quiet_highs, run  # highspy on first solve
 
     model = ideal.model
+    if not model.num_vars:  # a round without jobs: nothing to price, every row empty
+        return np.zeros(0), np.zeros(model.num_cons)
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     knapsack = TypedKnapsack.of(ideal)
     dual = solve_dual(knapsack, tolerance=DUAL_TOLERANCE, max_iterations=DUAL_ITERATIONS, smoothing=SMOOTHING)
