@@ -29,7 +29,7 @@ from synergy_opt.mechanisms.near_opt.assign import assign_chunks, chunk_sizes, m
 from synergy_opt.mechanisms.near_opt.exchange import Placed, exchange
 from synergy_opt.mechanisms.near_opt.pinned import needs, pinned_raises
 from synergy_opt.mechanisms.near_opt.rebalance import reassign_slots, rebalance
-from synergy_opt.mechanisms.near_opt.server_dp import choose_units
+from synergy_opt.mechanisms.near_opt.server_dp import Units, choose_units
 from synergy_opt.mechanisms.near_opt.tune_floor import TuneBound
 from synergy_opt.mechanisms.spare import Parts, parts_of, spend_parts
 from synergy_opt.mechanisms.tune import pack_tune_demands
@@ -73,7 +73,9 @@ def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, P
     priced = priced_targets(table)
     several = _several_starts(instance)
     ideal = ideal_targets(table) if several else None
-    found = [(_placed(instance, table, target, single), target) for target, single in _starts(table, priced, ideal)]
+    units = choose_units(table)
+    found = [(_placed(instance, table, units, target, single), target)
+             for target, single in _starts(table, priced, ideal)]
     best = 0
     for k, (placed, _) in enumerate(found):
         if placed.total > found[best][0].total * (1 + 1e-12):
@@ -83,7 +85,6 @@ def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, P
         # Where the starts are many, so are the pinned raises (near_opt/pinned.py): from the best start and the
         # next RAISED_STARTS - 1 by total, each job aiming at the better of its start's target and its ideal
         # config; the best result is kept.
-        units = choose_units(table)
         others = sorted((k for k in range(len(found)) if k != best), key=lambda k: -found[k][0].total)
         for k in [best, *others][:RAISED_STARTS]:
             placed, target = found[k]
@@ -123,7 +124,8 @@ def _starts(table: ConfigTable, priced: PricedTargets, ideal: np.ndarray | None)
     return [(target, False) for target in starts]
 
 
-def _placed(instance: RoundInstance, table: ConfigTable, target: np.ndarray, single: bool = False) -> Placed:
+def _placed(instance: RoundInstance, table: ConfigTable, units: Units, target: np.ndarray, single: bool = False
+            ) -> Placed:
     """Steps 2-4 from per-job targets: placement, local search, exchanges, per-server optimum; with ``single``
     every job is placed one GPU at a time."""
     cpu, mem = table.cpu[target], table.mem[target]
@@ -133,7 +135,7 @@ def _placed(instance: RoundInstance, table: ConfigTable, target: np.ndarray, sin
     demand = needs(table, target, entries.spans(len(instance.jobs)) > 1)
     entries = rebalance(instance, reassign_slots(instance, entries, demand), demand)
     entries = merge_entries(entries.job, entries.server, entries.gpus)
-    return exchange(table, choose_units(table), entries, target)
+    return exchange(table, units, entries, target)
 
 
 def solve_near_opt(

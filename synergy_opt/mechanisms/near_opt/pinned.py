@@ -24,6 +24,7 @@ Public API
 ----------
 ``needs(table, column, must_fit) -> ndarray``
 ``pinned_raises(table, units, placed, aims) -> Placed``
+``placeable_aims(table, aims) -> ndarray``
 """
 
 from __future__ import annotations
@@ -60,10 +61,10 @@ def needs(table: ConfigTable, column: np.ndarray, must_fit: np.ndarray) -> np.nd
 def pinned_raises(table: ConfigTable, units: Units, placed: Placed, aims: np.ndarray) -> Placed:
     """``placed`` improved by pinned raises (module docstring) of the jobs below their ``aims`` (a column per
     job); never lower."""
-    gpus = table.instance.gpus
-    aims = placeable_aims(table, aims)
     if table.instance.cluster.servers < 2:  # nothing to move to (and the swaps of rebalance need a partner)
         return placed
+    gpus = table.instance.gpus
+    aims = placeable_aims(table, aims)
     for _ in range(PASSES):
         before = placed.total
         lost = (table.tput[aims] - table.tput[placed.column]) * gpus
