@@ -10,6 +10,7 @@ import pytest
 import synergy_opt as so
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.hetero import HeteroRound
+from synergy_opt.ideal import hetero_types
 from synergy_opt.ideal.hetero_model import admissible, build_hetero_ideal
 from synergy_opt.ideal.hetero_types import lp_types, solve_lp
 from synergy_opt.ideal.model import Reductions
@@ -135,6 +136,19 @@ def test_the_lp_by_prices_is_the_whole_lps_optimum(seed: int, multi: bool, fix_b
     side = np.where(row_dual > 0, model.row_upper, np.where(row_dual < 0, model.row_lower, 0.0))
     bound = float(side @ row_dual + np.maximum(reduced, 0.0) @ model.col_upper)
     assert bound == pytest.approx(whole.objective, rel=1e-8)
+
+
+def test_the_lp_by_prices_widens_when_the_prices_columns_admit_no_solution(monkeypatch: pytest.MonkeyPatch
+                                                                         ) -> None:
+    """With no gap, the prices leave one column per class, which overfill some type: the LP over them is
+    infeasible and every column left is added (a wider gap adds none), reaching the whole LP's optimum."""
+    monkeypatch.setattr(hetero_types, "CANDIDATE_GAP", 0.0)
+    instance = so.generate_round(types={"k80": 3, "p100": 3, "v100": 3}, multi_gpu=True, seed=0, profile_noise=0.05)
+    ideal = build_hetero_ideal(instance)
+    solved = solve_lp(ideal)
+    assert solved is not None
+    whole = solve_model(ideal.model.relaxed(), "highs")
+    assert float(ideal.model.objective @ solved[0]) == pytest.approx(whole.objective, rel=1e-9)
 
 
 def test_the_lp_of_a_round_without_jobs() -> None:

@@ -200,7 +200,9 @@ def solve_lp(ideal: HeteroIdealModel, time_limit: float | None = None) -> tuple[
             if taken.all():
                 return None
             gap *= 1e3
-            entering = np.flatnonzero(~taken & (dual.reduced_cost <= gap) if gap < scale else ~taken)
+            entering = np.flatnonzero(~taken & (dual.reduced_cost <= gap))
+            if not entering.size or gap >= scale:  # none within the wider gap: every column left
+                entering = np.flatnonzero(~taken)
             continue
         if not prices_checked and lp.getInfo().objective_function_value >= dual.bound - BOUND_TOLERANCE * scale:
             row_dual = np.zeros(model.num_cons)
