@@ -14,7 +14,7 @@ from random import Random
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from synergy_opt import (
@@ -511,6 +511,33 @@ def test_exchange_never_lowers_the_configured_total(instance: RoundInstance) -> 
     found = exchange(table, units, entries, target)
     assert found.total >= first.total - TOL
     _assert_gpus_kept(instance, entries, found.entries)
+
+
+@settings(CI, max_examples=40)
+@given(small_server_rounds())
+def test_one_or_two_split_jobs_get_their_best_configs(instance: RoundInstance) -> None:
+    """With at most two split jobs, the split configs (coordinate ascent, then pairs that share a server) are the
+    best of every combination of their columns, judged by brute force: their throughputs plus each server's
+    best for its whole jobs in the room they leave (the per-server programme's table)."""
+    table, target, entries, units = _priced_placement(instance)
+    first = configure(table, units, entries, target)
+    split = np.flatnonzero(first.spans > 1)
+    assume(1 <= split.size <= 2)
+    final, servers = first.tables.final, instance.cluster.servers
+    size_a, size_b = final.shape[1] - 1, final.shape[2] - 1
+    choices = [range(table.start[table.klass[j]], table.start[table.klass[j] + 1]) for j in split]
+    best = -np.inf
+    for columns in itertools.product(*choices):
+        used_a, used_b = np.zeros(servers, dtype=np.int64), np.zeros(servers, dtype=np.int64)
+        for job, column in zip(split, columns, strict=True):
+            mine = entries.job == job
+            np.add.at(used_a, entries.server[mine], units.cpu_units(entries.gpus[mine], table.cpu[column]))
+            np.add.at(used_b, entries.server[mine], units.mem_units(entries.gpus[mine], table.mem[column]))
+        if np.any(used_a > size_a) or np.any(used_b > size_b):
+            continue
+        best = max(best, table.tput[list(columns)].sum() + final[np.arange(servers), size_a - used_a,
+                                                                  size_b - used_b].sum())
+    assert first.total == pytest.approx(best, abs=TOL)
 
 
 @settings(CI, max_examples=30)
