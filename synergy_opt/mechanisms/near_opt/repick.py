@@ -18,6 +18,7 @@ Public API
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 from scipy.optimize import linear_sum_assignment
 
 from synergy_opt.mechanisms.configs import ConfigTable
@@ -70,12 +71,27 @@ def repick(table: ConfigTable, units: Units, entries: Entries, column: np.ndarra
         need_b = units.mem_units(np.ones(1), table.mem[cols])
         gain = np.where(valid, table.tput[cols], -np.inf)
         for block in blocks(has.size, max(1, -(-has.size // BLOCK))):
-            # Within a block: its picked jobs (rows) on its servers (columns), at each of a job's columns.
-            left_a = room_a[has[block]][None, :, None] - need_a[block][:, None, :]
-            left_b = room_b[has[block]][None, :, None] - need_b[block][:, None, :]
-            ok = (left_a >= 0) & (left_b >= 0)
-            read = without[block[None, :, None], np.maximum(left_a, 0), np.maximum(left_b, 0)]
-            value = np.where(ok, read + gain[block][:, None, :], -np.inf).max(axis=2)
-            rows, cols_ = linear_sum_assignment(np.where(np.isfinite(value), -value, UNFIT))
+            rows, cols_ = linear_sum_assignment(_costs(without, block, room_a[has], room_b[has], need_a, need_b,
+                                                       gain))
             server[picked[block[rows]]] = has[block[cols_]]
     return Entries(entries.job, server, entries.gpus)
+
+
+@njit(cache=True)
+def _costs(without: np.ndarray, block: np.ndarray, room_a: np.ndarray, room_b: np.ndarray, need_a: np.ndarray,
+           need_b: np.ndarray, gain: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """The assignment's costs within a block (positions among the servers with a pick): per picked job (rows) and
+    server (columns), minus the most over the job's columns of its gain plus the server's table without its own
+    pick in the room left (``UNFIT`` where no column fits)."""
+    cost = np.empty((block.size, block.size))
+    for r in range(block.size):
+        job = block[r]
+        for c in range(block.size):
+            there = block[c]
+            best = -np.inf
+            for col in range(need_a.shape[1]):
+                left_a, left_b = room_a[there] - need_a[job, col], room_b[there] - need_b[job, col]
+                if left_a >= 0 and left_b >= 0:
+                    best = max(best, without[there, left_a, left_b] + gain[job, col])
+            cost[r, c] = -best if np.isfinite(best) else UNFIT
+    return cost
