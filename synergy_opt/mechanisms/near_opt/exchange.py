@@ -58,7 +58,14 @@ from synergy_opt.mechanisms.configs import ConfigTable
 from synergy_opt.mechanisms.group_first import group_first
 from synergy_opt.mechanisms.near_opt.assign import Entries, merge_entries
 from synergy_opt.mechanisms.near_opt.repick import repick
-from synergy_opt.mechanisms.near_opt.server_dp import ServerTables, Units, backtrack, final_tables, server_tables
+from synergy_opt.mechanisms.near_opt.server_dp import (
+    ServerTables,
+    Units,
+    backtrack,
+    final_tables,
+    server_tables,
+    units_of,
+)
 from synergy_opt.mechanisms.near_opt.splits import SplitChoice, split_columns
 
 # At most this many rounds of swaps (each makes at least one swap, or the search ends).
@@ -665,40 +672,74 @@ def _piece_gain(table: ConfigTable, units: Units, context: _Context, mobiles: _M
     """Per pair, when one GPU of split job ``z`` (mobile ``mover[k]``, on server ``s``) swaps with mobile
     ``other[k]`` (on ``t``) and ``z`` takes its column or one of its aims ``c'``: the new whole values of
     ``s`` and ``t`` plus the change of ``z``'s throughput and of the whole values on its other servers; and
-    that column."""
+    that column (:func:`_piece_totals`)."""
     current = context.current
-    z = mobiles.job[mover]
-    s, t = mobiles.server[mover], mobiles.server[other]
-    now = current.column[z][:, None]
-    # z's choices: its column, or one of its aims (all its columns: no better on the rounds tried, and 20 times
-    # slower).
-    cols = np.concatenate((now, context.aims[z]), axis=1)
-    cpu_new, mem_new, cpu_now, mem_now = table.cpu[cols], table.mem[cols], table.cpu[now], table.mem[now]
-    # z's other servers at each aim: its total change less that of s and t (t's when z is there already).
-    k_s, k_t = context.entry[z, s], context.entry[z, t]
-    on_t = (k_t >= 0)[:, None]
-    k_t = np.maximum(k_t, 0)
-    to_aim = context.job_delta[z] - context.piece_delta[k_s] - np.where(on_t, context.piece_delta[k_t], 0.0)
-    blocked = (context.job_blocked[z] - context.piece_blocked[k_s]
-               - np.where(on_t, context.piece_blocked[k_t], False)) > 0
-    elsewhere = np.column_stack((np.zeros(z.size), np.where(blocked, -np.inf, to_aim)))
-    # s: z keeps n_s - n GPUs at c'; the other mobile arrives.
-    n = mobiles.gpus[mover][:, None]
-    n_s = context.have[z, s][:, None]
-    base_a = context.room_a[s][:, None] + units.cpu_units(n_s, cpu_now) - units.cpu_units(n_s - n, cpu_new)
-    base_b = context.room_b[s][:, None] + units.mem_units(n_s, mem_now) - units.mem_units(n_s - n, mem_new)
-    final = current.final
-    value_s = _arrive(table, units, context, mobiles, final, s, s, base_a, base_b, other)
-    # t: z has m GPUs there at its column, m + n at c' after; the other mobile has left.
-    m_t = context.have[z, t][:, None]
-    need_a = units.cpu_units(m_t + n, cpu_new) - units.cpu_units(m_t, cpu_now)
-    need_b = units.mem_units(m_t + n, mem_new) - units.mem_units(m_t, mem_now)
-    value_t = _read(mobiles.tables, np.broadcast_to(mobiles.table[other][:, None], cols.shape),
-                    mobiles.room_a[other][:, None] - need_a, mobiles.room_b[other][:, None] - need_b)
-    total = table.tput[cols] - table.tput[now] + elsewhere + value_s + value_t
-    best = total.argmax(axis=1)
-    rows = np.arange(z.size)
-    return total[rows, best], cols[rows, best]
+    total = np.empty(mover.size)
+    column = np.empty(mover.size, dtype=np.int64)
+    _piece_totals(mover, other, mobiles.job, mobiles.server, mobiles.gpus, mobiles.piece, mobiles.table,
+                  mobiles.room_a, mobiles.room_b, mobiles.tables, mobiles.arrive_a, mobiles.arrive_b,
+                  mobiles.arrive_value, current.column, context.aims, context.entry, context.have, context.room_a,
+                  context.room_b, context.job_delta, context.piece_delta, context.job_blocked,
+                  context.piece_blocked, current.final, table.cpu, table.mem, table.tput, units.cpu, units.mem,
+                  total, column)
+    return total, column
+
+
+@njit(cache=True)
+def _piece_totals(mover: np.ndarray, other: np.ndarray, job: np.ndarray, server: np.ndarray, gpus: np.ndarray,
+                  piece: np.ndarray, which: np.ndarray, room_a: np.ndarray, room_b: np.ndarray, tables: np.ndarray,
+                  arrive_a: np.ndarray, arrive_b: np.ndarray, arrive_value: np.ndarray, column: np.ndarray,
+                  aims: np.ndarray, entry: np.ndarray, have: np.ndarray, free_a: np.ndarray, free_b: np.ndarray,
+                  job_delta: np.ndarray, piece_delta: np.ndarray, job_blocked: np.ndarray,
+                  piece_blocked: np.ndarray, final: np.ndarray, cpu: np.ndarray, mem: np.ndarray,
+                  tput: np.ndarray, unit_cpu: float, unit_mem: float, total: np.ndarray, chosen: np.ndarray
+                  ) -> None:  # pragma: no cover - compiled
+    """:func:`_piece_gain` pair by pair (mobiles' fields, the context's, the round's tables, the table's columns),
+    into ``total`` and ``chosen``. Choice 0 is ``z``'s column, choice ``1 + i`` its aim ``i``; the first best
+    choice is taken."""
+    for k in range(mover.size):
+        z, s, o = job[mover[k]], server[mover[k]], other[k]
+        now = column[z]
+        k_s, k_t = entry[z, s], entry[z, server[o]]
+        n, n_s, m_t = gpus[mover[k]], have[z, s], have[z, server[o]]
+        for c in range(1 + aims.shape[1]):
+            col = now if c == 0 else aims[z, c - 1]
+            # z's other servers at the aim: its total change less that of s and t (t's when z is there already).
+            elsewhere = 0.0
+            if c > 0:
+                blocked = job_blocked[z, c - 1] - piece_blocked[k_s, c - 1]
+                delta = job_delta[z, c - 1] - piece_delta[k_s, c - 1]
+                if k_t >= 0:
+                    blocked -= piece_blocked[k_t, c - 1]
+                    delta -= piece_delta[k_t, c - 1]
+                elsewhere = -np.inf if blocked > 0 else delta
+            # s: z keeps n_s - n GPUs at col; the other mobile arrives.
+            base_a = (free_a[s] + units_of(n_s, cpu[now], unit_cpu) - units_of(n_s - n, cpu[col], unit_cpu))
+            base_b = (free_b[s] + units_of(n_s, mem[now], unit_mem) - units_of(n_s - n, mem[col], unit_mem))
+            if piece[o]:
+                w = job[o]
+                there = have[w, s]
+                add_a = units_of(there + gpus[o], cpu[column[w]], unit_cpu) - units_of(there, cpu[column[w]], unit_cpu)
+                add_b = units_of(there + gpus[o], mem[column[w]], unit_mem) - units_of(there, mem[column[w]], unit_mem)
+                value_s = _cell(final, s, base_a - add_a, base_b - add_b)
+            else:
+                value_s = -np.inf
+                for a in range(arrive_a.shape[1]):
+                    value_s = max(value_s, _cell(final, s, base_a - arrive_a[o, a], base_b - arrive_b[o, a])
+                                  + arrive_value[o, a])
+            # t: z has m_t GPUs there at its column, m_t + n at col after; the other mobile has left.
+            need_a = units_of(m_t + n, cpu[col], unit_cpu) - units_of(m_t, cpu[now], unit_cpu)
+            need_b = units_of(m_t + n, mem[col], unit_mem) - units_of(m_t, mem[now], unit_mem)
+            value_t = _cell(tables, which[o], room_a[o] - need_a, room_b[o] - need_b)
+            value = tput[col] - tput[now] + elsewhere + value_s + value_t
+            if c == 0 or value > total[k]:
+                total[k], chosen[k] = value, col
+
+
+@njit(cache=True)
+def _cell(tables: np.ndarray, which: int, a: int, b: int) -> float:  # pragma: no cover - compiled
+    """``tables[which, a, b]``, ``-inf`` where ``a`` or ``b`` is negative (:func:`_read` of one cell)."""
+    return tables[which, a, b] if a >= 0 and b >= 0 else -np.inf
 
 
 def _arrive(table: ConfigTable, units: Units, context: _Context, mobiles: _Mobiles, tables: np.ndarray,

@@ -17,6 +17,7 @@ Public API
 ``server_tables(table, units, server, job, gpus, servers, base=None) -> ServerTables``
 ``final_tables(table, units, server, job, gpus, servers, base=None) -> ndarray``
 ``backtrack(tables, cpu_room, mem_room) -> ndarray``
+``units_of(gpus, per_gpu, unit) -> int`` (compiled)
 """
 
 from __future__ import annotations
@@ -60,6 +61,13 @@ class Units:
 def _units(amount: np.ndarray) -> np.ndarray:
     """Whole units covering ``amount`` (rounded up: 1.0005 units is 2, 0.9998 is 1)."""
     return np.ceil(np.asarray(amount) - _FLOAT_ROUNDING).astype(np.int64)
+
+
+@njit(cache=True)
+def units_of(gpus: int, per_gpu: float, unit: float) -> int:  # pragma: no cover - compiled
+    """:meth:`Units.cpu_units` (``unit`` = ``Units.cpu``) or ``mem_units`` of one entry, in compiled loops (the
+    same operations, so the same counts)."""
+    return int(np.ceil(gpus * per_gpu / unit - _FLOAT_ROUNDING))
 
 
 def choose_units(table: ConfigTable) -> Units:
