@@ -497,27 +497,46 @@ def _best_swaps(table: ConfigTable, units: Units, current: _State, target: np.nd
                 - _enters(have, mobiles, b, a))
     tolerance = _GAIN * (1 + abs(current.total))
     worth = (gain > tolerance) | ((gain >= -tolerance) & (gathered > 0))
-    swaps: list[tuple[int, int, int, int, int]] = []
-    changes: list[tuple[int, int]] = []
-    done = np.zeros(servers, dtype=bool)
     score = np.where(gain > tolerance, gain, 0.0)
     candidates = np.flatnonzero(worth)
     # A split job whose column changes changes its other servers too.
     recolumned = (change >= 0) & (column != current.column[np.maximum(change, 0)])
-    for k in candidates[np.lexsort((-gathered[candidates], -score[candidates]))].tolist():
-        s, t = int(mobiles.server[a[k]]), int(mobiles.server[b[k]])
-        touched = [s, t]
-        if recolumned[k]:
-            touched += context.servers_of(int(change[k])).tolist()
-        if done[touched].any():
-            continue
-        done[touched] = True
-        swaps.append((s, int(mobiles.job[a[k]]), t, int(mobiles.job[b[k]]), int(mobiles.gpus[a[k]])))
+    order = candidates[np.lexsort((-gathered[candidates], -score[candidates]))]
+    swaps: list[tuple[int, int, int, int, int]] = []
+    changes: list[tuple[int, int]] = []
+    for k in _disjoint(order, mobiles.server[a], mobiles.server[b], recolumned, change, have).tolist():
+        swaps.append((int(mobiles.server[a[k]]), int(mobiles.job[a[k]]), int(mobiles.server[b[k]]),
+                      int(mobiles.job[b[k]]), int(mobiles.gpus[a[k]])))
         if change[k] >= 0:
             changes.append((int(change[k]), int(column[k])))
-        if done.all():
-            break
     return swaps, changes
+
+
+@njit(cache=True)
+def _disjoint(order: np.ndarray, s: np.ndarray, t: np.ndarray, recolumned: np.ndarray, change: np.ndarray,
+              have: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """The swaps taken, greedily in ``order``: each unless it touches a server a swap taken touches (its two
+    servers, and every server of the split job whose column it changes), until every server is touched."""
+    servers = have.shape[1]
+    done = np.zeros(servers, dtype=np.bool_)
+    taken = np.empty(order.size, dtype=np.int64)
+    count, left = 0, servers
+    for k in order:
+        clash = done[s[k]] or done[t[k]]
+        if recolumned[k]:
+            for u in range(servers):
+                clash = clash or (have[change[k], u] > 0 and done[u])
+        if clash:
+            continue
+        for u in range(servers):
+            if u == s[k] or u == t[k] or (recolumned[k] and have[change[k], u] > 0):
+                left -= 0 if done[u] else 1
+                done[u] = True
+        taken[count] = k
+        count += 1
+        if left == 0:
+            break
+    return taken[:count]
 
 
 def _leaves(have: np.ndarray, mobiles: _Mobiles, mover: np.ndarray) -> np.ndarray:
@@ -576,9 +595,6 @@ class _Context:
         np.add.at(job_delta, entries.job, piece_delta)
         np.add.at(job_blocked, entries.job, piece_blocked.astype(np.int64))
         return cls(have, entry, room_a, room_b, current, aims, piece_delta, piece_blocked, job_delta, job_blocked)
-
-    def servers_of(self, job: int) -> np.ndarray:
-        return np.flatnonzero(self.have[job] > 0)
 
 
 def _aims(table: ConfigTable, target: np.ndarray) -> np.ndarray:
