@@ -24,6 +24,7 @@ Public API
 from __future__ import annotations
 
 import numpy as np
+from numba import njit, vectorize
 from scipy.optimize import linear_sum_assignment
 
 from synergy_opt.instance import RoundInstance
@@ -54,11 +55,13 @@ def _overflow(use: np.ndarray) -> np.ndarray:
     return _overflow_of(use[..., 0], use[..., 1], use[..., 2], use[..., 3])
 
 
-def _overflow_of(cpu: np.ndarray, mem: np.ndarray, least_cpu: np.ndarray, least_mem: np.ndarray) -> np.ndarray:
-    """:func:`_overflow` from the four uses as separate arrays (no stacked temporary). Summed as the pairs
-    (CPUs) + (memory), as einsum sums four terms, so the values are those the search was tuned with."""
-    return ((np.maximum(cpu - 1.0, 0.0) + HARD * np.maximum(least_cpu - 1.0, 0.0))
-            + (np.maximum(mem - 1.0, 0.0) + HARD * np.maximum(least_mem - 1.0, 0.0)))
+@vectorize(["float64(float64, float64, float64, float64)"], cache=True)
+def _overflow_of(cpu: float, mem: float, least_cpu: float, least_mem: float) -> float:  # pragma: no cover
+    """:func:`_overflow` from the four uses as separate arrays (a compiled ufunc: no temporaries, and callable
+    in compiled loops). Summed as the pairs (CPUs) + (memory), as einsum sums four terms, so the values are
+    those the search was tuned with."""
+    return ((max(cpu - 1.0, 0.0) + HARD * max(least_cpu - 1.0, 0.0))
+            + (max(mem - 1.0, 0.0) + HARD * max(least_mem - 1.0, 0.0)))
 
 
 def _per_server(server: np.ndarray, need: np.ndarray, servers: int) -> np.ndarray:
@@ -164,15 +167,26 @@ def reassign_slots(instance: RoundInstance, entries: Entries, demand: np.ndarray
             here, taken = has[block], picked[block]
             moving = need[taken]
             base = use[here] - moving  # (servers, 4): each server without its picked entry
-            # Per resource, (entries, servers): each server's use with each picked entry.
-            after = [base[None, :, d] + moving[:, None, d] for d in range(4)]
-            # Other GPUs of the entry's job on each server (its own entry is leaving its server).
-            others = on[entries.job[taken]][:, here] - (server[taken][:, None] == here[None, :])
-            balance = after[0] * after[0] + after[1] * after[1]
-            cost = _overflow_of(*after) - AFFINITY * (others > 0) + 1e-3 * balance
-            rows, cols = linear_sum_assignment(cost)
+            rows, cols = linear_sum_assignment(_pick_costs(base, moving, on, entries.job[taken], server[taken],
+                                                           here))
             moved = taken[rows]
             np.subtract.at(on, (entries.job[moved], server[moved]), 1)
             server[moved] = here[cols]
             np.add.at(on, (entries.job[moved], server[moved]), 1)
     return Entries(entries.job, server, entries.gpus)
+
+
+@njit(cache=True)
+def _pick_costs(base: np.ndarray, moving: np.ndarray, on: np.ndarray, job: np.ndarray, server: np.ndarray,
+                here: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """The assignment's costs of a pick: per picked entry (rows: of ``job``, leaving ``server``) and server
+    ``here[c]`` (columns; ``base[c]`` its use without its own pick), the overflow with the entry there, less
+    ``AFFINITY`` where its job has other GPUs there, plus a thousandth of the squared loads (balance)."""
+    cost = np.empty((moving.shape[0], here.size))
+    for r in range(moving.shape[0]):
+        for c in range(here.size):
+            cpu, mem = base[c, 0] + moving[r, 0], base[c, 1] + moving[r, 1]
+            over = _overflow_of(cpu, mem, base[c, 2] + moving[r, 2], base[c, 3] + moving[r, 3])
+            others = on[job[r], here[c]] - (1 if server[r] == here[c] else 0)
+            cost[r, c] = over - (AFFINITY if others > 0 else 0.0) + 1e-3 * (cpu * cpu + mem * mem)
+    return cost
