@@ -169,12 +169,15 @@ def priced_targets(table: ConfigTable) -> PricedTargets:
     score = np.where(allowed & (priced >= best[table.col_class] - 1e-9 * (1 + np.abs(best[table.col_class]))),
                      1.0, 0.0)
     priced_use = dual.multipliers[0] * table.cpu + dual.multipliers[1] * table.mem
-    column = fit_to_capacity(table, best_per_class(table, score, priced_use))
+    least = best_per_class(table, score, priced_use)
+    column = fit_to_capacity(table, least)
     jobs = raise_to_capacity(table, column[table.klass], dual.multipliers)
     # The ties taken the other way (the most priced use: the LP's fractional classes rounded up), trimmed to fit
-    # and raised: the better of the two.
-    up = fit_to_capacity(table, best_per_class(table, score, -priced_use))
-    jobs_up = raise_to_capacity(table, up[table.klass], dual.multipliers)
+    # and raised: the better of the two. Where no class has a tie they are the same columns (and the same steps
+    # give the same result, so they are not taken again).
+    most = best_per_class(table, score, -priced_use)
+    up = column if np.array_equal(most, least) else fit_to_capacity(table, most)
+    jobs_up = jobs if np.array_equal(up, column) else raise_to_capacity(table, up[table.klass], dual.multipliers)
     other = None if np.array_equal(jobs_up, jobs) else jobs_up
     if table.tput[jobs_up].sum() > table.tput[jobs].sum() * (1 + 1e-12):
         column, jobs, other = up, jobs_up, jobs
