@@ -105,17 +105,7 @@ def rebalance(instance: RoundInstance, entries: Entries, demand: np.ndarray, rou
         room[np.arange(hot.size), hot] = -np.inf
         count = min(PARTNERS, servers - 1)
         partner = np.argpartition(-room, count - 1, axis=1)[:, :count] if count > 0 else np.zeros((hot.size, 0), int)
-        # delta[h, p, t, q]: what server hot[h] gains when its slot p swaps with slot q of its partner t (per use).
-        delta = [load[partner][:, None, :, :, d] - load[hot][:, :, None, None, d] for d in range(4)]
-        after_hot = _overflow_of(*(use[hot][:, None, None, None, d] + delta[d] for d in range(4)))
-        after_other = _overflow_of(*(use[partner][:, None, :, None, d] - delta[d] for d in range(4)))
-        gain = over[hot][:, None, None, None] + over[partner][:, None, :, None] - after_hot - after_other
-        valid = size[hot][:, :, None, None] == size[partner][:, None, :, :]
-        gain = np.where(valid, gain, -np.inf)
-        flat = gain.reshape(hot.size, -1)
-        best = flat.argmax(axis=1)
-        best_gain = flat[np.arange(hot.size), best]
-        p, t, q = np.unravel_index(best, gain.shape[1:])
+        best_gain, p, t, q = _best_swaps(hot, partner, load, use, over, size)
         done = np.zeros(servers, dtype=bool)
         moved = False
         for h in np.argsort(-best_gain, kind="stable"):
@@ -190,3 +180,36 @@ def _pick_costs(base: np.ndarray, moving: np.ndarray, on: np.ndarray, job: np.nd
             others = on[job[r], here[c]] - (1 if server[r] == here[c] else 0)
             cost[r, c] = over - (AFFINITY if others > 0 else 0.0) + 1e-3 * (cpu * cpu + mem * mem)
     return cost
+
+
+@njit(cache=True)
+def _best_swaps(hot: np.ndarray, partner: np.ndarray, load: np.ndarray, use: np.ndarray, over: np.ndarray,
+                size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+    """Per hot server ``hot[h]``, its best swap: of its slot ``p`` with slot ``q`` of its partner ``partner[h, t]``
+    (slots of equal GPUs), by how much the two servers' overflow falls (the first best in ``(p, t, q)`` order;
+    ``-inf`` where no slots match). ``load`` (servers, slots, 4) is each slot's use, ``size`` its GPUs (-1:
+    empty)."""
+    width = load.shape[1]
+    best_gain = np.full(hot.size, -np.inf)
+    best_p = np.zeros(hot.size, dtype=np.int64)
+    best_t = np.zeros(hot.size, dtype=np.int64)
+    best_q = np.zeros(hot.size, dtype=np.int64)
+    after = np.empty(4)
+    other = np.empty(4)
+    for h in range(hot.size):
+        s = hot[h]
+        for p in range(width):
+            for t in range(partner.shape[1]):
+                o = partner[h, t]
+                for q in range(width):
+                    if size[s, p] != size[o, q]:
+                        continue
+                    for d in range(4):
+                        delta = load[o, q, d] - load[s, p, d]  # what s gains of resource d when p and q swap
+                        after[d] = use[s, d] + delta
+                        other[d] = use[o, d] - delta
+                    gain = (over[s] + over[o] - _overflow_of(after[0], after[1], after[2], after[3])
+                            - _overflow_of(other[0], other[1], other[2], other[3]))
+                    if gain > best_gain[h]:
+                        best_gain[h], best_p[h], best_t[h], best_q[h] = gain, p, t, q
+    return best_gain, best_p, best_t, best_q
