@@ -19,6 +19,9 @@ recompute), with the joint optimum's time, status and gap and the load average a
 the median of ``--repeats`` runs after a warm-up, each on the round generated afresh (wall and process CPU). Each
 mechanism's figure is ``100 * objective / reference``; ``valid`` is the evaluator's verdict.
 
+``--time-only`` times near-opt alone (no references, no shares) and writes ``results/family_times<tag>.csv``:
+for seeds whose references are not cached, e.g. the tuning seeds at 1024 GPUs.
+
 ``--joint-runs N`` times ``solve_joint(consolidate=False)`` N more times per noisy round (same process, the load
 average beside each run; near-opt's start counted in its time) and writes ``results/family_joint_times<tag>.csv``,
 a row as soon as it is measured (wall and process CPU seconds, status, gap, what gave the incumbent and the
@@ -170,6 +173,20 @@ def figures(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def time_only(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """near-opt's time on every round (as ``figures`` times it), without references: for seeds whose joint
+    optimum is not cached (e.g. the tuning seeds at 1024 GPUs)."""
+    rows = []
+    for spec in rounds(args.members, args.sizes, args.seeds, args.noise):
+        wall, cpu, result = timed(spec, args.repeats)
+        rows.append({**spec, "gpu_kind": FAMILY[str(spec["member"])].gpu_kind, "source": result.source,
+                     "tune_ran": result.tune_objective is not None, "round_ms": 1000 * wall, "cpu_ms": 1000 * cpu,
+                     "load_avg_1min": os.getloadavg()[0]})
+        print(f"{spec['member']:<18} {spec['gpus']:>5} noise={spec['noise']:<5} seed={spec['seed']:<4} "
+              f"{rows[-1]['cpu_ms']:6.1f} ms CPU", flush=True)
+    return rows
+
+
 def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per member, size and noise: medians and worst seed of every mechanism, near-opt's time."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
@@ -292,8 +309,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--joint-summary-only", action="store_true",
                         help="write family_joint_summary<tag>.csv from the cached references only")
     parser.add_argument("--tag", default="", help="suffix of the CSV names (e.g. -tune for the tuning seeds)")
+    parser.add_argument("--time-only", action="store_true",
+                        help="near-opt's time alone, no references or shares (results/family_times<tag>.csv)")
     args = parser.parse_args(argv)
     print(f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    if args.time_only:
+        write(RESULTS / f"family_times{args.tag}.csv", time_only(args))
+        return 0
     if args.joint_runs:
         times = joint_runs(args, RESULTS / f"family_joint_times{args.tag}.csv")
         write(RESULTS / f"family_joint_summary{args.tag}.csv", joint_summary(times, timed=True))
