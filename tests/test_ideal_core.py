@@ -172,3 +172,22 @@ def test_core_equals_brute_force_when_the_cpu_room_is_fractional() -> None:
         result = core(instance)
         assert result.objective == pytest.approx(brute_force_ideal(instance), abs=1e-6), instance
         assert result.bound is not None and result.bound >= result.objective - 1e-9
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_priced_columns_are_numpys_formula_bit_for_bit(seed: int) -> None:
+    """The compiled ``Knapsack.priced`` gives exactly numpy's ``value - p_c cpu - p_m mem`` and per class its
+    ``maximum.reduceat`` (the prices, hence near-opt's targets, depend on the last bits): classes of one or many
+    columns, ties, zero and large prices."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, 6, size=rng.integers(1, 40))
+    columns = int(sizes.sum())
+    value = np.round(rng.random(columns) * 10, int(rng.integers(0, 3)))  # rounded: ties within a class
+    cpu, mem = rng.integers(0, 12, columns).astype(float), rng.random(columns) * 500
+    knapsack = Knapsack(value=value, cpu=cpu, mem=mem, col_class=np.repeat(np.arange(sizes.size), sizes),
+                        class_count=np.ones(sizes.size), capacity=np.array([100.0, 1000.0]))
+    lam = rng.random(2) * rng.choice([0.0, 1e-3, 1.0, 1e3], size=2)
+    priced, best = knapsack.priced(lam)
+    expected = value - lam[0] * cpu - lam[1] * mem
+    assert np.array_equal(priced, expected)
+    assert np.array_equal(best, np.maximum.reduceat(expected, knapsack.starts))
