@@ -17,7 +17,7 @@ import numpy as np
 
 from synergy_opt.hetero import HeteroRound, run_per_type
 from synergy_opt.ideal.hetero_model import build_hetero_ideal
-from synergy_opt.ideal.hetero_types import baseline_bound, lp_types
+from synergy_opt.ideal.hetero_types import baseline_bound, lp_types, solve_lp
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.configs import job_throughputs
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE
@@ -63,11 +63,14 @@ def solve_hetero_near_opt(instance: HeteroRound, order: np.ndarray | None = None
         return HeteroNearOptResult(allocation, "near-opt", totals.get("near-opt", 0.0),
                                    totals.get("near-opt", 0.0), None, instance.baselines)
     model = build_hetero_ideal(instance)
-    types = tuple(lp_types(instance, model))
+    solution = solve_lp(model)
+    types = tuple(instance.baselines if solution is None else lp_types(instance, model, solution))
     own = run_per_type(instance.with_types(types), ranked, near_opt)
     own_total = totals.get("near-opt", 0.0)
-    # TUNE on the baseline types runs only when no bound on its total (that round's ideal LP) is reached.
-    if own_total >= baseline_bound(model) * (1 - 1e-12):
+    # TUNE on the baseline types runs only when no bound on its total (that round's ideal LP, or the Lagrangian
+    # bound at the type-free LP's prices when that bound is already reached) is reached.
+    prices = None if solution is None else solution[1][model.coupling_rows]
+    if own_total >= baseline_bound(model, prices, own_total / (1 - 1e-12)) * (1 - 1e-12):
         return HeteroNearOptResult(own, "near-opt", own_total, own_total, None, types)
     baseline = run_per_type(instance.at_baseline(), ranked, tune)
     tune_total = totals.get("tune", 0.0)
