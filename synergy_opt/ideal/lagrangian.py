@@ -128,7 +128,12 @@ class Dual:
 
 
 def dual_value(knapsack: PricedKnapsack, lam: np.ndarray) -> tuple[float, np.ndarray, float]:
-    """``L(lam)``, and the use and value of an even mix of each class's best columns (a subgradient's data)."""
+    """``L(lam)``, and the use and value of an even mix of each class's best columns (a subgradient's data); a
+    knapsack with a ``dual_value`` method of its own (a compiled one) is read through it."""
+    own = getattr(knapsack, "dual_value", None)
+    if own is not None:
+        result: tuple[float, np.ndarray, float] = own(lam)
+        return result
     priced, best = knapsack.priced(lam)
     starts = knapsack.starts
     is_best = priced >= best[knapsack.col_class]
