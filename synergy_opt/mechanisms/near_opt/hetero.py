@@ -65,14 +65,14 @@ def solve_hetero_near_opt(instance: HeteroRound, order: np.ndarray | None = None
     model = build_hetero_ideal(instance)
     solution = solve_lp(model)
     types = tuple(instance.baselines if solution is None else lp_types(instance, model, solution))
-    own = run_per_type(instance.with_types(types), ranked, near_opt)
+    own = run_per_type(instance, ranked, near_opt, types)
     own_total = totals.get("near-opt", 0.0)
     # TUNE on the baseline types runs only when no bound on its total (that round's ideal LP, or the Lagrangian
     # bound at the type-free LP's prices when that bound is already reached) is reached.
     prices = None if solution is None else solution[1][model.coupling_rows]
     if own_total >= baseline_bound(model, prices, own_total / (1 - 1e-12)) * (1 - 1e-12):
         return HeteroNearOptResult(own, "near-opt", own_total, own_total, None, types)
-    baseline = run_per_type(instance.at_baseline(), ranked, tune)
+    baseline = run_per_type(instance, ranked, tune, instance.baselines)
     tune_total = totals.get("tune", 0.0)
     if tune_total > own_total:
         return HeteroNearOptResult(baseline, "tune", tune_total, own_total, tune_total, types)
