@@ -80,7 +80,6 @@ def _rounded(instance: HeteroRound, mass: np.ndarray, class_jobs: np.ndarray, cl
     """Each class's jobs to types in proportion to ``mass`` (classes x types): whole parts first, the rest,
     largest jobs first, to the type of most share with room for its GPUs; None when some job finds no room."""
     cluster = instance.cluster
-    kinds = len(cluster.types)
     offsets = np.concatenate([[0], np.cumsum(class_count)])
     class_gpus = instance.gpus[class_jobs[offsets[:-1]]]
     whole = np.floor(mass + 1e-6).astype(np.int64)
@@ -97,9 +96,15 @@ def _rounded(instance: HeteroRound, mass: np.ndarray, class_jobs: np.ndarray, cl
                     break
             else:
                 return None
-    types = np.empty(len(instance.jobs), dtype=np.int64)
-    for q in range(class_count.size):
-        types[class_jobs[offsets[q]:offsets[q + 1]]] = np.repeat(np.arange(kinds), whole[q])
+    return _class_types(class_jobs, whole)
+
+
+def _class_types(class_jobs: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """A type per job (job order) from each class's count on each type (classes x types, each row summing to
+    its class's jobs): a class's jobs, in ``class_jobs`` order, take its types in order (one vectorised repeat:
+    a repeat per class took 8 ms on 3072 classes)."""
+    types = np.empty(class_jobs.size, dtype=np.int64)
+    types[class_jobs] = np.repeat(np.tile(np.arange(counts.shape[1]), counts.shape[0]), counts.ravel())
     return types
 
 
@@ -266,7 +271,4 @@ def _repaired(instance: HeteroRound, ideal: HeteroIdealModel, mass: np.ndarray, 
     counts = np.zeros((ideal.num_classes, kinds), dtype=np.int64)
     counts[fixed, home[fixed]] = ideal.class_count[fixed]
     np.add.at(counts, (open_classes[q], k), np.rint(result.solution()).astype(np.int64))
-    types = np.empty(len(instance.jobs), dtype=np.int64)
-    for c in range(ideal.num_classes):
-        types[ideal.class_jobs[offsets[c]:offsets[c + 1]]] = np.repeat(np.arange(kinds), counts[c])
-    return types
+    return _class_types(ideal.class_jobs, counts)

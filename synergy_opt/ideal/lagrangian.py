@@ -204,8 +204,10 @@ def solve_dual(
         # Did the cut made at smoothed multipliers cut the last minimiser off (theta below the cut there)?
         separated = target is None or value + slope @ target > theta + 1e-12 * max(1.0, abs(theta))
         master.addRow(value, inf, rows + 1, columns, np.r_[-slope, 1.0])
-        master.run()
-        solution = np.array(master.getSolution().col_value)
+        if separated:
+            master.run()
+            solution = np.array(master.getSolution().col_value)
+        # Else the cut keeps the master's minimiser (target, theta) feasible, hence its minimiser: not solved again.
         if best_bound - solution[rows] <= tolerance * max(1.0, abs(best_bound)):
             break
         if decide is not None and (best_bound <= decide or solution[rows] > decide):
