@@ -4,7 +4,8 @@ On a type-fixed round it runs on each type's round, as today. On a type-free rou
 :func:`~synergy_opt.ideal.hetero_types.lp_types` gives every job a type (the type-free ideal LP's), near-opt
 runs on each type's round of those types, and Synergy-TUNE on the baseline types runs beside it: the better
 total is returned, so near-opt is never below the paper's mechanism on the round (TUNE is not run when
-near-opt's total reaches an upper bound on it: the baseline types' ideal LP, type by type). Floors hold: a chosen
+near-opt's total reaches an upper bound on it: the baseline types' Lagrangian bound at the type-free LP's
+prices, or, when that is above near-opt's total, their ideal LP, type by type). Floors hold: a chosen
 type's proportional share keeps the job's floor (H0), and near-opt keeps every job at or above its type's
 share's throughput.
 """
