@@ -451,10 +451,24 @@ class HeteroRound:
         if not self.type_fixed:
             raise InvalidInputError("instance", "type-free", "only a type-fixed round splits by type (fix the "
                                     "types first: with_types or at_baseline)")
-        return {kind: RoundInstance(self.cluster[kind].cluster, tuple(job.on(kind) for job in self.jobs
-                                                                      if job.baseline == kind),
-                                    {**self.metadata, "gpu_type": kind})
-                for kind in self.cluster.names}
+        return self.per_type_of(self.baselines)
+
+    def per_type_of(self, types: Sequence[str]) -> dict[str, RoundInstance]:
+        """``with_types(types).per_type()`` (one type per job, in job order), without building the type-fixed
+        round between them (checking its jobs again took 10-30 ms on a 3 x 1024-GPU round)."""
+        kinds = list(types)
+        if len(kinds) != len(self.jobs):
+            raise InvalidInputError("types", len(kinds), f"one type per job ({len(self.jobs)})")
+        members: dict[str, list[Job]] = {kind: [] for kind in self.cluster.names}
+        for index, (job, kind) in enumerate(zip(self.jobs, kinds, strict=True)):
+            if kind not in members:
+                raise UnknownNameError(f"types[{index}]", kind, self.cluster.names)
+            try:
+                members[kind].append(job.on(kind))
+            except InvalidInputError as error:
+                raise prefixed(error, f"types[{index}]") from None
+        return {kind: RoundInstance(self.cluster[kind].cluster, tuple(jobs), {**self.metadata, "gpu_type": kind})
+                for kind, jobs in members.items()}
 
     @classmethod
     def homogeneous(cls, instance: RoundInstance, name: str = REFERENCE_TYPE) -> HeteroRound:
@@ -480,13 +494,16 @@ def normalise(profiles: Mapping[str, Profile], reference: ServerType) -> dict[st
 
 
 def run_per_type(fixed: HeteroRound, order: Sequence[str] | None,
-                 run: Callable[[RoundInstance, list[str]], Allocation]) -> Allocation:
+                 run: Callable[[RoundInstance, list[str]], Allocation],
+                 types: Sequence[str] | None = None) -> Allocation:
     """``run(type's round, its job ids in priority order)`` on every type (with jobs) of a type-fixed round, the
     allocations joined: how a homogeneous mechanism allocates a type-fixed round. ``order`` lists every job
-    id, highest priority first (None: as listed)."""
+    id, highest priority first (None: as listed). ``types``: the round ``fixed.with_types(types)`` instead of
+    ``fixed`` (which may be type-free then), without building it."""
     ranked = [job.id for job in fixed.jobs] if order is None else list(order)
     allocations = {}
-    for kind, sub in fixed.per_type().items():
+    rounds = fixed.per_type() if types is None else fixed.per_type_of(types)
+    for kind, sub in rounds.items():
         if sub.jobs:
             on_type = sub.job_index
             allocations[kind] = run(sub, [job_id for job_id in ranked if job_id in on_type])

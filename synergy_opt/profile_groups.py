@@ -38,7 +38,7 @@ def group_profiles(job_profiles: Sequence[Profile]) -> list[ProfileGroup]:
     """Items (jobs) grouped by the axes of their profiles; a profile object shared by many is stacked once."""
     if not job_profiles:
         return []
-    keys = np.fromiter((id(profile) for profile in job_profiles), dtype=np.int64, count=len(job_profiles))
+    keys = np.fromiter(map(id, job_profiles), dtype=np.int64, count=len(job_profiles))
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     # Distinct profiles in the order their first jobs come, not in memory order (which differs from run to run
     # and would reorder groups, hence the ideal ILP's classes, of rounds whose profiles have different axes).
@@ -46,7 +46,7 @@ def group_profiles(job_profiles: Sequence[Profile]) -> list[ProfileGroup]:
     rank = np.empty_like(by_first)
     rank[by_first] = np.arange(by_first.size)
     first, inverse = first[by_first], rank[inverse.ravel()]
-    profiles = [job_profiles[int(j)] for j in first]
+    profiles = [job_profiles[j] for j in first.tolist()]
     # Exact grouping by axes, vectorised: per pair of axis lengths, peel off the rows equal to the first one
     # (rounds hold one or a few distinct axis pairs, however many profiles).
     cpu_len = np.fromiter((p.cpu_per_gpu.size for p in profiles), dtype=np.int64, count=len(profiles))
@@ -55,9 +55,8 @@ def group_profiles(job_profiles: Sequence[Profile]) -> list[ProfileGroup]:
     members_of: list[np.ndarray] = []
     for key in np.unique(length_key):
         left = np.flatnonzero(length_key == key)
-        axes = np.hstack([
-            np.array([profiles[u].cpu_per_gpu for u in left]), np.array([profiles[u].mem_gb_per_gpu for u in left])
-        ])
+        axes = np.hstack([np.array([profiles[u].cpu_per_gpu for u in left.tolist()]),
+                          np.array([profiles[u].mem_gb_per_gpu for u in left.tolist()])])
         while left.size:
             same = (axes == axes[0]).all(axis=1)
             members_of.append(left[same])
@@ -72,7 +71,7 @@ def group_profiles(job_profiles: Sequence[Profile]) -> list[ProfileGroup]:
     for g, members in enumerate(members_of):
         in_group = np.flatnonzero(job_group == g)
         head = profiles[int(members[0])]
-        tput = np.stack([profiles[int(u)].tput for u in members])
+        tput = np.stack([profiles[u].tput for u in members.tolist()])
         rows = row_of[inverse[in_group]]
         for array in (tput, in_group, rows):  # shared by every reader of the round
             array.flags.writeable = False

@@ -4,6 +4,8 @@ type, summed; one type = today's ILP exactly."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ import synergy_opt as so
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal import hetero_types
+from synergy_opt.ideal.hetero_knapsack import TypedKnapsack
 from synergy_opt.ideal.hetero_model import admissible, build_hetero_ideal
 from synergy_opt.ideal.hetero_types import lp_types, solve_lp
 from synergy_opt.ideal.model import Reductions
@@ -188,3 +191,26 @@ def test_a_job_may_take_a_type_whose_share_keeps_its_floor() -> None:
                          if server_type.name in job.profiles else -1.0)
                 assert allowed[j, k] == (share >= instance.floors[j])
             assert allowed[j, instance.cluster.index(job.baseline_type)]
+
+
+@pytest.mark.parametrize(("multi", "doubled"), [(False, False), (True, True)])
+def test_the_compiled_dual_value_is_numpys(multi: bool, doubled: bool) -> None:
+    """TypedKnapsack.dual_value (compiled) against the numpy formula written out: L, the even mix of each class's
+    best columns and its value; ``doubled``: every column twice, so every class's best ties."""
+    instance = so.generate_round(types={"k80": 3, "p100": 3, "v100": 3}, multi_gpu=multi, seed=4, profile_noise=0.05)
+    knapsack = TypedKnapsack.of(build_hetero_ideal(instance))
+    if doubled:
+        twice = np.repeat(np.arange(knapsack.value.size), 2)
+        knapsack = dataclasses.replace(knapsack, **{name: getattr(knapsack, name)[twice] for name in (
+            "value", "col_type", "gpu", "cpu", "mem", "col_class")})
+    rng = np.random.default_rng(0)
+    for lam in (np.zeros(9), np.full(9, 1e-3), rng.random(9) * 1e-2, np.r_[np.zeros(3), rng.random(6) * 1e-3]):
+        priced, best = knapsack.priced(lam)
+        is_best = priced >= best[knapsack.col_class]
+        assert (int(is_best.sum()) >= 2 * best.size) == doubled
+        share = (knapsack.class_count / np.add.reduceat(is_best.astype(float), knapsack.starts))[
+            knapsack.col_class] * is_best
+        bound, use, value = knapsack.dual_value(lam)
+        assert bound == pytest.approx(float(lam @ knapsack.capacity + knapsack.class_count @ best), rel=1e-12)
+        assert use == pytest.approx(knapsack.use(share), rel=1e-12)
+        assert value == pytest.approx(float(share @ knapsack.value), rel=1e-12)

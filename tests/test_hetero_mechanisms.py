@@ -11,7 +11,7 @@ import pytest
 import synergy_opt as so
 from synergy_opt.hetero import HeteroRound, join_allocations
 from synergy_opt.ideal.hetero_model import build_hetero_ideal
-from synergy_opt.ideal.hetero_types import baseline_bound
+from synergy_opt.ideal.hetero_types import baseline_bound, solve_lp
 from synergy_opt.mechanisms.hetero import TYPE_RULES
 from synergy_opt.mechanisms.near_opt.hetero import solve_hetero_near_opt
 from tests.hetero_instances import random_hetero_round
@@ -139,3 +139,21 @@ def test_the_bound_on_tune_at_the_baseline_types_is_their_ideal_lp() -> None:
         bound = baseline_bound(build_hetero_ideal(instance))
         assert bound == pytest.approx(so.solve_ideal(instance.at_baseline(), relax=True).objective, rel=1e-9)
         assert bound >= so.evaluate(instance, so.run_mechanism(instance, "tune")).objective - 1e-9
+
+
+def test_the_bound_at_given_prices_bounds_the_baseline_lp_and_decides_only_below_its_threshold() -> None:
+    """baseline_bound at the type-free LP's prices: a Lagrangian bound (at least the baseline types' LP, by
+    HiGHS), returned only when at most ``decide``; otherwise the minimum (the LP itself)."""
+    for instance in GENERATED:
+        ideal = build_hetero_ideal(instance)
+        solved = solve_lp(ideal)
+        assert solved is not None
+        prices = solved[1][ideal.coupling_rows]
+        lp = so.solve_ideal(instance.at_baseline(), relax=True).objective
+        at_prices = baseline_bound(ideal, prices, np.inf)
+        assert at_prices >= lp - 1e-9 * max(1.0, lp)
+        assert baseline_bound(ideal, prices, at_prices) == at_prices
+        below = at_prices - 1e-6 * max(1.0, at_prices)
+        assert baseline_bound(ideal, prices, below) == pytest.approx(lp, rel=1e-9)
+        # Prices that bound badly (far too high) do not decide a threshold near the LP.
+        assert baseline_bound(ideal, prices + 10.0, lp * 1.001) == pytest.approx(lp, rel=1e-9)

@@ -169,6 +169,22 @@ def test_a_type_fixed_round_splits_into_homogeneous_rounds() -> None:
         ROUND.with_types(["k80", "k80", "v100"])
 
 
+def test_the_rounds_of_chosen_types_are_the_type_fixed_rounds() -> None:
+    """per_type_of(types) without the type-fixed round between: the same rounds, checked the same."""
+    choice = ["k80", "v100", "v100"]
+    assert ROUND.per_type_of(choice) == ROUND.with_types(choice).per_type()
+    assert ROUND.per_type_of(ROUND.baselines) == ROUND.at_baseline().per_type()
+    with pytest.raises(InvalidInputError) as error:
+        ROUND.per_type_of(["v100", "v100", "k80"])  # c cannot use k80
+    assert error.value.field == "types[2].gpu_type"
+    with pytest.raises(UnknownNameError):
+        ROUND.per_type_of(["k80", "a100", "v100"])
+    with pytest.raises(InvalidInputError, match="one type per job"):
+        ROUND.per_type_of(["k80"])
+    with pytest.raises(InvalidInputError, match="exceeds"):  # b's 4 GPUs and a's 2 exceed the 4 k80 GPUs
+        ROUND.per_type_of(["k80", "k80", "v100"])
+
+
 def test_per_type_allocations_join_and_split() -> None:
     local = {"k80": allocation(a=[(0, 2, 6, 100)]), "v100": allocation(b=[(1, 4, 24, 200)], c=[(0, 1, 6, 50)])}
     whole = join_allocations(CLUSTER, local)

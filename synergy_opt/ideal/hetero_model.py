@@ -135,6 +135,11 @@ def job_classes(instance: HeteroRound, merge: bool = True, views: list[TypeView]
             rows = row_labels(group.tput.reshape(len(group.tput), -1))
             labels[view.members[group.jobs], k] = g * (n + 1) + rows[group.row]
     labels[~allowed] = -1  # a type a job may not take does not tell it apart
+    # Every job a class of its own when some type's labels already tell every job apart (noisy matrices): what
+    # np.unique's sort of whole rows below returns then, without it (4 ms at 3072 jobs).
+    for column in labels.T:
+        if np.unique(column).size == n:
+            return np.arange(n), np.arange(n), np.ones(n, dtype=np.int64)
     baseline = np.array([cluster.index(job.baseline_type) for job in jobs], dtype=np.int64)
     key = np.column_stack([instance.gpus, baseline, labels])
     _, first, inverse, count = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)

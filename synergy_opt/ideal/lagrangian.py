@@ -12,7 +12,8 @@ with reduced costs ``rc_jk = max_k' (W_jk' - lam . u_jk') - (W_jk - lam . u_jk) 
 the ILP from above for *any* ``lam``, and a solution's *penalty* ``L - sum W y`` is its reduced costs plus its
 priced slack. At the minimising ``lam`` the bound equals the LP relaxation (the rows are the only coupling),
 which is what :func:`solve_dual` finds: Kelley's cutting planes on the convex, piecewise-linear ``L``, whose
-three-variable master LP is solved by HiGHS. It ends exactly, because ``L`` has finitely many pieces.
+three-variable master LP is solved by HiGHS. It ends exactly, because ``L`` has finitely many pieces (or when
+the master returns multipliers already evaluated: it can make no progress at its own precision).
 """
 
 from __future__ import annotations
@@ -145,7 +146,12 @@ class Dual:
 
 
 def dual_value(knapsack: PricedKnapsack, lam: np.ndarray) -> tuple[float, np.ndarray, float]:
-    """``L(lam)``, and the use and value of an even mix of each class's best columns (a subgradient's data)."""
+    """``L(lam)``, and the use and value of an even mix of each class's best columns (a subgradient's data); a
+    knapsack with a ``dual_value`` method of its own (a compiled one) is read through it."""
+    own = getattr(knapsack, "dual_value", None)
+    if own is not None:
+        result: tuple[float, np.ndarray, float] = own(lam)
+        return result
     priced, best = knapsack.priced(lam)
     starts = knapsack.starts
     is_best = priced >= best[knapsack.col_class]
@@ -204,8 +210,10 @@ def solve_dual(
     target: np.ndarray | None = None  # the master's minimiser when the multipliers evaluated were smoothed
     theta = 0.0
     iteration = 0
+    evaluated: set[bytes] = set()  # the multipliers evaluated (their cuts are in the master)
     while iteration < max_iterations:
         iteration += 1
+        evaluated.add(lam.tobytes())
         bound, use, value = dual_value(knapsack, lam)
         if bound < best_bound:
             best_lam, best_bound = lam, bound
@@ -214,18 +222,28 @@ def solve_dual(
         # Did the cut made at smoothed multipliers cut the last minimiser off (theta below the cut there)?
         separated = target is None or value + slope @ target > theta + 1e-12 * max(1.0, abs(theta))
         master.addRow(value, inf, rows + 1, columns, np.r_[-slope, 1.0])
-        master.run()
-        solution = np.array(master.getSolution().col_value)
+        if separated:
+            master.run()
+            solution = np.array(master.getSolution().col_value)
+        # Else the cut keeps the master's minimiser (target, theta) feasible, hence its minimiser: not solved again.
         if best_bound - solution[rows] <= tolerance * max(1.0, abs(best_bound)):
             break
         if decide is not None and (best_bound <= decide or solution[rows] > decide):
             break
         lam = np.maximum(solution[:rows], 0.0)
         if smoothing and separated:
-            target, theta = lam, float(solution[rows])
-            lam = smoothing * best_lam + (1.0 - smoothing) * lam
+            smoothed = smoothing * best_lam + (1.0 - smoothing) * lam
+            if smoothed.tobytes() not in evaluated:
+                target, theta = lam, float(solution[rows])
+                lam = smoothed
+            else:  # its cut is in the master already: the minimiser itself
+                target = None
         else:
             target = None
+        # The master's minimiser evaluated before: its cut is in the master already, which would return it again
+        # (Kelley stalls there, at the master LP's precision: measured 475 repeats of one point on a 1024-GPU type).
+        if lam.tobytes() in evaluated:
+            break
     priced, best = knapsack.priced(best_lam)
     reduced_cost = np.maximum(best[knapsack.col_class] - priced, 0.0)
     zero = np.where(reduced_cost <= 0, np.arange(reduced_cost.size), reduced_cost.size)

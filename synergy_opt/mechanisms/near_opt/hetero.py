@@ -4,7 +4,8 @@ On a type-fixed round it runs on each type's round, as today. On a type-free rou
 :func:`~synergy_opt.ideal.hetero_types.lp_types` gives every job a type (the type-free ideal LP's), near-opt
 runs on each type's round of those types, and Synergy-TUNE on the baseline types runs beside it: the better
 total is returned, so near-opt is never below the paper's mechanism on the round (TUNE is not run when
-near-opt's total reaches an upper bound on it: the baseline types' ideal LP, type by type). Floors hold: a chosen
+near-opt's total reaches an upper bound on it: the baseline types' Lagrangian bound at the type-free LP's
+prices, or, when that is above near-opt's total, their ideal LP, type by type). Floors hold: a chosen
 type's proportional share keeps the job's floor (H0), and near-opt keeps every job at or above its type's
 share's throughput.
 """
@@ -17,7 +18,7 @@ import numpy as np
 
 from synergy_opt.hetero import HeteroRound, run_per_type
 from synergy_opt.ideal.hetero_model import build_hetero_ideal
-from synergy_opt.ideal.hetero_types import baseline_bound, lp_types
+from synergy_opt.ideal.hetero_types import baseline_bound, lp_types, solve_lp
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.configs import job_throughputs
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE
@@ -63,13 +64,16 @@ def solve_hetero_near_opt(instance: HeteroRound, order: np.ndarray | None = None
         return HeteroNearOptResult(allocation, "near-opt", totals.get("near-opt", 0.0),
                                    totals.get("near-opt", 0.0), None, instance.baselines)
     model = build_hetero_ideal(instance)
-    types = tuple(lp_types(instance, model))
-    own = run_per_type(instance.with_types(types), ranked, near_opt)
+    solution = solve_lp(model)
+    types = tuple(instance.baselines if solution is None else lp_types(instance, model, solution))
+    own = run_per_type(instance, ranked, near_opt, types)
     own_total = totals.get("near-opt", 0.0)
-    # TUNE on the baseline types runs only when no bound on its total (that round's ideal LP) is reached.
-    if own_total >= baseline_bound(model) * (1 - 1e-12):
+    # TUNE on the baseline types runs only when no bound on its total (that round's ideal LP, or the Lagrangian
+    # bound at the type-free LP's prices when that bound is already reached) is reached.
+    prices = None if solution is None else solution[1][model.coupling_rows]
+    if own_total >= baseline_bound(model, prices, own_total / (1 - 1e-12)) * (1 - 1e-12):
         return HeteroNearOptResult(own, "near-opt", own_total, own_total, None, types)
-    baseline = run_per_type(instance.at_baseline(), ranked, tune)
+    baseline = run_per_type(instance, ranked, tune, instance.baselines)
     tune_total = totals.get("tune", 0.0)
     if tune_total > own_total:
         return HeteroNearOptResult(baseline, "tune", tune_total, own_total, tune_total, types)
