@@ -177,8 +177,8 @@ def test_core_equals_brute_force_when_the_cpu_room_is_fractional() -> None:
 @pytest.mark.parametrize("seed", range(20))
 def test_priced_columns_are_numpys_formula_bit_for_bit(seed: int) -> None:
     """The compiled ``Knapsack.priced`` gives exactly numpy's ``value - p_c cpu - p_m mem`` and per class its
-    ``maximum.reduceat`` (the prices, hence near-opt's targets, depend on the last bits): classes of one or many
-    columns, ties, zero and large prices."""
+    ``maximum.reduceat``, and ``dual_value`` the even mix of numpy's formula (the prices, hence near-opt's targets,
+    depend on the last bits): classes of one or many columns, ties, zero and large prices."""
     rng = np.random.default_rng(seed)
     sizes = rng.integers(1, 6, size=rng.integers(1, 40))
     columns = int(sizes.sum())
@@ -191,3 +191,11 @@ def test_priced_columns_are_numpys_formula_bit_for_bit(seed: int) -> None:
     expected = value - lam[0] * cpu - lam[1] * mem
     assert np.array_equal(priced, expected)
     assert np.array_equal(best, np.maximum.reduceat(expected, knapsack.starts))
+    # The even mix of each class's best columns, as numpy wrote it, and the evaluation built on it.
+    is_best = expected >= best[knapsack.col_class]
+    share = (knapsack.class_count / np.add.reduceat(is_best.astype(float), knapsack.starts))[knapsack.col_class]
+    share = share * is_best
+    bound, use, total = dual_value(knapsack, lam)
+    assert np.array_equal(use, np.einsum("k,rk->r", share, knapsack.usage))
+    assert total == float(np.einsum("k,k->", share, value))
+    assert bound == float(lam @ knapsack.capacity + np.einsum("q,q->", knapsack.class_count, best))

@@ -12,7 +12,7 @@ with reduced costs ``rc_jk = max_k' (W_jk' - lam . u_jk') - (W_jk - lam . u_jk) 
 the ILP from above for *any* ``lam``, and a solution's *penalty* ``L - sum W y`` is its reduced costs plus its
 priced slack. At the minimising ``lam`` the bound equals the LP relaxation (the rows are the only coupling),
 which is what :func:`solve_dual` finds: Kelley's cutting planes on the convex, piecewise-linear ``L``, whose
-three-variable master LP is solved by HiGHS. It ends exactly, because ``L`` has finitely many pieces (or when
+master LP (the multipliers and theta) LP is solved by HiGHS. It ends exactly, because ``L`` has finitely many pieces (or when
 the master returns multipliers already evaluated: it can make no progress at its own precision).
 """
 
@@ -133,6 +133,23 @@ def _priced(value: np.ndarray, cpu: np.ndarray, mem: np.ndarray, cpu_price: floa
     return priced, best
 
 
+@njit(cache=True)
+def _even_share(priced: np.ndarray, best: np.ndarray, starts: np.ndarray, class_count: np.ndarray
+                ) -> np.ndarray:  # pragma: no cover - compiled
+    """Per column, its class's count shared evenly among the class's best columns (0 elsewhere): numpy's
+    ``(count / ties)[class] * is_best`` in one compiled pass, the same values."""
+    share = np.zeros(priced.size)
+    for q in range(starts.size):
+        stop = starts[q + 1] if q + 1 < starts.size else priced.size
+        ties = 0.0
+        for k in range(starts[q], stop):
+            ties += 1.0 if priced[k] >= best[q] else 0.0
+        for k in range(starts[q], stop):
+            if priced[k] >= best[q]:
+                share[k] = class_count[q] / ties
+    return share
+
+
 @dataclass(frozen=True, eq=False)
 class Dual:
     """Multipliers, the bound ``L(lam)`` they give, the reduced cost of every column, and per class its
@@ -153,10 +170,8 @@ def dual_value(knapsack: PricedKnapsack, lam: np.ndarray) -> tuple[float, np.nda
         result: tuple[float, np.ndarray, float] = own(lam)
         return result
     priced, best = knapsack.priced(lam)
-    starts = knapsack.starts
-    is_best = priced >= best[knapsack.col_class]
     # Any mix of best columns gives a subgradient; an even mix needs no tie-breaking.
-    share = (knapsack.class_count / np.add.reduceat(is_best.astype(float), starts))[knapsack.col_class] * is_best
+    share = _even_share(priced, best, knapsack.starts, knapsack.class_count)
     use = knapsack.use(share)
     value = float(np.einsum("k,k->", share, knapsack.value))
     return float(lam @ knapsack.capacity + np.einsum("q,q->", knapsack.class_count, best)), use, value
