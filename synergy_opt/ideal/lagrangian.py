@@ -12,8 +12,9 @@ with reduced costs ``rc_jk = max_k' (W_jk' - lam . u_jk') - (W_jk - lam . u_jk) 
 the ILP from above for *any* ``lam``, and a solution's *penalty* ``L - sum W y`` is its reduced costs plus its
 priced slack. At the minimising ``lam`` the bound equals the LP relaxation (the rows are the only coupling),
 which is what :func:`solve_dual` finds: Kelley's cutting planes on the convex, piecewise-linear ``L``, whose
-master LP (the multipliers and theta) LP is solved by HiGHS. It ends exactly, because ``L`` has finitely many pieces (or when
-the master returns multipliers already evaluated: it can make no progress at its own precision).
+master LP (over the multipliers and theta, the estimate of ``L``) is solved by HiGHS. It ends exactly, because
+``L`` has finitely many pieces (or when the master returns multipliers already evaluated: it can make no
+progress at its own precision).
 """
 
 from __future__ import annotations
