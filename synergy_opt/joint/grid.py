@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 # Most cells of a grid (beyond it the list DP is used).
 GRID_CELLS = 300_000
@@ -88,40 +89,78 @@ def grid_patterns(grid: Grid, value: np.ndarray, caps: np.ndarray, pay: np.ndarr
     """The ``count`` best loads (``(k, types)``) and their values: ``max sum_t value_t a_t + pay[t, a_t]`` over
     loads on the grid with ``a <= caps`` (``pay[t, n]``: what the ``n``-th item of type ``t`` adds beyond its
     value, the branch rows' bonus; None: nothing). Types of zero cap or none worth adding are the caller's to
-    leave out (their cap 0). Exact: each cell keeps the best value of the loads with exactly its sums."""
+    leave out (their cap 0). Exact: each cell keeps the best value of the loads with exactly its sums. The
+    programme is one compiled loop (:func:`_dp`); each cell takes ``n`` items of a type only when that is strictly
+    better than fewer, so ties go to the fewest, as the array passes it replaced."""
     shape = grid.shape
-    table = np.full(shape, -np.inf)
-    table[0, 0, 0] = 0.0
-    need = grid.need
+    need = grid.need.astype(np.int64)
     order = np.flatnonzero(caps > 0)
-    choices: list[np.ndarray] = []
-    for t in order:
-        g, c, m = (int(v) for v in need[t])
-        most = int(caps[t])
-        for step, size in ((g, shape[0]), (c, shape[1]), (m, shape[2])):
-            if step:
-                most = min(most, (size - 1) // step)
-        grown = table.copy()
-        choice = np.zeros(shape, dtype=np.uint8 if most < 256 else np.uint16)
-        worth = 0.0
-        for n in range(1, most + 1):
-            worth += float(value[t]) + (0.0 if pay is None else float(pay[t, n]))
-            source = table[:shape[0] - n * g, :shape[1] - n * c, :shape[2] - n * m] + worth
-            target = grown[n * g:, n * c:, n * m:]
-            better = source > target
-            np.copyto(target, source, where=better)
-            np.copyto(choice[n * g:, n * c:, n * m:], n, where=better)
-        table = grown
-        choices.append(choice)
+    most = np.zeros(order.size, dtype=np.int64)
+    for k, t in enumerate(order):
+        top = int(caps[t])
+        for r in range(3):
+            if need[t, r]:
+                top = min(top, (shape[r] - 1) // int(need[t, r]))
+        most[k] = top
+    # worth[k, n]: the value of n items of the k-th type, summed item by item (the same float sums as before).
+    worth = np.zeros((order.size, int(most.max(initial=0)) + 1))
+    for k, t in enumerate(order):
+        total = 0.0
+        for n in range(1, int(most[k]) + 1):
+            total += float(value[t]) + (0.0 if pay is None else float(pay[t, n]))
+            worth[k, n] = total
+    table, choices = _dp(shape[0], shape[1], shape[2], need[order], most, worth)
     flat = table.ravel()
     finite = np.flatnonzero(np.isfinite(flat))
-    top = finite[np.argsort(-flat[finite], kind="stable")[:count]]
-    loads = np.zeros((top.size, caps.size), dtype=np.int64)
-    for row, cell in enumerate(top):
-        at = np.array(np.unravel_index(int(cell), shape))
-        for t, choice in zip(order[::-1], choices[::-1], strict=True):
-            n = int(choice[tuple(at)])
+    top_cells = finite[np.argsort(-flat[finite], kind="stable")[:count]]
+    loads = _back(top_cells, shape[1], shape[2], need[order], order, choices, caps.size)
+    return loads, flat[top_cells]
+
+
+@njit(cache=True)
+def _dp(g_size: int, c_size: int, m_size: int, need: np.ndarray, most: np.ndarray, worth: np.ndarray
+        ) -> tuple[np.ndarray, np.ndarray]:
+    """The dense bounded knapsack: item types one after another; ``table`` the best value of each cell's sums,
+    ``choices[k]`` how many of the k-th type the best load of each cell takes."""
+    table = np.full((g_size, c_size, m_size), -np.inf)
+    table[0, 0, 0] = 0.0
+    choices = np.zeros((need.shape[0], g_size, c_size, m_size), dtype=np.uint16)
+    for k in range(need.shape[0]):
+        g, c, m = need[k, 0], need[k, 1], need[k, 2]
+        grown = table.copy()
+        choice = choices[k]
+        for i in range(g_size):
+            for j in range(c_size):
+                for h in range(m_size):
+                    best = grown[i, j, h]
+                    pick = 0
+                    for n in range(1, most[k] + 1):
+                        a, b, e = i - n * g, j - n * c, h - n * m
+                        if a < 0 or b < 0 or e < 0:
+                            break
+                        source = table[a, b, e] + worth[k, n]
+                        if source > best:
+                            best = source
+                            pick = n
+                    if pick:
+                        grown[i, j, h] = best
+                        choice[i, j, h] = pick
+        table = grown
+    return table, choices
+
+
+@njit(cache=True)
+def _back(cells: np.ndarray, c_size: int, m_size: int, need: np.ndarray, order: np.ndarray, choices: np.ndarray,
+          types: int) -> np.ndarray:
+    """The loads of the given cells, read back through the choices from the last type to the first."""
+    loads = np.zeros((cells.size, types), dtype=np.int64)
+    for row in range(cells.size):
+        cell = cells[row]
+        i, rest = cell // (c_size * m_size), cell % (c_size * m_size)
+        j, h = rest // m_size, rest % m_size
+        for k in range(order.size - 1, -1, -1):
+            n = np.int64(choices[k, i, j, h])
             if n:
-                loads[row, t] = n
-                at = at - n * need[t]
-    return loads, flat[top]
+                loads[row, order[k]] = n
+                i, j, h = i - n * need[k, 0], j - n * need[k, 1], h - n * need[k, 2]
+    return loads
