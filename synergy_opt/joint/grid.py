@@ -93,35 +93,56 @@ def grid_patterns(grid: Grid, value: np.ndarray, caps: np.ndarray, pay: np.ndarr
     programme is one compiled loop (:func:`_dp`); each cell takes ``n`` items of a type only when that is strictly
     better than fewer, so ties go to the fewest, as the array passes it replaced."""
     shape = grid.shape
-    need = grid.need.astype(np.int64)
     order = np.flatnonzero(caps > 0)
-    most = np.zeros(order.size, dtype=np.int64)
-    for k, t in enumerate(order):
-        top = int(caps[t])
-        for r in range(3):
-            if need[t, r]:
-                top = min(top, (shape[r] - 1) // int(need[t, r]))
-        most[k] = top
-    # worth[k, n]: the value of n items of the k-th type, summed item by item (the same float sums as before).
-    worth = np.zeros((order.size, int(most.max(initial=0)) + 1))
-    for k, t in enumerate(order):
-        total = 0.0
-        for n in range(1, int(most[k]) + 1):
-            total += float(value[t]) + (0.0 if pay is None else float(pay[t, n]))
-            worth[k, n] = total
-    table, choices = _dp(shape[0], shape[1], shape[2], need[order], most, worth)
-    flat = table.ravel()
-    finite = np.flatnonzero(np.isfinite(flat))
-    top_cells = finite[np.argsort(-flat[finite], kind="stable")[:count]]
-    loads = _back(top_cells, shape[1], shape[2], need[order], order, choices, caps.size)
-    return loads, flat[top_cells]
+    extra = np.zeros((caps.size, 1)) if pay is None else np.asarray(pay, dtype=float)
+    table, choices = _dp(shape[0], shape[1], shape[2], grid.need.astype(np.int64), order,
+                               caps.astype(np.int64), value.astype(float), extra, pay is not None)
+    top_cells = _best_cells(table.ravel(), count)
+    loads = _back(top_cells, shape[1], shape[2], grid.need.astype(np.int64)[order], order, choices, caps.size)
+    return loads, table.ravel()[top_cells]
 
 
 @njit(cache=True)
-def _dp(g_size: int, c_size: int, m_size: int, need: np.ndarray, most: np.ndarray, worth: np.ndarray
-        ) -> tuple[np.ndarray, np.ndarray]:
+def _best_cells(flat: np.ndarray, count: int) -> np.ndarray:
+    """The ``count`` finite cells of most value, best first, ties in cell order (a stable sort's)."""
+    cells = np.empty(count, dtype=np.int64)
+    worth = np.empty(count)
+    size = 0
+    for cell in range(flat.size):
+        v = flat[cell]
+        if not np.isfinite(v) or (size == count and not v > worth[size - 1]):
+            continue
+        at = size if size < count else count - 1
+        while at > 0 and v > worth[at - 1]:
+            if at < count:
+                cells[at], worth[at] = cells[at - 1], worth[at - 1]
+            at -= 1
+        cells[at], worth[at] = cell, v
+        size = min(size + 1, count)
+    return cells[:size]
+
+
+@njit(cache=True)
+def _dp(g_size: int, c_size: int, m_size: int, need_all: np.ndarray, order: np.ndarray, caps: np.ndarray,
+        value: np.ndarray, pay: np.ndarray, paid: bool) -> tuple[np.ndarray, np.ndarray]:
     """The dense bounded knapsack: item types one after another; ``table`` the best value of each cell's sums,
-    ``choices[k]`` how many of the k-th type the best load of each cell takes."""
+    ``choices[k]`` how many of the k-th type the best load of each cell takes. ``worth[k, n]``: the value of ``n``
+    items of the k-th type, summed item by item (``pay`` added when ``paid``)."""
+    sizes = (g_size, c_size, m_size)
+    need = need_all[order]
+    most = np.zeros(order.size, dtype=np.int64)
+    for k in range(order.size):
+        top = caps[order[k]]
+        for r in range(3):
+            if need[k, r]:
+                top = min(top, (sizes[r] - 1) // need[k, r])
+        most[k] = top
+    worth = np.zeros((order.size, (most.max() if order.size else 0) + 1))
+    for k in range(order.size):
+        total = 0.0
+        for n in range(1, most[k] + 1):
+            total += value[order[k]] + (pay[order[k], n] if paid else 0.0)
+            worth[k, n] = total
     table = np.full((g_size, c_size, m_size), -np.inf)
     table[0, 0, 0] = 0.0
     choices = np.zeros((need.shape[0], g_size, c_size, m_size), dtype=np.uint16)
