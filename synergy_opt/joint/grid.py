@@ -150,22 +150,24 @@ def _dp(g_size: int, c_size: int, m_size: int, need_all: np.ndarray, order: np.n
         g, c, m = need[k, 0], need[k, 1], need[k, 2]
         grown = table.copy()
         choice = choices[k]
+        # Pushed from the cells reached so far (a third to a half of the grid): each target keeps the best value
+        # and, among equal values, the fewest items (none when the cell's own value is as good), as pulling the
+        # counts in increasing order with strict improvements does.
         for i in range(g_size):
             for j in range(c_size):
                 for h in range(m_size):
-                    best = grown[i, j, h]
-                    pick = 0
+                    base = table[i, j, h]
+                    if base == -np.inf:
+                        continue
                     for n in range(1, most[k] + 1):
-                        a, b, e = i - n * g, j - n * c, h - n * m
-                        if a < 0 or b < 0 or e < 0:
+                        a, b, e = i + n * g, j + n * c, h + n * m
+                        if a >= g_size or b >= c_size or e >= m_size:
                             break
-                        source = table[a, b, e] + worth[k, n]
-                        if source > best:
-                            best = source
-                            pick = n
-                    if pick:
-                        grown[i, j, h] = best
-                        choice[i, j, h] = pick
+                        source = base + worth[k, n]
+                        held = grown[a, b, e]
+                        if source > held or (source == held and choice[a, b, e] != 0 and n < choice[a, b, e]):
+                            grown[a, b, e] = source
+                            choice[a, b, e] = n
         table = grown
     return table, choices
 
