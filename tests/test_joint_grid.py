@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synergy_opt.instance import Cluster
-from synergy_opt.joint.grid import integer_grid
+from synergy_opt.joint.grid import Grid, grid_patterns, integer_grid
 from synergy_opt.joint.pricing import Bonus, ItemTypes, best_patterns
 from tests.test_joint_decomposition import FUZZ, all_loads, item_types
 
@@ -88,3 +88,60 @@ def test_the_familys_servers_have_small_grids() -> None:
     assert items.grid.need[:, 2].tolist() == [1, 3, 6, 9, 12]
     odd = ItemTypes(np.ones(2, dtype=np.int64), np.array([1.0, 2.0]), np.array([1.0, np.pi]), cluster)
     assert odd.grid is None
+
+
+def _array_passes(grid: Grid, value: np.ndarray, caps: np.ndarray, pay: np.ndarray | None, count: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The dense programme as numpy array passes (one per count of each type; grid.py's before its compiled
+    loops): cells improved only strictly, counts in increasing order, the best cells by a stable sort."""
+    shape = grid.shape
+    table = np.full(shape, -np.inf)
+    table[0, 0, 0] = 0.0
+    order = np.flatnonzero(caps > 0)
+    choices = []
+    for t in order:
+        g, c, m = (int(v) for v in grid.need[t])
+        most = int(caps[t])
+        for step, size in ((g, shape[0]), (c, shape[1]), (m, shape[2])):
+            if step:
+                most = min(most, (size - 1) // step)
+        grown, choice, worth = table.copy(), np.zeros(shape, dtype=np.int64), 0.0
+        for n in range(1, most + 1):
+            worth += float(value[t]) + (0.0 if pay is None else float(pay[t, n]))
+            source = table[:shape[0] - n * g, :shape[1] - n * c, :shape[2] - n * m] + worth
+            target = grown[n * g:, n * c:, n * m:]
+            better = source > target
+            np.copyto(target, source, where=better)
+            np.copyto(choice[n * g:, n * c:, n * m:], n, where=better)
+        table = grown
+        choices.append(choice)
+    flat = table.ravel()
+    finite = np.flatnonzero(np.isfinite(flat))
+    top = finite[np.argsort(-flat[finite], kind="stable")[:count]]
+    loads = np.zeros((top.size, caps.size), dtype=np.int64)
+    for row, cell in enumerate(top):
+        at = np.array(np.unravel_index(int(cell), shape))
+        for t, choice in zip(order[::-1], choices[::-1], strict=True):
+            loads[row, t] = choice[tuple(at)]
+            at = at - loads[row, t] * grid.need[t]
+    return loads, flat[top]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_compiled_programme_is_the_array_passes(seed: int) -> None:
+    """Same loads, values and order of ties as the array passes, on random grids with many equal values (prices
+    of 0, 0.5 and 1, and bonuses), with and without a bonus; it fails if ties go to more items or cells out of
+    order."""
+    rng = np.random.default_rng(seed)
+    for trial in range(150):
+        shape = (int(rng.integers(2, 10)), int(rng.integers(2, 15)), int(rng.integers(2, 15)))
+        types = int(rng.integers(1, 8))
+        grid = Grid(np.stack([rng.integers(1, 4, types), rng.integers(0, 5, types), rng.integers(0, 5, types)],
+                             axis=1), shape)
+        value = rng.integers(0, 3, types) * 0.5 if trial % 2 else np.round(rng.normal(1, 1, types), 1)
+        caps = rng.integers(0, 5, types)
+        pay = np.round(rng.normal(0, 0.5, (types, int(caps.max()) + 2)), 1) if trial % 3 == 0 else None
+        count = int(rng.integers(1, 20))
+        expected, got = _array_passes(grid, value, caps, pay, count), grid_patterns(grid, value, caps, pay, count)
+        np.testing.assert_array_equal(got[0], expected[0])
+        np.testing.assert_array_equal(got[1], expected[1])

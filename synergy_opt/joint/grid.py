@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 # Most cells of a grid (beyond it the list DP is used).
 GRID_CELLS = 300_000
@@ -88,40 +89,101 @@ def grid_patterns(grid: Grid, value: np.ndarray, caps: np.ndarray, pay: np.ndarr
     """The ``count`` best loads (``(k, types)``) and their values: ``max sum_t value_t a_t + pay[t, a_t]`` over
     loads on the grid with ``a <= caps`` (``pay[t, n]``: what the ``n``-th item of type ``t`` adds beyond its
     value, the branch rows' bonus; None: nothing). Types of zero cap or none worth adding are the caller's to
-    leave out (their cap 0). Exact: each cell keeps the best value of the loads with exactly its sums."""
+    leave out (their cap 0). Exact: each cell keeps the best value of the loads with exactly its sums. The
+    programme is one compiled loop (:func:`_dp`); each cell takes ``n`` items of a type only when that is strictly
+    better than fewer, so ties go to the fewest, as the array passes it replaced."""
     shape = grid.shape
-    table = np.full(shape, -np.inf)
-    table[0, 0, 0] = 0.0
-    need = grid.need
     order = np.flatnonzero(caps > 0)
-    choices: list[np.ndarray] = []
-    for t in order:
-        g, c, m = (int(v) for v in need[t])
-        most = int(caps[t])
-        for step, size in ((g, shape[0]), (c, shape[1]), (m, shape[2])):
-            if step:
-                most = min(most, (size - 1) // step)
+    extra = np.zeros((caps.size, 1)) if pay is None else np.asarray(pay, dtype=float)
+    table, choices = _dp(shape[0], shape[1], shape[2], grid.need.astype(np.int64), order,
+                               caps.astype(np.int64), value.astype(float), extra, pay is not None)
+    top_cells = _best_cells(table.ravel(), count)
+    loads = _back(top_cells, shape[1], shape[2], grid.need.astype(np.int64)[order], order, choices, caps.size)
+    return loads, table.ravel()[top_cells]
+
+
+@njit(cache=True)
+def _best_cells(flat: np.ndarray, count: int) -> np.ndarray:
+    """The ``count`` finite cells of most value, best first, ties in cell order (a stable sort's)."""
+    cells = np.empty(count, dtype=np.int64)
+    worth = np.empty(count)
+    size = 0
+    for cell in range(flat.size):
+        v = flat[cell]
+        if not np.isfinite(v) or (size == count and not v > worth[size - 1]):
+            continue
+        at = size if size < count else count - 1
+        while at > 0 and v > worth[at - 1]:
+            if at < count:
+                cells[at], worth[at] = cells[at - 1], worth[at - 1]
+            at -= 1
+        cells[at], worth[at] = cell, v
+        size = min(size + 1, count)
+    return cells[:size]
+
+
+@njit(cache=True)
+def _dp(g_size: int, c_size: int, m_size: int, need_all: np.ndarray, order: np.ndarray, caps: np.ndarray,
+        value: np.ndarray, pay: np.ndarray, paid: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The dense bounded knapsack: item types one after another; ``table`` the best value of each cell's sums,
+    ``choices[k]`` how many of the k-th type the best load of each cell takes. ``worth[k, n]``: the value of ``n``
+    items of the k-th type, summed item by item (``pay`` added when ``paid``)."""
+    sizes = (g_size, c_size, m_size)
+    need = need_all[order]
+    most = np.zeros(order.size, dtype=np.int64)
+    for k in range(order.size):
+        top = caps[order[k]]
+        for r in range(3):
+            if need[k, r]:
+                top = min(top, (sizes[r] - 1) // need[k, r])
+        most[k] = top
+    worth = np.zeros((order.size, (most.max() if order.size else 0) + 1))
+    for k in range(order.size):
+        total = 0.0
+        for n in range(1, most[k] + 1):
+            total += value[order[k]] + (pay[order[k], n] if paid else 0.0)
+            worth[k, n] = total
+    table = np.full((g_size, c_size, m_size), -np.inf)
+    table[0, 0, 0] = 0.0
+    choices = np.zeros((need.shape[0], g_size, c_size, m_size), dtype=np.uint16)
+    for k in range(need.shape[0]):
+        g, c, m = need[k, 0], need[k, 1], need[k, 2]
         grown = table.copy()
-        choice = np.zeros(shape, dtype=np.uint8 if most < 256 else np.uint16)
-        worth = 0.0
-        for n in range(1, most + 1):
-            worth += float(value[t]) + (0.0 if pay is None else float(pay[t, n]))
-            source = table[:shape[0] - n * g, :shape[1] - n * c, :shape[2] - n * m] + worth
-            target = grown[n * g:, n * c:, n * m:]
-            better = source > target
-            np.copyto(target, source, where=better)
-            np.copyto(choice[n * g:, n * c:, n * m:], n, where=better)
+        choice = choices[k]
+        # Pushed from the cells reached so far (a third to a half of the grid): each target keeps the best value
+        # and, among equal values, the fewest items (none when the cell's own value is as good), as pulling the
+        # counts in increasing order with strict improvements does.
+        for i in range(g_size):
+            for j in range(c_size):
+                for h in range(m_size):
+                    base = table[i, j, h]
+                    if base == -np.inf:
+                        continue
+                    for n in range(1, most[k] + 1):
+                        a, b, e = i + n * g, j + n * c, h + n * m
+                        if a >= g_size or b >= c_size or e >= m_size:
+                            break
+                        source = base + worth[k, n]
+                        held = grown[a, b, e]
+                        if source > held or (source == held and choice[a, b, e] != 0 and n < choice[a, b, e]):
+                            grown[a, b, e] = source
+                            choice[a, b, e] = n
         table = grown
-        choices.append(choice)
-    flat = table.ravel()
-    finite = np.flatnonzero(np.isfinite(flat))
-    top = finite[np.argsort(-flat[finite], kind="stable")[:count]]
-    loads = np.zeros((top.size, caps.size), dtype=np.int64)
-    for row, cell in enumerate(top):
-        at = np.array(np.unravel_index(int(cell), shape))
-        for t, choice in zip(order[::-1], choices[::-1], strict=True):
-            n = int(choice[tuple(at)])
+    return table, choices
+
+
+@njit(cache=True)
+def _back(cells: np.ndarray, c_size: int, m_size: int, need: np.ndarray, order: np.ndarray, choices: np.ndarray,
+          types: int) -> np.ndarray:
+    """The loads of the given cells, read back through the choices from the last type to the first."""
+    loads = np.zeros((cells.size, types), dtype=np.int64)
+    for row in range(cells.size):
+        cell = cells[row]
+        i, rest = cell // (c_size * m_size), cell % (c_size * m_size)
+        j, h = rest // m_size, rest % m_size
+        for k in range(order.size - 1, -1, -1):
+            n = np.int64(choices[k, i, j, h])
             if n:
-                loads[row, t] = n
-                at = at - n * need[t]
-    return loads, flat[top]
+                loads[row, order[k]] = n
+                i, j, h = i - n * need[k, 0], j - n * need[k, 1], h - n * need[k, 2]
+    return loads

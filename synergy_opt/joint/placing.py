@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -66,11 +67,16 @@ class FewestServers:
 
     def add(self, block: np.ndarray) -> int:
         """Add the loads not there yet (empty ones never); how many were new."""
-        new = [p for p in np.asarray(block, dtype=np.int64) if p.any() and p.tobytes() not in self._known]
+        rows = np.ascontiguousarray(block, dtype=np.int64).reshape(-1, self.types.size.size)
+        # Each row's bytes at once (a void view), not a tobytes and an any per row: the dive adds every known load
+        # again at each step.
+        keys = cast(list[bytes], rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).ravel().tolist())
+        filled = cast(list[bool], rows.any(axis=1).tolist())
+        new = [i for i, key in enumerate(keys) if filled[i] and key not in self._known]
         if not new:
             return 0
-        self._known.update(p.tobytes() for p in new)
-        matrix = np.array(new)
+        self._known.update(keys[i] for i in new)
+        matrix = rows[new]
         col, row = np.nonzero(matrix)
         self._h.addCols(len(new), np.ones(len(new)), np.zeros(len(new)), np.full(len(new), self._highspy.kHighsInf),
                         col.size, np.searchsorted(col, np.arange(len(new))).astype(np.int32), row.astype(np.int32),
