@@ -47,6 +47,9 @@ class PricedKnapsack(Protocol):
     @property
     def starts(self) -> np.ndarray: ...
 
+    @property
+    def bounds(self) -> np.ndarray: ...  # class q's columns: bounds[q]:bounds[q + 1]
+
     def priced(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
     def use(self, share: np.ndarray) -> np.ndarray: ...
@@ -89,6 +92,11 @@ class Knapsack:
         """First column of each class."""
         return np.flatnonzero(np.r_[True, self.col_class[1:] != self.col_class[:-1]])
 
+    @cached_property
+    def bounds(self) -> np.ndarray:
+        """Class ``q``'s columns are ``bounds[q]:bounds[q + 1]``."""
+        return np.r_[self.starts, self.value.size]
+
     def restricted(self, keep: np.ndarray) -> Knapsack:
         """The knapsack of the columns ``keep`` (a mask) only; every class must keep one."""
         return replace(self, value=self.value[keep], cpu=self.cpu[keep], mem=self.mem[keep],
@@ -104,7 +112,7 @@ class Knapsack:
 
     def priced(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every column's value net of its priced use, and each class's best such value."""
-        return _priced(self.value, self.cpu, self.mem, float(lam[0]), float(lam[1]), self.starts)
+        return _priced(self.value, self.cpu, self.mem, float(lam[0]), float(lam[1]), self.bounds)
 
     def use(self, share: np.ndarray) -> np.ndarray:
         """CPU and memory used by ``share`` (a count per column)."""
@@ -119,15 +127,14 @@ class Knapsack:
 
 @njit(cache=True)
 def _priced(value: np.ndarray, cpu: np.ndarray, mem: np.ndarray, cpu_price: float, mem_price: float,
-            starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+            bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """:meth:`Knapsack.priced` in one compiled pass (the operations of ``value - p_c cpu - p_m mem`` and of
     ``np.maximum.reduceat``, so the same values; a third of each Kelley iteration's evaluation before)."""
     priced = np.empty(value.size)
-    best = np.empty(starts.size)
-    for q in range(starts.size):
-        stop = starts[q + 1] if q + 1 < starts.size else value.size
+    best = np.empty(bounds.size - 1)
+    for q in range(bounds.size - 1):
         most = -np.inf
-        for k in range(starts[q], stop):
+        for k in range(bounds[q], bounds[q + 1]):
             priced[k] = value[k] - cpu_price * cpu[k] - mem_price * mem[k]
             most = most if priced[k] <= most else priced[k]
         best[q] = most
@@ -135,17 +142,16 @@ def _priced(value: np.ndarray, cpu: np.ndarray, mem: np.ndarray, cpu_price: floa
 
 
 @njit(cache=True)
-def _even_share(priced: np.ndarray, best: np.ndarray, starts: np.ndarray, class_count: np.ndarray
+def _even_share(priced: np.ndarray, best: np.ndarray, bounds: np.ndarray, class_count: np.ndarray
                 ) -> np.ndarray:  # pragma: no cover - compiled
     """Per column, its class's count shared evenly among the class's best columns (0 elsewhere): numpy's
     ``(count / ties)[class] * is_best`` in one compiled pass, the same values."""
     share = np.zeros(priced.size)
-    for q in range(starts.size):
-        stop = starts[q + 1] if q + 1 < starts.size else priced.size
+    for q in range(bounds.size - 1):
         ties = 0.0
-        for k in range(starts[q], stop):
+        for k in range(bounds[q], bounds[q + 1]):
             ties += 1.0 if priced[k] >= best[q] else 0.0
-        for k in range(starts[q], stop):
+        for k in range(bounds[q], bounds[q + 1]):
             if priced[k] >= best[q]:
                 share[k] = class_count[q] / ties
     return share
@@ -172,7 +178,7 @@ def dual_value(knapsack: PricedKnapsack, lam: np.ndarray) -> tuple[float, np.nda
         return result
     priced, best = knapsack.priced(lam)
     # Any mix of best columns gives a subgradient; an even mix needs no tie-breaking.
-    share = _even_share(priced, best, knapsack.starts, knapsack.class_count)
+    share = _even_share(priced, best, knapsack.bounds, knapsack.class_count)
     use = knapsack.use(share)
     value = float(np.einsum("k,k->", share, knapsack.value))
     return float(lam @ knapsack.capacity + np.einsum("q,q->", knapsack.class_count, best)), use, value

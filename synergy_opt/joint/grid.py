@@ -105,6 +105,8 @@ def grid_patterns(grid: Grid, value: np.ndarray, caps: np.ndarray, pay: np.ndarr
 @njit(cache=True)
 def _best_cells(flat: np.ndarray, count: int) -> np.ndarray:
     """The ``count`` finite cells of most value, best first, ties in cell order (a stable sort's)."""
+    if count <= 0:  # nothing wanted (the loop below would write before the start)
+        return np.empty(0, dtype=np.int64)
     cells = np.empty(count, dtype=np.int64)
     worth = np.empty(count)
     size = 0

@@ -754,7 +754,8 @@ def _piece_totals(mover: np.ndarray, other: np.ndarray, job: np.ndarray, server:
 
 @njit(cache=True)
 def _cell(tables: np.ndarray, which: int, a: int, b: int) -> float:  # pragma: no cover - compiled
-    """``tables[which, a, b]``, ``-inf`` where ``a`` or ``b`` is negative (:func:`_read` of one cell)."""
+    """``tables[which, a, b]``, ``-inf`` where ``a`` or ``b`` is negative (:func:`_read` of one cell; both are at
+    most the table's size, as there: numba does not check the index)."""
     return tables[which, a, b] if a >= 0 and b >= 0 else -np.inf
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from numba import njit, vectorize
 
 from synergy_opt.mechanisms.configs import ConfigTable
 
@@ -58,16 +58,20 @@ class Units:
         return _units(gpus * mem_per_gpu / self.mem)
 
 
-def _units(amount: np.ndarray) -> np.ndarray:
-    """Whole units covering ``amount`` (rounded up: 1.0005 units is 2, 0.9998 is 1)."""
-    return np.ceil(np.asarray(amount) - _FLOAT_ROUNDING).astype(np.int64)
+@vectorize(["int64(float64)"], cache=True)
+def _units(amount: float) -> int:  # pragma: no cover - compiled
+    """Whole units covering ``amount`` (rounded up: 1.0005 units is 2, 0.9998 is 1): a compiled ufunc, so that
+    arrays (:class:`Units`) and compiled loops (:func:`units_of`) round by the one rule."""
+    return int(np.ceil(amount - _FLOAT_ROUNDING))
 
 
+# Compiled callers in other modules (exchange._piece_totals) keep their own cached copy of this rule: numba's
+# cache checks only the caller's file, so after changing _units or _FLOAT_ROUNDING clear the __pycache__
+# directories (a clean clone, as CI's, has none).
 @njit(cache=True)
 def units_of(gpus: int, per_gpu: float, unit: float) -> int:  # pragma: no cover - compiled
-    """:meth:`Units.cpu_units` (``unit`` = ``Units.cpu``) or ``mem_units`` of one entry, in compiled loops (the
-    same operations, so the same counts)."""
-    return int(np.ceil(gpus * per_gpu / unit - _FLOAT_ROUNDING))
+    """:meth:`Units.cpu_units` (``unit`` = ``Units.cpu``) or ``mem_units`` of one entry, in compiled loops."""
+    return _units(gpus * per_gpu / unit)
 
 
 def choose_units(table: ConfigTable) -> Units:

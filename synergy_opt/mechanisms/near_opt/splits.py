@@ -167,7 +167,9 @@ def _total_one(j: int, c: int, final: np.ndarray, server: np.ndarray, first: np.
                mu: np.ndarray, at: np.ndarray, used_a: np.ndarray, used_b: np.ndarray
                ) -> float:  # pragma: no cover - compiled
     """The total of split job ``j`` at its ``c``-th column, the others held: its throughput plus the whole jobs'
-    best on each of its servers in the room left (summed server after server); ``-inf`` where it does not fit."""
+    best on each of its servers in the room left (summed server after server); ``-inf`` where it does not fit.
+    The room is at most a server's units (the job's own use is part of what is used there), so only its lower
+    end is clipped before the table is read (numba does not check the index)."""
     size_a, size_b = final.shape[1] - 1, final.shape[2] - 1
     fits, rest = True, 0.0
     for k in range(stop[j] - first[j]):
@@ -187,8 +189,8 @@ def _pair_move(x: int, y: int, final: np.ndarray, server: np.ndarray, first: np.
                ) -> bool:  # pragma: no cover - compiled
     """The best columns of split jobs ``x`` and ``y`` together (every pair of their columns, the others held),
     judged as one job's: their throughputs plus the whole jobs' best on every server they use (in ascending
-    order) in the room left. Made, and True returned, when it raises the total. ``where`` (all -1, and so left)
-    is scratch per server."""
+    order) in the room left (at most a server's units, as in :func:`_total_one`). Made, and True returned, when it
+    raises the total. ``where`` (all -1, and so left) is scratch per server."""
     size_a, size_b = final.shape[1] - 1, final.shape[2] - 1
     union = np.unique(np.concatenate((server[first[x]:stop[x]], server[first[y]:stop[y]])))
     row_x = np.full(union.size, -1, dtype=np.int64)
