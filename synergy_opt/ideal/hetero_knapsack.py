@@ -55,10 +55,9 @@ class TypedKnapsack:
         return np.stack([self.col_type + r * self.types for r in range(3)])
 
     def priced(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Every column's value net of its priced use, and each class's best such value."""
-        gpu, cpu, mem = (lam[row] for row in self.rows)
-        priced = self.value - gpu * self.gpu - cpu * self.cpu - mem * self.mem
-        return priced, np.maximum.reduceat(priced, self.starts)
+        """Every column's value net of its priced use, and each class's best such value (:func:`_priced`)."""
+        return _priced(np.ascontiguousarray(lam, dtype=float), self.value, self.col_type, self.gpu, self.cpu,
+                       self.mem, self.bounds, self.types)
 
     def use(self, share: np.ndarray) -> np.ndarray:
         """Each row's use by ``share`` (a count per column)."""
@@ -117,37 +116,46 @@ class TypedKnapsack:
 
 
 @njit(cache=True)
+def _priced(lam: np.ndarray, value: np.ndarray, col_type: np.ndarray, gpu: np.ndarray, cpu: np.ndarray,
+            mem: np.ndarray, bounds: np.ndarray, types: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """Every column's value net of its type's prices of its GPU, CPU and memory use (subtracted term by term, as
+    numpy's ``value - p_g gpu - p_c cpu - p_m mem``), and each class's best (as ``np.maximum.reduceat``)."""
+    priced = np.empty(value.size)
+    best = np.empty(bounds.size - 1)
+    for q in range(bounds.size - 1):
+        if bounds[q] == bounds[q + 1]:  # a class without columns has no best (numpy's reduceat would have raised)
+            raise ValueError("every class of a knapsack needs a column")
+        most = -np.inf
+        for c in range(bounds[q], bounds[q + 1]):
+            t = col_type[c]
+            priced[c] = value[c] - lam[t] * gpu[c] - lam[types + t] * cpu[c] - lam[2 * types + t] * mem[c]
+            most = most if priced[c] <= most else priced[c]
+        best[q] = most
+    return priced, best
+
+
+@njit(cache=True)
 def _dual_value(lam: np.ndarray, value: np.ndarray, col_type: np.ndarray, gpu: np.ndarray, cpu: np.ndarray,
                 mem: np.ndarray, bounds: np.ndarray, class_count: np.ndarray, types: int
                 ) -> tuple[float, np.ndarray, float]:  # pragma: no cover - compiled
-    """Per class its best priced value (the priced value as TypedKnapsack.priced computes it, term by term) and
-    its best columns (ties exactly equal, as dual_value's ``priced >= best``), shared evenly: the sum over classes
-    of count x best, the rows' use of the mix and its value."""
+    """Per class its best priced value (:func:`_priced`) and its best columns, shared evenly: the sum over
+    classes of count x best, the rows' use of the mix and its value."""
+    priced, best = _priced(lam, value, col_type, gpu, cpu, mem, bounds, types)
     use = np.zeros(3 * types)
-    priced = np.empty(value.size)
-    for c in range(value.size):
-        t = col_type[c]
-        priced[c] = value[c] - lam[t] * gpu[c] - lam[types + t] * cpu[c] - lam[2 * types + t] * mem[c]
     total = 0.0
     mixed = 0.0
     for q in range(bounds.size - 1):
         begin, end = bounds[q], bounds[q + 1]
-        if begin == end:  # a class without columns has no best (numpy's reduceat would have raised)
-            raise ValueError("every class of a knapsack needs a column")
-        best = priced[begin]
-        ties = 1
-        for c in range(begin + 1, end):
-            if priced[c] > best:
-                best, ties = priced[c], 1
-            elif priced[c] == best:
-                ties += 1
+        ties = 0
+        for c in range(begin, end):
+            ties += 1 if priced[c] >= best[q] else 0
         share = class_count[q] / ties
         for c in range(begin, end):
-            if priced[c] >= best:
+            if priced[c] >= best[q]:
                 t = col_type[c]
                 use[t] += share * gpu[c]
                 use[types + t] += share * cpu[c]
                 use[2 * types + t] += share * mem[c]
                 mixed += share * value[c]
-        total += class_count[q] * best
+        total += class_count[q] * best[q]
     return total, use, mixed
