@@ -95,10 +95,11 @@ def grid_patterns(grid: Grid, value: np.ndarray, caps: np.ndarray, pay: np.ndarr
     shape = grid.shape
     order = np.flatnonzero(caps > 0)
     extra = np.zeros((caps.size, 1)) if pay is None else np.asarray(pay, dtype=float)
-    table, choices = _dp(shape[0], shape[1], shape[2], grid.need.astype(np.int64), order,
-                               caps.astype(np.int64), value.astype(float), extra, pay is not None)
+    need = grid.need.astype(np.int64)
+    table, choices = _dp(shape[0], shape[1], shape[2], need, order, caps.astype(np.int64), value.astype(float),
+                         extra, pay is not None)
     top_cells = _best_cells(table.ravel(), count)
-    loads = _back(top_cells, shape[1], shape[2], grid.need.astype(np.int64)[order], order, choices, caps.size)
+    loads = _back(top_cells, shape[1], shape[2], need[order], order, choices, caps.size)
     return loads, table.ravel()[top_cells]
 
 
