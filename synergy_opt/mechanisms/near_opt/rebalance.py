@@ -105,7 +105,7 @@ def rebalance(instance: RoundInstance, entries: Entries, demand: np.ndarray, rou
         room[np.arange(hot.size), hot] = -np.inf
         count = min(PARTNERS, servers - 1)
         partner = np.argpartition(-room, count - 1, axis=1)[:, :count] if count > 0 else np.zeros((hot.size, 0), int)
-        best_gain, p, t, q = _best_swaps(hot, partner, load, use, over, size)
+        best_gain, p, t, q = _best_swap_per_hot(hot, partner, load, use, over, size)
         done = np.zeros(servers, dtype=bool)
         moved = False
         for h in np.argsort(-best_gain, kind="stable"):
@@ -177,13 +177,14 @@ def _pick_costs(base: np.ndarray, moving: np.ndarray, on: np.ndarray, job: np.nd
         for c in range(here.size):
             cpu, mem = base[c, 0] + moving[r, 0], base[c, 1] + moving[r, 1]
             over = _overflow_of(cpu, mem, base[c, 2] + moving[r, 2], base[c, 3] + moving[r, 3])
+            # Other GPUs of the entry's job on that server (its own entry is leaving its server).
             others = on[job[r], here[c]] - (1 if server[r] == here[c] else 0)
             cost[r, c] = over - (AFFINITY if others > 0 else 0.0) + 1e-3 * (cpu * cpu + mem * mem)
     return cost
 
 
 @njit(cache=True)
-def _best_swaps(hot: np.ndarray, partner: np.ndarray, load: np.ndarray, use: np.ndarray, over: np.ndarray,
+def _best_swap_per_hot(hot: np.ndarray, partner: np.ndarray, load: np.ndarray, use: np.ndarray, over: np.ndarray,
                 size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     """Per hot server ``hot[h]``, its best swap: of its slot ``p`` with slot ``q`` of its partner ``partner[h, t]``
     (slots of equal GPUs), by how much the two servers' overflow falls (the first best in ``(p, t, q)`` order;
