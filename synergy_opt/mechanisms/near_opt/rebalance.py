@@ -184,8 +184,9 @@ def _pick_costs(base: np.ndarray, moving: np.ndarray, on: np.ndarray, job: np.nd
 
 
 @njit(cache=True)
-def _best_swap_per_hot(hot: np.ndarray, partner: np.ndarray, load: np.ndarray, use: np.ndarray, over: np.ndarray,
-                size: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
+def _best_swap_per_hot(hot: np.ndarray, partner: np.ndarray, load: np.ndarray, use: np.ndarray,
+                       over: np.ndarray, size: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover
     """Per hot server ``hot[h]``, its best swap: of its slot ``p`` with slot ``q`` of its partner ``partner[h, t]``
     (slots of equal GPUs), by how much the two servers' overflow falls (the first best in ``(p, t, q)`` order;
     ``-inf`` where no slots match). ``load`` (servers, slots, 4) is each slot's use, ``size`` its GPUs (-1:
