@@ -70,8 +70,9 @@ def repick(table: ConfigTable, units: Units, entries: Entries, column: np.ndarra
         need_a = units.cpu_units(np.ones(1), table.cpu[cols])
         need_b = units.mem_units(np.ones(1), table.mem[cols])
         gain = np.where(valid, table.tput[cols], -np.inf)
+        room_here_a, room_here_b = room_a[has], room_b[has]  # per server with a pick
         for block in blocks(has.size, max(1, -(-has.size // BLOCK))):
-            rows, cols_ = linear_sum_assignment(_costs(without, block, room_a[has], room_b[has], need_a, need_b,
+            rows, cols_ = linear_sum_assignment(_costs(without, block, room_here_a, room_here_b, need_a, need_b,
                                                        gain))
             server[picked[block[rows]]] = has[block[cols_]]
     return Entries(entries.job, server, entries.gpus)
