@@ -111,6 +111,34 @@ def test_core_and_direct_agree_on_small_generated_noisy_rounds(seed: int) -> Non
     assert core.objective >= fixed.objective - 1e-9  # type: ignore[operator]  # sums in another order
 
 
+def test_a_core_search_that_gives_up_says_so_and_auto_hands_the_round_to_highs(monkeypatch: pytest.MonkeyPatch
+                                                                               ) -> None:
+    # Limits of 0 make the core search give up at once: first when looking for an incumbent (no exact search
+    # completes, no beam threshold is tried), then, with an incumbent found, in its last proof. Before these
+    # limits its last searches had none: on a 3 x 128-GPU round, under a 60 s limit, they filled 24 GB.
+    from synergy_opt.ideal import hetero_core
+
+    instance = so.generate_round(types={"k80": 1, "p100": 1, "v100": 1}, multi_gpu=True, seed=0, profile_noise=0.05)
+    direct = so.solve_ideal(instance, method="direct")
+    monkeypatch.setattr(hetero_core, "INCUMBENT_STATE_LIMIT", 0)
+    monkeypatch.setattr(hetero_core, "INCUMBENT_STEPS", 0)
+    core = so.solve_ideal(instance, method="core")
+    assert core.status is Status.NO_SOLUTION and "no solution within its limits" in core.message
+    assert core.bound is not None and core.bound >= direct.objective - 1e-6  # type: ignore[operator]
+    auto = so.solve_ideal(instance)
+    assert auto.method == "direct" and auto.status is Status.OPTIMAL
+    assert auto.objective == pytest.approx(direct.objective, rel=1e-9)
+    # The beams find an incumbent (any number of thresholds allowed); no proof search may keep a state.
+    monkeypatch.setattr(hetero_core, "INCUMBENT_STEPS", 10)
+    monkeypatch.setattr(hetero_core, "EXACT_STATE_LIMIT", 0)
+    monkeypatch.setattr(hetero_core, "PROOF_STATE_LIMIT", 0)
+    unproven = so.solve_ideal(instance, method="core", mip_gap=0.0)
+    assert unproven.status is Status.FEASIBLE and "passed its state limit" in unproven.message
+    assert unproven.objective <= direct.objective + 1e-6  # type: ignore[operator]
+    auto = so.solve_ideal(instance, mip_gap=0.0)
+    assert auto.status is Status.OPTIMAL and auto.objective == pytest.approx(direct.objective, rel=1e-9)
+
+
 @pytest.mark.parametrize(("seed", "multi", "fix_below_floor"),
                          [(0, False, True), (1, True, True), (2, True, False), (3, False, False)])
 def test_the_lp_by_prices_is_the_whole_lps_optimum(seed: int, multi: bool, fix_below_floor: bool) -> None:

@@ -15,7 +15,10 @@ then an exact search of the classes the prices leave open.
    the optimum; none rules it out), then a wider beam may find a better incumbent (a lower ``p``).
 
 Time limits return ``FEASIBLE`` with the incumbent and the bound ``L - t`` of the largest threshold ruled out, or
-``NO_SOLUTION``, as the backends do. The tests compare it with brute force and with HiGHS on the whole model.
+``NO_SOLUTION``, as the backends do; so do the search's own limits (``INCUMBENT_STEPS`` thresholds without a first
+incumbent, ``PROOF_STATE_LIMIT`` states in the last proof), which keep its memory bounded. The ``auto`` method then
+hands the round to HiGHS on the whole model (:mod:`~synergy_opt.ideal.hetero_solve`). The tests compare it with
+brute force and with HiGHS on the whole model.
 """
 
 from __future__ import annotations
@@ -44,8 +47,17 @@ BEAM_WIDTHS = (16, 64)
 # The incumbent's threshold grows by this factor: a beam's cost grows with its threshold (each type's completions
 # get more room), so small steps keep it near the optimum's penalty (measured: 1.5 against 2 on 1024 GPUs).
 GROWTH = 1.5
-# A proof search past the state limit first lets the wider beam look for a better incumbent, this many times.
+# A proof search past the state limit first lets the wider beam look for a better incumbent, this many times;
+# the last proof search may keep this many states (it had no limit: on a noisy multi-GPU 3 x 128-GPU round, seed 5,
+# under a 60 s time limit, the core search's searches filled 24 GB).
 IMPROVEMENTS = 3
+PROOF_STATE_LIMIT = 4 * EXACT_STATE_LIMIT
+# Thresholds the beams try for a first incumbent before the search gives up (NO_SOLUTION, which the auto method
+# hands to HiGHS on the whole model). Measured on noisy rounds (3 x 128 GPUs, seeds 0-19 multi-GPU and 0-9
+# single-GPU; 1024 GPUs, seeds 0-3; 3 x 1024 multi-GPU, seeds 0-2): where the beams find one, they do at the
+# first threshold or (five 3 x 128 multi-GPU rounds) within three; on seeds 5 and 18 they find none at any, and
+# their wide beams take 2 s each past the third (HiGHS on the whole model: 1.5-2.8 s).
+INCUMBENT_STEPS = 3
 
 
 def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
@@ -72,8 +84,11 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
     bound = dual.bound
     try:
         incumbent, proven = searcher.incumbent(params.mip_gap)
-        if incumbent is None:
+        if incumbent is None and proven:
             return finish(Status.INFEASIBLE, None, "no allocation meets the capacities")
+        if incumbent is None:
+            return finish(Status.NO_SOLUTION, bound - searcher.ruled_out,
+                          f"the core search found no solution within its limits; {searcher}")
         if proven:
             return finish(Status.OPTIMAL, bound - incumbent.penalty, f"optimal: exact core search; {searcher}", True)
         for attempt in range(IMPROVEMENTS + 1):
@@ -81,10 +96,13 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
             if searcher.rules_out(threshold):
                 return finish(Status.OPTIMAL, bound - max(threshold, searcher.ruled_out),
                               f"optimal within the gap: nothing better is left; {searcher}")
-            limit = None if attempt == IMPROVEMENTS else EXACT_STATE_LIMIT
+            limit = PROOF_STATE_LIMIT if attempt == IMPROVEMENTS else EXACT_STATE_LIMIT
             proof = searcher.exact(threshold, state_limit=limit)
             if proof.complete:
                 break
+            if attempt == IMPROVEMENTS:
+                return finish(Status.FEASIBLE, bound - searcher.ruled_out,
+                              f"the core search's proof passed its state limit; {searcher}")
             # Past the limit: halfway down to what is ruled out the search is smaller, and its best is the optimum.
             probe = searcher.exact((searcher.ruled_out + threshold) / 2, state_limit=EXACT_STATE_LIMIT)
             if probe.solution is not None:
@@ -156,7 +174,9 @@ class _Searcher:
         return empty
 
     def incumbent(self, mip_gap: float) -> tuple[CoreSolution | None, bool]:
-        """A first solution, and whether it is already known optimal (module docstring, step 2)."""
+        """A first solution, and whether it is already known optimal (module docstring, step 2); ``(None, True)``
+        when no solution exists, ``(None, False)`` when the search gave up (``INCUMBENT_STEPS``, or the state limit
+        at the largest threshold)."""
         dual, knapsack = self.dual, self.knapsack
         # No solution has a larger penalty than every job at its worst column with all capacity unused.
         worst = float(knapsack.class_count @ np.maximum.reduceat(dual.reduced_cost, knapsack.starts)
@@ -164,6 +184,7 @@ class _Searcher:
         allowed = max(mip_gap * abs(dual.bound), 1e-9 * max(1.0, abs(dual.bound)))
         threshold = allowed
         small = True  # exact searches stay small (thresholds only grow: once one grows large, beams only)
+        steps = 0
         while threshold < worst:
             if small:
                 exact = self.exact(threshold, state_limit=INCUMBENT_STATE_LIMIT)
@@ -171,6 +192,9 @@ class _Searcher:
                     return exact.solution, True
                 small = exact.complete
             if not small:
+                steps += 1
+                if steps > INCUMBENT_STEPS:
+                    return None, False
                 # The narrow beam, then the split relaxation (below the optimum's penalty it rules the threshold
                 # out for less than a wider beam that cannot find anything), then the wider beam.
                 found = self.beam(threshold, BEAM_WIDTHS[:1])
@@ -180,4 +204,5 @@ class _Searcher:
                     return found, False
             # An incumbent within what was ruled out and the gap is proven at once: no smaller step is needed.
             threshold = max(GROWTH * threshold, self.ruled_out + allowed)
-        return self.exact(worst).solution, True
+        last = self.exact(worst, state_limit=EXACT_STATE_LIMIT)
+        return (last.solution, True) if last.complete else (None, False)

@@ -9,11 +9,14 @@ Methods (``solve_ideal(round, method=...)`` on a :class:`~synergy_opt.hetero.Het
   CPU and memory rows of every type, then an exact search of the classes the prices leave open (the few that
   may change type, and per type today's homogeneous core search of the rest).
 - ``"auto"``: per-type on a type-fixed round; on a type-free one ``core`` for the ``highs`` ILP with floors
-  fixed and no backend options, else ``direct``.
+  fixed and no backend options, else ``direct``. A core search that ends unproven (within ``CORE_SHARE`` of the
+  time limit, or at its own limits: on a few multi-GPU rounds its beams find no solution) hands the round to
+  ``direct`` with the time left; the better solution and the tighter bound of the two are returned.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -30,6 +33,9 @@ from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Statu
 from synergy_opt.solvers.base import relative_gap
 
 HETERO_METHODS = ("auto", "per-type", "core", "direct")
+# The share of the time limit the auto method's core search may take before HiGHS gets the rest (the core proves
+# noisy 3 x 128-GPU multi-GPU rounds in 0.05-2 s or not at all; HiGHS solves each in 0.3-2.8 s).
+CORE_SHARE = 0.5
 
 
 class TypeResult(Protocol):
@@ -151,12 +157,13 @@ def solve_hetero_ideal(
     if method not in HETERO_METHODS:
         raise InvalidInputError("method", method, f"on a heterogeneous round choose one of {', '.join(HETERO_METHODS)}")
     reductions = reductions or Reductions()
+    fallback = False
     if method == "auto":
         if instance.type_fixed:
             method = "per-type"
         else:
             core = (not relax and solver == DEFAULT_SOLVER and not params.options and reductions.fix_below_floor)
-            method = "core" if core else "direct"
+            method, fallback = ("core", True) if core else ("direct", False)
     if method == "per-type":
         return _per_type(instance, solver, relax, objective, reductions, params, solve_type)
     ideal = build_hetero_ideal(instance, objective=objective, reductions=reductions)
@@ -164,7 +171,7 @@ def solve_hetero_ideal(
         if relax or not reductions.fix_below_floor or params.options:
             raise InvalidInputError("method", method, "the core method solves the ILP with floors fixed "
                                     "(relax=False, Reductions.fix_below_floor=True) and takes no backend options")
-        result = solve_core(ideal, params)
+        result, method = _core_then_direct(ideal, solver, params) if fallback else (solve_core(ideal, params), method)
     else:
         result = solve_model(ideal.model.relaxed() if relax else ideal.model, solver, params)
     return HeteroIdealResult(
@@ -172,6 +179,26 @@ def solve_hetero_ideal(
         method=method, build_seconds=ideal.build_seconds + result.build_seconds, solve_seconds=result.solve_seconds,
         message=result.message, model=ideal, solve=result,
     )
+
+
+def _core_then_direct(ideal: HeteroIdealModel, solver: str, params: SolverParams) -> tuple[SolveResult, str]:
+    """The auto method on a type-free ILP: the core search (for ``CORE_SHARE`` of the time limit), then, when it
+    ends unproven, ``solver`` on the whole model with the time left. Returns the result and the method that gave
+    its solution (``"core"`` or ``"direct"``); the bound is the tighter of the two (both are valid)."""
+    start = time.perf_counter()
+    limit = params.time_limit
+    core = solve_core(ideal, params if limit is None else replace(params, time_limit=CORE_SHARE * limit))
+    if core.status in (Status.OPTIMAL, Status.INFEASIBLE):
+        return core, "core"
+    left = None if limit is None else max(limit - (time.perf_counter() - start), 0.0)
+    direct = solve_model(ideal.model, solver, replace(params, time_limit=left))
+    if direct.status in (Status.OPTIMAL, Status.INFEASIBLE):
+        return direct, "direct"
+    bounds = [b for b in (core.bound, direct.bound) if b is not None]
+    best, method = max(((core, "core"), (direct, "direct")),
+                       key=lambda pair: -np.inf if pair[0].objective is None else pair[0].objective)
+    return replace(best, bound=min(bounds) if bounds else None, message=f"core: {core.message}; direct: "
+                   f"{direct.message}", status=Status.FEASIBLE if best.has_solution else best.status), method
 
 
 def _per_type(instance: HeteroRound, solver: str, relax: bool, objective: Objective, reductions: Reductions,
