@@ -103,3 +103,17 @@ def test_a_looser_gap_does_not_lose_the_type_free_ideal_optimum() -> None:
     assert time.perf_counter() - start < 5
     assert loose.status is Status.OPTIMAL, loose.message
     assert loose.objective >= exact.objective * (1 - 1e-4)
+
+
+def test_the_type_free_ideal_finds_the_optimum_where_the_core_search_finds_no_incumbent() -> None:
+    """18 jobs over four types (one of 96 GPUs, its whole type): the core search's beams found no solution up to
+    the worst threshold, and its last exact search, unbounded, ran 3x past a 10 s limit (NO_SOLUTION) or,
+    without a limit, past 5 GB (MemoryError); HiGHS on the whole model proves the optimum in 0.1 s."""
+    instance = so.load_instance(Path(__file__).parent / "data" / "fuzz_core_no_incumbent_round.json")
+    direct = so.solve_ideal(instance, method="direct")
+    assert direct.status is Status.OPTIMAL
+    start = time.perf_counter()
+    result = so.solve_ideal(instance, time_limit=10)
+    assert time.perf_counter() - start < 15
+    assert result.status is Status.OPTIMAL, result.message
+    assert result.objective == pytest.approx(direct.objective, rel=1e-6)

@@ -44,10 +44,16 @@ BEAM_WIDTHS = (16, 64)
 # The incumbent's threshold grows by this factor: a beam's cost grows with its threshold (each type's completions
 # get more room), so small steps keep it near the optimum's penalty (measured: 1.5 against 2 on 1024 GPUs).
 GROWTH = 1.5
+# The last search for a first incumbent (every threshold) gives up past this many states in a step.
+LAST_STATE_LIMIT = 500_000
 # The first incumbent's threshold starts at most at this share of the bound (solve_ideal's default mip_gap).
 FIRST_GAP = 1e-6
 # A proof search past the state limit first lets the wider beam look for a better incumbent, this many times.
 IMPROVEMENTS = 3
+
+
+class NoIncumbent(Exception):
+    """The searches for a first incumbent found none and the last one grew past its state limit."""
 
 
 def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
@@ -96,6 +102,9 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
             better = None if probe.complete else searcher.beam(threshold, BEAM_WIDTHS[-1:])
             if better is not None:
                 incumbent = better
+    except NoIncumbent:
+        return finish(Status.NO_SOLUTION, bound - searcher.ruled_out,
+                      f"no incumbent: the beams found none and the exact search grew too large; {searcher}")
     except SearchDeadline:
         status = Status.NO_SOLUTION if incumbent is None else Status.FEASIBLE
         return finish(status, bound - searcher.ruled_out, f"time limit during the core search; {searcher}")
@@ -186,4 +195,9 @@ class _Searcher:
                     return found, False
             # An incumbent within what was ruled out and the step is within the gap: no smaller step is needed.
             threshold = max(GROWTH * threshold, self.ruled_out + step)
-        return self.exact(worst).solution, True
+        # Every threshold up to the worst one: an exact search of all of them, within a state limit (the rounds
+        # whose beams found nothing kept millions of states here: gigabytes, and minutes past a time limit).
+        last = self.exact(worst, state_limit=LAST_STATE_LIMIT)
+        if not last.complete:
+            raise NoIncumbent
+        return last.solution, True

@@ -151,6 +151,7 @@ def solve_hetero_ideal(
     if method not in HETERO_METHODS:
         raise InvalidInputError("method", method, f"on a heterogeneous round choose one of {', '.join(HETERO_METHODS)}")
     reductions = reductions or Reductions()
+    chosen = method == "auto"  # the method is this function's choice, not the caller's
     if method == "auto":
         if instance.type_fixed:
             method = "per-type"
@@ -165,6 +166,15 @@ def solve_hetero_ideal(
             raise InvalidInputError("method", method, "the core method solves the ILP with floors fixed "
                                     "(relax=False, Reductions.fix_below_floor=True) and takes no backend options")
         result = solve_core(ideal, params)
+        if chosen and result.status is Status.NO_SOLUTION:
+            # The core search found no incumbent (in time or within its state limit): HiGHS on the whole model,
+            # for the time left.
+            left = None if params.time_limit is None else params.time_limit - result.solve_seconds
+            if left is None or left > 0:
+                fallback = solve_model(ideal.model, solver, replace(params, time_limit=left))
+                message = f"{result.message}; then HiGHS on the whole model: {fallback.message}"
+                result = replace(fallback, message=message, solve_seconds=result.solve_seconds + fallback.solve_seconds)
+                method = "direct"
     else:
         result = solve_model(ideal.model.relaxed() if relax else ideal.model, solver, params)
     return HeteroIdealResult(
