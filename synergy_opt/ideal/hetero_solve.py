@@ -192,13 +192,15 @@ def _core_then_direct(ideal: HeteroIdealModel, solver: str, params: SolverParams
         return core, "core"
     left = None if limit is None else max(limit - (time.perf_counter() - start), 0.0)
     direct = solve_model(ideal.model, solver, replace(params, time_limit=left))
+    seconds = core.solve_seconds + direct.solve_seconds
+    message = f"core: {core.message}; then HiGHS on the whole model: {direct.message}"
     if direct.status in (Status.OPTIMAL, Status.INFEASIBLE):
-        return direct, "direct"
+        return replace(direct, solve_seconds=seconds, message=message), "direct"
     bounds = [b for b in (core.bound, direct.bound) if b is not None]
     best, method = max(((core, "core"), (direct, "direct")),
                        key=lambda pair: -np.inf if pair[0].objective is None else pair[0].objective)
-    return replace(best, bound=min(bounds) if bounds else None, message=f"core: {core.message}; direct: "
-                   f"{direct.message}", status=Status.FEASIBLE if best.has_solution else best.status), method
+    return replace(best, bound=min(bounds) if bounds else None, solve_seconds=seconds, message=message,
+                   status=Status.FEASIBLE if best.has_solution else best.status), method
 
 
 def _per_type(instance: HeteroRound, solver: str, relax: bool, objective: Objective, reductions: Reductions,

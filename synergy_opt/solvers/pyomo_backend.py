@@ -201,6 +201,13 @@ def solve_highs(model: LinearModel, params: SolverParams) -> SolveResult:
         concrete, x = to_pyomo(model)
     except _Trivial as exc:
         return _trivial_result(name, str(exc), time.perf_counter() - start)
+    if model.num_vars == 0:
+        # The interface reports a model without variables as "unknown, noSolution"; every row admits 0 (else
+        # _Trivial), so its one point is optimal (a round, or a GPU type of one, without jobs).
+        return SolveResult(status=Status.OPTIMAL, solver=name, objective=float(model.objective_offset),
+                           bound=float(model.objective_offset), x=np.zeros(0), message="no variables",
+                           build_seconds=time.perf_counter() - start, is_vertex=None if model.is_mip else True,
+                           native_status="no variables")
     built = time.perf_counter()
     # HiGHS keeps one process-wide thread pool and fails a run that asks for another size. Start from a fresh
     # pool, which this run sizes, and leave a fresh one behind, so that no other HiGHS user inherits its size.
