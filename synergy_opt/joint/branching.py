@@ -264,10 +264,11 @@ def _fix_by_reduced_cost(node: _Node, prices: Prices, incumbent: float) -> _Node
     fixed = np.flatnonzero(prices.bound - prices.column_rc <= incumbent)
     if not fixed.size:
         return node
-    upper = dict(node.y_upper)
-    for col in fixed:
-        upper[int(col)] = node.y_lower.get(int(col), 0.0)
-    return _Node(node.bound, node.depth, node.y_lower, upper, node.rows)
+    # Dict operations over the columns at once (a node may fix thousands; a loop per column was a tenth of a
+    # hard 3 x 128-GPU round's time).
+    capped = dict.fromkeys(fixed.tolist(), 0.0)
+    capped.update({col: node.y_lower[col] for col in node.y_lower.keys() & capped.keys()})
+    return _Node(node.bound, node.depth, node.y_lower, {**node.y_upper, **capped}, node.rows)
 
 
 def _apply(master: ColumnGeneration, node: _Node) -> None:
@@ -275,10 +276,9 @@ def _apply(master: ColumnGeneration, node: _Node) -> None:
     items = master.items
     lower = np.zeros(items.columns.cls.size)
     upper = items.columns.most_jobs.copy()
-    for col, value in node.y_lower.items():
-        lower[col] = value
-    for col, value in node.y_upper.items():
-        upper[col] = value
+    for bounds, given in ((lower, node.y_lower), (upper, node.y_upper)):
+        if given:
+            bounds[np.fromiter(given.keys(), np.int64, len(given))] = np.fromiter(given.values(), float, len(given))
     master.restrict(lower, upper, node.rows)
 
 

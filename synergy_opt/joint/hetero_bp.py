@@ -145,6 +145,22 @@ def prove_across_types(instance: HeteroRound, typed: TypedColumns, incumbent: fl
         return value()
 
     tried: set[bytes] = set()
+    # Each type's placement by its demand: nodes' configs differ on a few jobs, so most of a type's demands recur.
+    # Failures are not kept (one may be the time limit's, or lack loads priced since).
+    placements: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
+
+    def place_type(position: int, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        key = (position, demand.tobytes())
+        if key in placements:
+            return placements[key]
+        kind = typed.kinds[position]
+        mine = slice(kind.first, kind.stop)
+        found = place_demand(kind.types, demand, items.per_server[mine], kind.servers,
+                             master.patterns[master.pattern_kind == position][:, mine], PACK_SECONDS, PACK_LISTED,
+                             kind.types.grid if kind.servers <= CP_SERVERS else None)
+        if found is not None:
+            placements[key] = found
+        return found
 
     def place_configs(y: np.ndarray) -> float:
         # A node's configs (rounded), each type's demand placed on its servers (each set of configs once).
@@ -153,18 +169,17 @@ def prove_across_types(instance: HeteroRound, typed: TypedColumns, incumbent: fl
             return -math.inf
         tried.add(y.tobytes())
         demand = np.bincount(items.col_item, weights=items.units * y, minlength=items.item_size.size)
+        demands = {position: np.rint(demand[kind.first:kind.stop]).astype(np.int64)
+                   for position, kind in enumerate(typed.kinds) if demand[kind.first:kind.stop].any()}
         placed = []
-        for position, kind in enumerate(typed.kinds):
-            mine = slice(kind.first, kind.stop)
-            if not demand[mine].any():
-                continue
-            known = master.patterns[master.pattern_kind == position][:, mine]
-            found = place_demand(kind.types, demand[mine], items.per_server[mine], kind.servers, known,
-                                 PACK_SECONDS, PACK_LISTED, kind.types.grid if kind.servers <= CP_SERVERS else None)
+        # The types placed before last: when another fails, their placements were not needed.
+        for position, mine in sorted(demands.items(), key=lambda item: (item[0], item[1].tobytes()) in placements):
+            found = place_type(position, mine)
             if found is None:
                 return -math.inf
+            kind = typed.kinds[position]
             loads = np.zeros((len(found[1]), items.item_size.size), dtype=np.int64)
-            loads[:, mine] = found[1]
+            loads[:, kind.first:kind.stop] = found[1]
             placed.append((loads, found[0]))
         return take(y, np.vstack([p[0] for p in placed]), np.concatenate([p[1] for p in placed]))
 

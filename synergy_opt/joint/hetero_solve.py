@@ -45,6 +45,12 @@ HETERO_METHODS = ("auto", "per-type", "decomposition", "direct")
 # 3 x 128-GPU rounds (seeds 0-9) the ideal ILP is proven within 1e-4 in at most 2 s or not at all: multi-GPU seed 5
 # finds no solution in 15 s (nor in 1 s, with the same bound), time the branch-and-price then lacks; a tenth.
 IDEAL_SHARE, CHOICE_SHARE = 0.1, 0.35
+# Seconds per GPU of the round the type-free ideal ILP may take at most (within its share). On the 3 x 128-GPU rounds
+# (seeds 0-19, both traces) it is proven within 1e-4 in at most 1 s or not at all: on the five it does not prove
+# (multi 5, 16, 18, single 12, 15) its bound at 1 s is the same as at 6 s, and the solutions it finds by 6 s (two
+# of the five) are below the type choices'; the seconds go to the proof. 1.5 s at 3 x 128 GPUs; at 3 x 1024 (12 s)
+# the share of the time limit is the cap, as before.
+IDEAL_SECONDS_PER_GPU = 4e-3
 # Seconds a type choice must have left for its types not proven to be solved again.
 SECOND_PASS_SECONDS = 1.0
 
@@ -191,8 +197,9 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
         return None if deadline is None else max(share * (deadline - time.perf_counter()), 1e-3)
 
     # The ideal ILP within the joint's own gap: its bound is valid, and closing it further proves nothing more.
-    ideal = solve_ideal(instance, objective=objective, mip_gap=params.mip_gap,
-                        time_limit=None if deadline is None else IDEAL_SHARE * (deadline - start))
+    ideal_limit = None if deadline is None else \
+        min(IDEAL_SHARE * (deadline - start), IDEAL_SECONDS_PER_GPU * instance.cluster.total_gpus)
+    ideal = solve_ideal(instance, objective=objective, mip_gap=params.mip_gap, time_limit=ideal_limit)
     phases["ideal"] = time.perf_counter() - start
     bounds = [b for b in (ideal.bound, upper_bound) if b is not None]
     bound = min(bounds) if bounds else None
