@@ -27,9 +27,6 @@ def test_a_type_without_jobs_solves_under_every_backend(solver: str) -> None:
     assert so.solve_ideal(so.RoundInstance(so.Cluster(1), ()), solver=solver).objective == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="joint/hetero_solve._meets accepts an incumbent when value >= bound - "
-                   "mip_gap * |value|: purely relative, so at an optimum of 0 a bound of 1.4e-14 (float residue) "
-                   "is never met and the proven optimum ends FEASIBLE (the homogeneous decomposition adds 1e-9)")
 def test_a_type_free_joint_whose_optimum_is_zero_is_proven() -> None:
     """No job can run above 0: j1's 16 GPUs need more memory than its type has at any grid point, j0's
     memory point fits one GPU a server on t4 and its p100 matrix is 0 below 4 CPUs and 112 GB."""

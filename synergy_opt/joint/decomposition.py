@@ -28,7 +28,7 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.ideal.model import Objective
 from synergy_opt.ideal.solve import solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.joint.branching import RULES, BranchOutcome, branch_and_price, target_trees
+from synergy_opt.joint.branching import RULES, BranchOutcome, branch_and_price, cutoff_of, target_trees
 from synergy_opt.joint.cp_pack import cp_pack
 from synergy_opt.joint.grid import Grid
 from synergy_opt.joint.incumbent import Placement, improve, place, placement_of
@@ -160,7 +160,7 @@ def solve_decomposition(
     def closed(final: bool = False) -> bool:
         if not (stop_early or final) or best is None:
             return False
-        return bound - best.value <= params.mip_gap * max(abs(best.value), 1e-10) + 1e-9
+        return bound <= cutoff_of(best.value, params.mip_gap)
 
     if np.setdiff1d(np.arange(items.columns.count.size), items.columns.cls).size:
         return finish(Status.INFEASIBLE, "infeasible: a job has no config that fits a server")

@@ -32,6 +32,7 @@ from synergy_opt.hetero import HeteroRound, join_allocations
 from synergy_opt.ideal import solve_ideal
 from synergy_opt.ideal.model import Objective
 from synergy_opt.instance import Allocation
+from synergy_opt.joint.branching import cutoff_of
 from synergy_opt.joint.hetero_bp import prove_across_types, typed_columns
 from synergy_opt.joint.hetero_model import HeteroJointModel, build_hetero_joint
 from synergy_opt.joint.hetero_types import TypeSearch
@@ -257,7 +258,9 @@ def _types_of(instance: HeteroRound, allocation: Allocation) -> tuple[str, ...]:
 
 
 def _meets(value: float, bound: float | None, mip_gap: float) -> bool:
-    return bound is not None and value >= bound - mip_gap * abs(value)
+    """Whether ``value`` is proven within ``mip_gap`` of ``bound``, with the branch-and-price's absolute slack
+    (at an optimum of 0 a bound of float residue, 1e-14, is met)."""
+    return bound is not None and bound <= cutoff_of(value, mip_gap)
 
 
 def _joined(instance: HeteroRound, results: Mapping[str, Any]) -> Allocation | None:
