@@ -40,6 +40,7 @@ from synergy_opt.mechanisms.greedy import pack_greedy
 from synergy_opt.mechanisms.hetero import run_hetero_mechanism
 from synergy_opt.mechanisms.near_opt import solve_near_opt
 from synergy_opt.mechanisms.proportional import pack_proportional
+from synergy_opt.mechanisms.scale import scaled, throughput_scale
 from synergy_opt.mechanisms.spare import spend_spare
 from synergy_opt.mechanisms.tetris import pack_tetris
 from synergy_opt.mechanisms.tune import pack_tune
@@ -163,7 +164,8 @@ def run_mechanism(
         return Allocation({})  # nothing to place; every mechanism agrees
     if isinstance(instance, HeteroRound):
         return run_hetero_mechanism(instance, name, ranked, run_mechanism, **options)
-    return mechanism.run(instance, ranked, **options)
+    factor = throughput_scale(instance)  # unusual units: the mechanisms' absolute tolerances hold (scale.py)
+    return mechanism.run(instance if factor == 1.0 else scaled(instance, factor), ranked, **options)
 
 
 __all__ = ["MECHANISMS", "Mechanism", "ServerState", "run_mechanism"]

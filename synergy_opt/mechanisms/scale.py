@@ -1,0 +1,42 @@
+"""Throughputs of unusual size brought to ordinary size before a mechanism runs.
+
+The mechanisms compare throughputs with absolute tolerances (gains of ``1e-9``, values of ``1e-5``): matrices in
+units that make throughputs of ``1e-9`` (or ``1e9``) would read every gain as a tie. A power of two changes no
+comparison between throughputs and no allocation at ordinary sizes, so a round whose largest throughput lies
+outside ``OBJECTIVE_BAND`` (the solvers' band, :func:`synergy_opt.solvers.registry.objective_scale`) is run
+with every matrix times the power of two that brings that throughput to ``[1, 2)``; the allocation is the
+round's own (the same cluster, jobs and GPUs).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from synergy_opt.instance import Job, RoundInstance
+from synergy_opt.profile import Profile
+from synergy_opt.solvers.registry import OBJECTIVE_BAND
+
+
+def throughput_scale(instance: RoundInstance) -> float:
+    """1.0 for a round of ordinary throughputs (or none above 0), else the power of two that brings its largest
+    throughput to ``[1, 2)``."""
+    largest = max((float(np.max(job.profile.tput, initial=0.0)) for job in instance.jobs), default=0.0)
+    low, high = OBJECTIVE_BAND
+    if largest <= 0.0 or low <= largest <= high:
+        return 1.0
+    return math.ldexp(1.0, -math.frexp(largest)[1] + 1)
+
+
+def scaled(instance: RoundInstance, factor: float) -> RoundInstance:
+    """``instance`` with every matrix times ``factor`` (a profile shared by several jobs stays shared)."""
+    profiles: dict[int, Profile] = {}
+    jobs = []
+    for job in instance.jobs:
+        profile = job.profile
+        if id(profile) not in profiles:
+            profiles[id(profile)] = Profile(profile.cpu_per_gpu, profile.mem_gb_per_gpu, profile.tput * factor,
+                                            profile.name)
+        jobs.append(Job(job.id, job.gpus, profiles[id(profile)], job.model, job.arrival, job.work))
+    return RoundInstance(instance.cluster, tuple(jobs), instance.metadata)
