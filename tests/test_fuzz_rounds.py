@@ -58,10 +58,6 @@ def test_the_ideal_lp_bounds_allocations_that_starve_a_job_of_floor_zero() -> No
     assert so.solve_ideal(instance, relax=True).objective >= starved.objective
 
 
-@pytest.mark.xfail(strict=True, reason="solve_joint's auto picks the direct patterns model for these 3 jobs on one "
-                   "16-GPU server (6 s here; the decomposition 0.04 s), and under a time limit it ends NO_SOLUTION "
-                   "though every job at its proportional share is always an allocation; on a type-free round whose "
-                   "type choice holds this round the decomposition then reports 'no type choice placed every job'")
 def test_the_joint_under_a_time_limit_has_an_allocation() -> None:
     cluster = so.Cluster(1, 16, 61.8, 1809.5)
     jobs = (
