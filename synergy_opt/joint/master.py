@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.joint.model import ItemColumns
-from synergy_opt.joint.pricing import Bonus, ItemTypes, best_patterns
+from synergy_opt.joint.pricing import Bonus, ItemTypes, PricingDeadline, best_patterns
 
 # Patterns added per pricing round (the best ones the DP found).
 PATTERNS_PER_ROUND = 16
@@ -91,8 +91,8 @@ class Restriction:
 
 
 def price(items: ItemColumns, kinds: tuple[ServerKind, ...], pi: np.ndarray, weight: np.ndarray | None = None,
-          restriction: Restriction | None = None, beat: np.ndarray | None = None, cutoff: float = -np.inf
-          ) -> tuple[Prices, np.ndarray, np.ndarray, np.ndarray]:
+          restriction: Restriction | None = None, beat: np.ndarray | None = None, cutoff: float = -np.inf,
+          deadline: float | None = None) -> tuple[Prices, np.ndarray, np.ndarray, np.ndarray]:
     """``L`` at ``pi`` (and the node's ``restriction``; see the module docstring), the reduced costs, and the
     best patterns found (worth ``pi . a + bonus(a)``) with the kind of each. Only patterns worth more than
     ``beat`` (per kind: the LP's price of a server) are sought, nor (one kind) than the value below which ``L``
@@ -120,7 +120,7 @@ def price(items: ItemColumns, kinds: tuple[ServerKind, ...], pi: np.ndarray, wei
         mine = slice(kind.first, kind.stop)
         bonus = None if restriction is None else restriction.bonus.within(kind.first, kind.stop)
         priced = best_patterns(kind.types, pi[mine], items.per_server[mine], count=PATTERNS_PER_ROUND, bonus=bonus,
-                               beat=float(beat[k]))
+                               beat=float(beat[k]), deadline=deadline)
         tops.append(max(priced.value, 0.0))
         patterns = np.zeros((len(priced.patterns), pi.size), dtype=np.int64)
         patterns[:, mine] = priced.patterns
@@ -446,8 +446,11 @@ class ColumnGeneration:
                 return NodeLP(-np.inf, -np.inf, True, np.zeros(self._n_y), np.zeros(0), 0.0)
             restriction = self._restriction(duals)
             mu = np.maximum(duals[self._servers_rows], 0.0)
-            prices, patterns, values, kind = price(self.items, self.kinds, pi, restriction=restriction, beat=mu,
-                                                   cutoff=cutoff)
+            try:
+                prices, patterns, values, kind = price(self.items, self.kinds, pi, restriction=restriction, beat=mu,
+                                                       cutoff=cutoff, deadline=deadline)
+            except PricingDeadline:  # this round's pricing unfinished: the node keeps the bound it had
+                return self._node_lp(bound, value, False, solution, best)
             if prices.bound < bound:
                 bound, best = prices.bound, prices
             tolerance = _TOLERANCE * max(1.0, abs(value))
@@ -455,13 +458,17 @@ class ColumnGeneration:
             if not converged and bound > cutoff:
                 converged = not self.add(patterns[values > mu[kind] + tolerance])
             if converged or bound <= cutoff or (deadline is not None and time.perf_counter() > deadline):
-                y = solution[:self._n_y]
-                # Patterns priced in after this LP have no value in it yet.
-                x = np.zeros(self._pattern_cols.size)
-                solved = self._pattern_cols < solution.size
-                x[solved] = solution[self._pattern_cols[solved]]
-                artificial = float(solution[[c for c in self._artificial_cols if c < solution.size]].sum())
-                return NodeLP(float(bound), value, converged, y, x, artificial, best)
+                return self._node_lp(bound, value, converged, solution, best)
+
+    def _node_lp(self, bound: float, value: float, converged: bool, solution: np.ndarray, best: Prices | None
+                 ) -> NodeLP:
+        y = solution[:self._n_y]
+        # Patterns priced in after this LP have no value in it yet.
+        x = np.zeros(self._pattern_cols.size)
+        solved = self._pattern_cols < solution.size
+        x[solved] = solution[self._pattern_cols[solved]]
+        artificial = float(solution[[c for c in self._artificial_cols if c < solution.size]].sum())
+        return NodeLP(float(bound), value, converged, y, x, artificial, best)
 
     def restricted_value(self) -> float:
         """The LP value over the patterns generated so far at the node :meth:`restrict` set (no pricing: not a
