@@ -22,7 +22,9 @@ from synergy_opt.solvers.registry import OBJECTIVE_BAND
 def throughput_scale(instance: RoundInstance) -> float:
     """1.0 for a round of ordinary throughputs (or none above 0), else the power of two that brings its largest
     throughput to ``[1, 2)``."""
-    largest = max((float(np.max(job.profile.tput, initial=0.0)) for job in instance.jobs), default=0.0)
+    # Over the round's stacked matrices (cached on the round, which the mechanisms read anyway): a read per job
+    # took 2.3 ms at 1024 jobs.
+    largest = max((float(np.max(group.tput, initial=0.0)) for group in instance.profile_groups), default=0.0)
     low, high = OBJECTIVE_BAND
     if largest <= 0.0 or low <= largest <= high:
         return 1.0
