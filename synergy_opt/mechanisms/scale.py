@@ -3,20 +3,18 @@
 The mechanisms compare throughputs with absolute tolerances (gains of ``1e-9``, values of ``1e-5``): matrices in
 units that make throughputs of ``1e-9`` (or ``1e9``) would read every gain as a tie. A power of two changes no
 comparison between throughputs and no allocation at ordinary sizes, so a round whose largest throughput lies
-outside ``OBJECTIVE_BAND`` (the solvers' band, :func:`synergy_opt.solvers.registry.objective_scale`) is run
-with every matrix times the power of two that brings that throughput to ``[1, 2)``; the allocation is the
-round's own (the same cluster, jobs and GPUs).
+outside the solvers' band (:func:`synergy_opt.solvers.registry.band_scale`, which ``solve_model`` applies to
+objectives) is run with every matrix times the power of two that brings that throughput to ``[1, 2)``; the
+allocation is the round's own (the same cluster, jobs and GPUs).
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from synergy_opt.instance import Job, RoundInstance
 from synergy_opt.profile import Profile
-from synergy_opt.solvers.registry import OBJECTIVE_BAND
+from synergy_opt.solvers.registry import band_scale
 
 
 def throughput_scale(instance: RoundInstance) -> float:
@@ -24,11 +22,7 @@ def throughput_scale(instance: RoundInstance) -> float:
     throughput to ``[1, 2)``."""
     # Over the round's stacked matrices (cached on the round, which the mechanisms read anyway): a read per job
     # took 2.3 ms at 1024 jobs.
-    largest = max((float(np.max(group.tput, initial=0.0)) for group in instance.profile_groups), default=0.0)
-    low, high = OBJECTIVE_BAND
-    if largest <= 0.0 or low <= largest <= high:
-        return 1.0
-    return math.ldexp(1.0, -math.frexp(largest)[1] + 1)
+    return band_scale(max((float(np.max(group.tput, initial=0.0)) for group in instance.profile_groups), default=0.0))
 
 
 def scaled(instance: RoundInstance, factor: float) -> RoundInstance:

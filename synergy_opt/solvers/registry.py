@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -145,15 +146,22 @@ def solve_model(model: LinearModel, solver: str = DEFAULT_SOLVER, params: Solver
                    bound=None if result.bound is None else result.bound / scale)
 
 
-# Objective coefficients whose largest magnitude lies outside this band are rescaled to 1 before a backend sees
-# them: solvers' tolerances are absolute (HiGHS: 1e-7 on reduced costs), so throughputs of 1e-7 were read as
-# ties and the ideal ILP's optimum fell 14% short, reported optimal. Inside the band nothing changes.
+# Objective coefficients whose largest magnitude lies outside this band are rescaled before a backend sees them:
+# solvers' tolerances are absolute (HiGHS: 1e-7 on reduced costs), so throughputs of 1e-7 were read as ties and
+# the ideal ILP's optimum fell 14% short, reported optimal. Inside the band nothing changes.
 OBJECTIVE_BAND = (1e-2, 1e6)
 
 
-def objective_scale(model: LinearModel) -> float:
-    """The factor :func:`solve_model` multiplies ``model``'s objective by (1.0 when its coefficients are of
-    ordinary size, or all zero)."""
-    largest = float(np.max(np.abs(model.objective), initial=0.0))
+def band_scale(largest: float) -> float:
+    """1.0 when ``largest`` (a magnitude) is 0 or inside ``OBJECTIVE_BAND``, else the power of two that brings it
+    to ``[1, 2)`` (a power of two scales every value exactly, so no comparison between them changes)."""
     low, high = OBJECTIVE_BAND
-    return 1.0 if largest == 0.0 or low <= largest <= high else 1.0 / largest
+    if largest <= 0.0 or low <= largest <= high:
+        return 1.0
+    return math.ldexp(1.0, 1 - math.frexp(largest)[1])
+
+
+def objective_scale(model: LinearModel) -> float:
+    """The factor :func:`solve_model` multiplies ``model``'s objective by (:func:`band_scale` of its largest
+    coefficient)."""
+    return band_scale(float(np.max(np.abs(model.objective), initial=0.0)))
