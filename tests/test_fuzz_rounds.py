@@ -81,6 +81,25 @@ def test_the_type_free_joint_keeps_its_time_limit() -> None:
     assert time.perf_counter() - start < 3.0
 
 
+def test_the_joint_keeps_its_time_limit_when_one_pricing_level_is_huge() -> None:
+    # Off the grid one level of the list pricing held 2.8 million states, 2.8 s to prune after the last deadline
+    # check: time_limit=3 returned after 7.6 s. A level is not begun when pruning it would end past the deadline.
+    instance = so.load_instance(Path(__file__).parent / "data" / "fuzz_core_no_incumbent_round.json")
+    start = time.perf_counter()
+    result = so.solve_joint(instance, time_limit=3.0)
+    assert time.perf_counter() - start < 5.0
+    assert result.status.has_solution, result.message
+
+
+def test_a_time_limit_the_first_incumbent_uses_up_is_a_status() -> None:
+    # auto's first incumbent before a direct solve may take the whole limit: the direct model was then handed
+    # time_limit=0.0, which SolverParams rejects (an InvalidInputError naming an argument the caller never gave).
+    instance = so.member_round("multi", 128, seed=2, profile_noise=0.0)  # alike jobs: auto goes direct
+    result = so.solve_joint(instance, consolidate=False, time_limit=1e-3)
+    assert result.status in (Status.FEASIBLE, Status.NO_SOLUTION, Status.OPTIMAL), result.status
+    assert result.status is Status.NO_SOLUTION or (result.evaluation is not None and result.evaluation.valid)
+
+
 def test_a_looser_gap_does_not_lose_the_type_free_ideal_optimum() -> None:
     """16 jobs of 1-96 GPUs over four types of 1- and 16-GPU servers, throughputs near 1e5: at the default gap
     the core search proves the optimum in 0.2 s; at the joint's 1e-4 its first threshold (the gap allowed, 98)

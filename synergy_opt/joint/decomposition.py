@@ -35,7 +35,7 @@ from synergy_opt.joint.incumbent import Placement, improve, place, placement_of
 from synergy_opt.joint.master import ColumnGeneration, ServerKind
 from synergy_opt.joint.model import ItemColumns, JointModel, JointReductions, build_joint, item_columns
 from synergy_opt.joint.placing import place_demand, residual_dive
-from synergy_opt.joint.pricing import ItemTypes
+from synergy_opt.joint.pricing import ItemTypes, PricingDeadline
 from synergy_opt.solvers.base import SolveResult, SolverParams, Status
 
 if TYPE_CHECKING:
@@ -214,7 +214,10 @@ def solve_decomposition(
         feasible = master.phase_one(deadline)
         if feasible is False:
             return finish(Status.INFEASIBLE, "infeasible: no server patterns hold every job (priced proof)")
-    prices = master.run(_share(deadline, COLUMN_GENERATION_SHARE))
+    try:
+        prices = master.run(_share(deadline, COLUMN_GENERATION_SHARE))
+    except PricingDeadline:
+        return finish(_limit(best), "time limit during the first pricing")
     report.rounds, report.patterns, report.lp_bound = master.rounds, len(master.patterns), prices.bound
     bound = min(bound, prices.bound)
     mark("column generation")

@@ -29,7 +29,7 @@ from synergy_opt.joint.hetero_model import type_shares
 from synergy_opt.joint.master import ColumnGeneration, ServerKind
 from synergy_opt.joint.model import ItemColumns, JointReductions, place_items
 from synergy_opt.joint.placing import place_demand
-from synergy_opt.joint.pricing import ItemTypes
+from synergy_opt.joint.pricing import ItemTypes, PricingDeadline
 
 # Seconds a placement of a node's whole configs may take per type, and the most maximal loads listed to decide it.
 PACK_SECONDS, PACK_LISTED = 0.1, 500
@@ -183,8 +183,12 @@ def prove_across_types(instance: HeteroRound, typed: TypedColumns, incumbent: fl
             placed.append((loads, found[0]))
         return take(y, np.vstack([p[0] for p in placed]), np.concatenate([p[1] for p in placed]))
 
-    master.run(deadline)
-    if not (deadline is not None and time.perf_counter() > deadline):
+    try:
+        master.run(deadline)
+        priced = True
+    except PricingDeadline:  # stopped in the first pricing: no bound from the master
+        priced = False
+    if priced and not (deadline is not None and time.perf_counter() > deadline):
         outcome = target_trees(master, value, bound, mip_gap, deadline,
                                lambda y, x: take(y, master.patterns, x), place_configs,
                                strong=Strong(STRONG_CANDIDATES, RELIABLE))

@@ -46,6 +46,10 @@ HETERO_METHODS = ("auto", "per-type", "decomposition", "direct")
 # 3 x 128-GPU rounds (seeds 0-9) the ideal ILP is proven within 1e-4 in at most 2 s or not at all: multi-GPU seed 5
 # finds no solution in 15 s (nor in 1 s, with the same bound), time the branch-and-price then lacks; a tenth.
 IDEAL_SHARE, CHOICE_SHARE = 0.1, 0.35
+# Share of the time left a type choice may take while none has placed every job: each type's first incumbent
+# takes about 0.45 s on 1024 GPUs whatever its limit, so at 3 x 1024 GPUs a 3 s limit ended with none (a share of
+# 0.35 left the last type 1 ms).
+FIRST_CHOICE_SHARE = 0.7
 # Seconds per GPU of the round the type-free ideal ILP may take at most (within its share). On the 3 x 128-GPU rounds
 # (seeds 0-19, both traces) it is proven within 1e-4 in at most 1 s or not at all: on the five it does not prove
 # (multi 5, 16, 18, single 12, 15) its bound at 1 s is the same as at 6 s, and the solutions it finds by 6 s (two
@@ -213,7 +217,8 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
                 (best is not None and _meets(best[0], bound, params.mip_gap)):
             break
         tried += 1
-        results, total, proven = each_type(instance.with_types(types), left(CHOICE_SHARE))
+        results, total, proven = each_type(instance.with_types(types),
+                                           left(CHOICE_SHARE if best is not None else FIRST_CHOICE_SHARE))
         if total is not None and (best is None or total > best[0]):
             best = (total, results, tuple(types), proven)
         search.tell(types, total)

@@ -411,14 +411,20 @@ class ColumnGeneration:
 
     def run(self, deadline: float | None, gap: float = 0.0, rounds: int = MAX_ROUNDS) -> Prices:
         """Price patterns in until none improves the LP (or the deadline, or ``L`` within ``gap`` of the LP, or
-        after ``rounds`` pricing rounds)."""
+        after ``rounds`` pricing rounds). Raises :class:`PricingDeadline` when the deadline stops the first
+        pricing ever, before any bound."""
         last = self.rounds + rounds
         while self.rounds < min(MAX_ROUNDS, last):
             self.rounds += 1
             value, pi, duals, _ = self._solve_lp()
             self.lp_value = value
             mu = np.maximum(duals[self._servers_rows], 0.0)
-            prices, patterns, values, kind = price(self.items, self.kinds, pi, beat=mu)
+            try:
+                prices, patterns, values, kind = price(self.items, self.kinds, pi, beat=mu, deadline=deadline)
+            except PricingDeadline:  # this round's pricing unfinished: the bound stays the best seen
+                if self.best is not None:
+                    break
+                raise
             if self.best is None or prices.bound < self.best.bound:
                 self.best = prices
             tolerance = _TOLERANCE * max(1.0, abs(value))
