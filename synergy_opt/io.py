@@ -35,7 +35,14 @@ from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.files import atomic_open, read_text
 from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, ServerType
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance, prefixed
-from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, builtin_type_profile, cpu_gpu_ratios, model_info
+from synergy_opt.profiles import (
+    DEFAULT_CPU_GPU_RATIO,
+    builtin_type_profile,
+    cpu_gpu_ratios,
+    gavel_gpu_types,
+    model_info,
+    model_names,
+)
 from synergy_opt.validation import checked, json_value, parse_json, path
 
 FORMAT = "synergy-round/1"
@@ -210,6 +217,12 @@ def job_type_profiles(where: str, raw: Mapping[str, Any], ratios: Mapping[str, i
             if kind in inline:
                 profiles[kind] = _profile(inline[kind], model, f"profiles.{kind}")
             elif model is not None:
+                # The built-in matrices exist on Gavel's measured types only.
+                if model in model_names() and kind not in gavel_gpu_types():
+                    raise InvalidInputError(
+                        f"types[{kinds.index(kind)}]", kind,
+                        f"built-in model {model!r} has matrices on {', '.join(gavel_gpu_types())} only: give "
+                        f"this type's matrix inline (profiles.{kind})")
                 profiles[kind] = builtin_type_profile(model, kind, ratios[kind])
             else:
                 raise InvalidInputError("model", None, f"a job needs a built-in 'model' name or an inline matrix "

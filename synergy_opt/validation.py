@@ -469,8 +469,11 @@ def parse_json(source: tuple[str, Any], text: str, root: str = "") -> Any:
         data = json.loads(text, parse_int=lambda s: int(s) if len(s) <= MAX_INT_DIGITS else mark(s),
                           parse_constant=mark)
     except json.JSONDecodeError as error:
+        # The text where the parser stopped says most (a lowercase ``nan``, a trailing comma, a quote missing).
+        near = error.doc[error.pos:error.pos + 20].split("\n")[0]
         raise InvalidInputError(
-            field, value, f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}"
+            field, value, f"malformed JSON at line {error.lineno} column {error.colno}: {error.msg}, near {near!r}"
+            + (" (nan is not JSON, and every number must be finite)" if near[:3].lower() == "nan" else "")
         ) from None
     except RecursionError:
         raise InvalidInputError(field, value, f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None

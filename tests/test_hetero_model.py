@@ -308,6 +308,15 @@ def test_bad_format_two_fields_are_named(path: tuple[Any, ...], value: Any, fiel
     assert error.value.field == field
 
 
+def test_a_built_in_model_on_a_type_without_built_in_matrices_names_the_type() -> None:
+    data = edited(("cluster", "types", 0, "name"), "a100")
+    data["jobs"][0]["types"] = ["v100", "a100"]
+    with pytest.raises(InvalidInputError) as error:
+        so.load_instance(data)
+    assert error.value.field == "jobs[0].types[1]" and error.value.value == "a100"
+    assert "res18" in str(error.value) and "profiles.a100" in str(error.value)
+
+
 def test_format_one_still_loads_and_homogeneous_code_refuses_a_hetero_round() -> None:
     old = so.load_instance("instances/paper_example.json")
     assert isinstance(old, so.RoundInstance)

@@ -110,6 +110,16 @@ def test_malformed_json(tmp_path: Path) -> None:
     assert "malformed JSON at line 1" in str(error.value)
 
 
+def test_a_lowercase_nan_is_named_where_the_parser_stopped(tmp_path: Path) -> None:
+    path = tmp_path / "nan.json"
+    path.write_text('{"format": "synergy-round/1",\n "cluster": {"servers": nan}}')
+    with pytest.raises(InvalidInputError) as error:
+        so.load_instance(path)
+    assert_names(error, "path", "nan.json")
+    assert "line 2" in str(error.value) and "near 'nan}}'" in str(error.value)
+    assert "every number must be finite" in str(error.value)
+
+
 def test_nan_throughput() -> None:
     with pytest.raises(InvalidInputError) as error:
         so.load_instance(edited(("jobs", 1, "profile", "tput", 1, 0), float("nan")))
