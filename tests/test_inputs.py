@@ -115,7 +115,7 @@ def test_a_lowercase_nan_is_named_where_the_parser_stopped(tmp_path: Path) -> No
     path.write_text('{"format": "synergy-round/1",\n "cluster": {"servers": nan}}')
     with pytest.raises(InvalidInputError) as error:
         so.load_instance(path)
-    assert_names(error, "path", "nan.json")
+    assert error.value.field == "path"  # the value, a long temporary path, may be shortened in the message
     assert "line 2" in str(error.value) and "near 'nan}}'" in str(error.value)
     assert "every number must be finite" in str(error.value)
 
