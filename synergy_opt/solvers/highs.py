@@ -1,4 +1,8 @@
-"""HiGHS through highspy, passing the neutral model's arrays directly (no per-variable Python objects)."""
+"""HiGHS through highspy, passing the neutral model's arrays directly (no per-variable Python objects).
+
+Under a time limit below :data:`PRESOLVE_MIN_SECONDS` an integer model is solved without HiGHS's presolve
+(unless ``options`` set ``presolve``): its MIP presolve looks at the clock too rarely to keep a short limit.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +27,11 @@ from synergy_opt.solvers.model import LinearModel
 from synergy_opt.validation import unknown_option
 
 CAPABILITIES = Capabilities(integer=True, continuous=True, time_limit=True, mip_gap=True, vertex_lp=True)
+# HiGHS's MIP presolve (its probing above all) looks at the clock rarely: on a joint model of 16 rows and 7,939
+# integer columns it took 2-3.6 s against a 0.2 s limit, where the solve without presolve stops at 0.34 s (and,
+# unlimited, proves the optimum in 1.3 s against 4.6 s with presolve). Under a time limit shorter than this, a
+# MIP is solved without presolve unless the caller's options set ``presolve``.
+PRESOLVE_MIN_SECONDS = 1.0
 
 _M = highspy.HighsModelStatus
 # Every native model status, mapped once. Limit statuses resolve by whether an incumbent exists.
@@ -133,6 +142,8 @@ def solve(model: LinearModel, params: SolverParams) -> SolveResult:
     h.setOptionValue("output_flag", bool(params.verbose))
     if params.time_limit is not None:
         h.setOptionValue("time_limit", float(params.time_limit))
+        if model.is_mip and params.time_limit < PRESOLVE_MIN_SECONDS:
+            h.setOptionValue("presolve", "off")
     h.setOptionValue("mip_rel_gap", float(params.mip_gap))
     h.setOptionValue("random_seed", int(params.seed))
     for key, value in params.options.items():
