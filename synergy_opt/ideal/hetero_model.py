@@ -35,7 +35,7 @@ import numpy as np
 
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.model import OBJECTIVE, Objective, Reductions, columns_of_jobs, config_columns, row_labels
-from synergy_opt.profile_groups import ProfileGroup, group_profiles
+from synergy_opt.profile_groups import ProfileGroup
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.validation import InstanceOf, Optional, checked
 
@@ -88,15 +88,9 @@ class TypeView:
 
 def type_views(instance: HeteroRound) -> list[TypeView]:
     views = []
-    for server_type in instance.cluster.types:
-        name = server_type.name
-        members = np.array([j for j, job in enumerate(instance.jobs) if name in job.profiles], dtype=np.int64)
-        groups = group_profiles([instance.jobs[int(j)].profiles[name] for j in members])
-        share = np.full(len(instance.jobs), np.nan)
-        # As HeteroRound.throughput_at_share reads it: one vectorised read per group.
-        for group in groups:
-            share[members[group.jobs]] = group.read(group.row, server_type.cpu_per_gpu, server_type.mem_gb_per_gpu)
-        views.append(TypeView(members, groups, share))
+    for name in instance.cluster.names:
+        on_type = instance.type_profiles[name]
+        views.append(TypeView(on_type.members, list(on_type.groups), instance.throughput_at_share(name)))
     return views
 
 
