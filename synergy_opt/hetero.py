@@ -390,6 +390,15 @@ class HeteroRound:
     def baselines(self) -> tuple[str, ...]:
         return tuple(job.baseline_type for job in self.jobs)
 
+    @cached_property
+    def baseline_index(self) -> np.ndarray:
+        """Each job's baseline type, as its position in the cluster (read-only; the type-free model's steps all
+        read it: 2 ms a read at 3072 jobs)."""
+        index = self.cluster._index
+        kinds = np.array([index[job.baseline_type] for job in self.jobs], dtype=np.int64)
+        kinds.flags.writeable = False
+        return kinds
+
     @property
     def type_fixed(self) -> bool:
         """Every job can use exactly one type (so the round splits by type)."""

@@ -101,7 +101,7 @@ def admissible(instance: HeteroRound, views: list[TypeView] | None = None) -> np
     :func:`type_views`, when already read."""
     views = type_views(instance) if views is None else views
     n = len(instance.jobs)
-    baseline = np.array([instance.cluster.index(job.baseline_type) for job in instance.jobs], dtype=np.int64)
+    baseline = instance.baseline_index
     shares = np.column_stack([view.share for view in views]) if views else np.zeros((n, 0))
     floors = shares[np.arange(n), baseline]  # the floor (D7): the share of the baseline type
     ok = ~np.isnan(shares) & (np.nan_to_num(shares, nan=-np.inf) >= floors[:, None])
@@ -134,7 +134,7 @@ def job_classes(instance: HeteroRound, merge: bool = True, views: list[TypeView]
     for column in labels.T:
         if np.unique(column).size == n:
             return np.arange(n), np.arange(n), np.ones(n, dtype=np.int64)
-    baseline = np.array([cluster.index(job.baseline_type) for job in jobs], dtype=np.int64)
+    baseline = instance.baseline_index
     key = np.column_stack([instance.gpus, baseline, labels])
     _, first, inverse, count = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
     # Classes in the order of their first jobs (np.unique orders them by key).
