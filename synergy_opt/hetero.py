@@ -41,6 +41,7 @@ from synergy_opt.instance import (
     trusted_allocation,
     trusted_job,
     trusted_placement,
+    trusted_round,
 )
 from synergy_opt.profile import Profile
 from synergy_opt.profile_groups import ProfileGroup, group_profiles, subset_groups
@@ -501,7 +502,12 @@ class HeteroRound:
             chosen[kind].append(index)
         rounds = {}
         for kind, jobs in members.items():
-            sub = RoundInstance(self.cluster[kind].cluster, tuple(jobs), {**self.metadata, "gpu_type": kind})
+            cluster, metadata = self.cluster[kind].cluster, {**self.metadata, "gpu_type": kind}
+            # The jobs are valid and their ids distinct (the round's): only their GPUs are checked, by the
+            # checked constructor when they do not fit (its error).
+            fits = sum(job.gpus for job in jobs) <= cluster.total_gpus
+            sub = trusted_round(cluster, tuple(jobs), metadata) if fits else RoundInstance(cluster, tuple(jobs),
+                                                                                            metadata)
             on_type = self.type_profiles[kind]
             # Its profile groups read from the round's (RoundInstance.profile_groups is cached, read-only).
             sub.__dict__["profile_groups"] = tuple(subset_groups(
