@@ -5,7 +5,9 @@ On a type-fixed round it runs on each type's round, as today. On a type-free rou
 runs on each type's round of those types, and Synergy-TUNE on the baseline types runs beside it: the better
 total is returned, so near-opt is never below the paper's mechanism on the round (TUNE is not run when
 near-opt's total reaches an upper bound on it: the baseline types' Lagrangian bound at the type-free LP's
-prices, or, when that is above near-opt's total, their ideal LP, type by type). Floors hold: a chosen
+prices, or, when that is above near-opt's total, their ideal LP, type by type). Each type's near-opt proves its
+CPU and memory prices from the type-free LP's prices of that type when it can (one small LP instead of cutting
+planes: that type's LP differs only by the jobs the type-free LP split between types). Floors hold: a chosen
 type's proportional share keeps the job's floor (H0), and near-opt keeps every job at or above its type's
 share's throughput.
 """
