@@ -254,6 +254,14 @@ def trusted_job(id: str, gpus: int, profile: Profile, model: str | None, arrival
     return job
 
 
+def trusted_round(cluster: Cluster, jobs: tuple[Job, ...], metadata: Mapping[str, Any]) -> RoundInstance:
+    """A RoundInstance of valid jobs with distinct ids that fit the cluster, without re-validation (a
+    heterogeneous round's view of one type: checking its jobs again took 1.7 ms a type at 1024 GPUs)."""
+    instance = object.__new__(RoundInstance)
+    instance.__dict__.update(cluster=cluster, jobs=jobs, metadata=metadata)
+    return instance
+
+
 def trusted_placement(server: int, gpus: int, cpus: float, mem_gb: float) -> Placement:
     """A Placement without re-validation, for callers that only make valid ones (building 16k validated
     Placements and an Allocation costs more than TUNE itself: 0.3 s at 16384 GPUs)."""

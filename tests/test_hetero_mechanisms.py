@@ -11,8 +11,9 @@ import pytest
 import synergy_opt as so
 from synergy_opt.hetero import HeteroRound, join_allocations
 from synergy_opt.ideal.hetero_model import build_hetero_ideal
-from synergy_opt.ideal.hetero_types import baseline_bound, solve_lp
+from synergy_opt.ideal.hetero_types import baseline_bound, lp_types, solve_lp
 from synergy_opt.mechanisms.hetero import TYPE_RULES
+from synergy_opt.mechanisms.near_opt import solve_near_opt
 from synergy_opt.mechanisms.near_opt.hetero import solve_hetero_near_opt
 from tests.hetero_instances import random_hetero_round
 
@@ -131,6 +132,23 @@ def test_near_opt_chooses_types_and_never_falls_below_tune() -> None:
         if result.tune_objective is None:  # TUNE skipped: near-opt reached the bound on it
             assert result.objective >= baseline_bound(build_hetero_ideal(instance)) - 1e-9
         assert result.objective == pytest.approx(so.evaluate(instance, result.allocation).objective)
+
+
+def test_near_opt_per_type_from_the_type_free_prices_is_as_from_cutting_planes() -> None:
+    """Each type's near-opt from the type-free LP's prices of that type (its LP's prices proven by a small LP
+    when they can be) gives the same total as from the cutting planes alone, and the same LP bound."""
+    for instance in GENERATED:
+        ideal = build_hetero_ideal(instance)
+        solved = solve_lp(ideal)
+        assert solved is not None
+        prices = solved[1][ideal.coupling_rows].reshape(3, -1)
+        rounds = instance.per_type_of(lp_types(instance, ideal, solved))
+        for k, sub in enumerate(rounds.values()):
+            if sub.jobs:
+                near = solve_near_opt(sub, prices=prices[1:, k])
+                alone = solve_near_opt(sub)
+                assert near.objective == pytest.approx(alone.objective, rel=1e-9)
+                assert near.bound == pytest.approx(alone.bound, rel=1e-9)
 
 
 def test_the_bound_on_tune_at_the_baseline_types_is_their_ideal_lp() -> None:

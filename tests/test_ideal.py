@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import synergy_opt as so
 from synergy_opt.ideal.model import Reductions, build_ideal, row_labels
+from synergy_opt.profile_groups import group_profiles, subset_groups
 from synergy_opt.solvers import Status, available_solvers, backend, write_model
 from tests.random_instances import brute_force_ideal, random_instance
 
@@ -218,3 +219,21 @@ def test_profile_groups_follow_the_jobs_order() -> None:
         assert [int(g.jobs[0]) for g in groups] == [0, 1]
         for group in groups:
             assert group.row.tolist() == list(range(group.jobs.size))  # each job its own profile, in order
+
+
+def test_subset_groups_are_the_groups_of_the_subset() -> None:
+    """A subset's groups read from the whole list's (each type's round of a heterogeneous round) are exactly
+    group_profiles of the subset: the same groups, order, rows and matrices."""
+    rng = Random(3)
+    axes = [[1.0, 3.0], [2.0, 3.0], [1.0, 2.0, 3.0], [1.0, 4.0]]
+    for _ in range(200):
+        profiles = [so.Profile(np.array(cpu), np.array([10.0, 62.5]), rng.random() * np.ones((len(cpu), 2)))
+                    for cpu in (rng.choice(axes) for _ in range(rng.randint(1, 6)))]
+        items = [rng.choice(profiles) for _ in range(rng.randint(1, 20))]
+        subset = sorted(rng.sample(range(len(items)), rng.randint(1, len(items))))
+        got = subset_groups(group_profiles(items), np.array(subset, dtype=np.int64))
+        expected = group_profiles([items[i] for i in subset])
+        assert len(got) == len(expected)
+        for a, b in zip(got, expected, strict=True):
+            for name in ("cpu_axis", "mem_axis", "tput", "jobs", "row"):
+                assert np.array_equal(getattr(a, name), getattr(b, name))

@@ -11,7 +11,7 @@ import pytest
 import synergy_opt as so
 import synergy_opt.ideal.core as ideal_core
 from synergy_opt.ideal.core_search import prepare, search
-from synergy_opt.ideal.lagrangian import Knapsack, dual_value, solve_dual
+from synergy_opt.ideal.lagrangian import Knapsack, dual_from_near, dual_value, solve_dual
 from synergy_opt.ideal.model import Reductions, build_ideal
 from synergy_opt.solvers import Status
 from synergy_opt.solvers.base import check_solution
@@ -136,6 +136,23 @@ def test_dual_bound_is_the_lp_relaxation_and_bounds_every_price() -> None:
         for _ in range(5):  # weak duality at any prices
             assert dual_value(knapsack, rng.uniform(0, 1, 2) * dual.multipliers * 3)[0] >= optimum - 1e-9
         assert np.all(dual.reduced_cost >= 0)
+
+
+def test_dual_from_near_prices_is_the_minimum_or_nothing() -> None:
+    """From prices near the minimum (the cutting planes' own, or moved a little) the small LP's duals are
+    returned only when they are a minimum: their bound is the LP relaxation's; far prices are proven too or
+    give nothing."""
+    for seed in range(4):
+        instance = so.generate_round(128, multi_gpu=seed % 2 == 1, seed=seed, profile_noise=0.05)
+        knapsack = Knapsack.of(build_ideal(instance))
+        dual = solve_dual(knapsack)
+        proven = dual_from_near(knapsack, dual.multipliers)
+        assert proven is not None and proven.bound == pytest.approx(dual.bound, rel=1e-11)
+        assert proven.bound == pytest.approx(dual_value(knapsack, proven.multipliers)[0], rel=1e-15)
+        for near in (dual.multipliers * 1.05, dual.multipliers * 0.9, np.zeros(2), dual.multipliers * 10):
+            found = dual_from_near(knapsack, near)
+            assert found is None or found.bound == pytest.approx(dual.bound, rel=1e-11)
+            assert found is None or np.all(found.reduced_cost >= 0)
 
 
 def test_exact_search_finds_nothing_below_the_optimal_penalty_and_the_optimum_at_it() -> None:

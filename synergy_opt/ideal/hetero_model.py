@@ -35,7 +35,7 @@ import numpy as np
 
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.model import OBJECTIVE, Objective, Reductions, columns_of_jobs, config_columns, row_labels
-from synergy_opt.profile_groups import ProfileGroup, group_profiles
+from synergy_opt.profile_groups import ProfileGroup
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.validation import InstanceOf, Optional, checked
 
@@ -88,15 +88,9 @@ class TypeView:
 
 def type_views(instance: HeteroRound) -> list[TypeView]:
     views = []
-    for server_type in instance.cluster.types:
-        name = server_type.name
-        members = np.array([j for j, job in enumerate(instance.jobs) if name in job.profiles], dtype=np.int64)
-        groups = group_profiles([instance.jobs[int(j)].profiles[name] for j in members])
-        share = np.full(len(instance.jobs), np.nan)
-        # As HeteroRound.throughput_at_share reads it: one vectorised read per group.
-        for group in groups:
-            share[members[group.jobs]] = group.read(group.row, server_type.cpu_per_gpu, server_type.mem_gb_per_gpu)
-        views.append(TypeView(members, groups, share))
+    for name in instance.cluster.names:
+        on_type = instance.type_profiles[name]
+        views.append(TypeView(on_type.members, list(on_type.groups), instance.throughput_at_share(name)))
     return views
 
 
@@ -107,7 +101,7 @@ def admissible(instance: HeteroRound, views: list[TypeView] | None = None) -> np
     :func:`type_views`, when already read."""
     views = type_views(instance) if views is None else views
     n = len(instance.jobs)
-    baseline = np.array([instance.cluster.index(job.baseline_type) for job in instance.jobs], dtype=np.int64)
+    baseline = instance.baseline_index
     shares = np.column_stack([view.share for view in views]) if views else np.zeros((n, 0))
     floors = shares[np.arange(n), baseline]  # the floor (D7): the share of the baseline type
     ok = ~np.isnan(shares) & (np.nan_to_num(shares, nan=-np.inf) >= floors[:, None])
@@ -140,7 +134,7 @@ def job_classes(instance: HeteroRound, merge: bool = True, views: list[TypeView]
     for column in labels.T:
         if np.unique(column).size == n:
             return np.arange(n), np.arange(n), np.ones(n, dtype=np.int64)
-    baseline = np.array([cluster.index(job.baseline_type) for job in jobs], dtype=np.int64)
+    baseline = instance.baseline_index
     key = np.column_stack([instance.gpus, baseline, labels])
     _, first, inverse, count = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
     # Classes in the order of their first jobs (np.unique orders them by key).

@@ -10,7 +10,7 @@ that is best at those prices: the ideal LP's choice, up to the at most two jobs 
 Public API
 ----------
 ``config_table(instance) -> ConfigTable``
-``priced_targets(table) -> PricedTargets``
+``priced_targets(table, near=None) -> PricedTargets``
 ``fit_to_capacity(table, column) -> ndarray``
 ``placeable(table) -> ndarray``, ``placeable_caps(table) -> (float, float)``
 ``job_throughputs(instance, cpu_per_gpu, mem_per_gpu) -> ndarray``
@@ -24,7 +24,7 @@ from functools import cached_property
 import numpy as np
 
 from synergy_opt.ideal.core import solve_core
-from synergy_opt.ideal.lagrangian import Knapsack, solve_dual
+from synergy_opt.ideal.lagrangian import Knapsack, dual_from_near, solve_dual
 from synergy_opt.ideal.model import IdealModel, build_ideal
 from synergy_opt.instance import RoundInstance
 from synergy_opt.mechanisms.group_first import group_first
@@ -149,11 +149,12 @@ class PricedTargets:
     other_job_column: np.ndarray | None = None
 
 
-def priced_targets(table: ConfigTable) -> PricedTargets:
+def priced_targets(table: ConfigTable, near: np.ndarray | None = None) -> PricedTargets:
     """Price CPU and memory by the ideal ILP's Lagrangian dual; each class takes its best column at the prices.
 
     Among columns of equal priced value the smallest footprint wins, so that the targets together stay within
-    the cluster's CPUs and memory wherever the LP leaves a resource unpriced.
+    the cluster's CPUs and memory wherever the LP leaves a resource unpriced. ``near``: prices near the dual's
+    minimum (another LP's), from which it is proven when it can be (:func:`dual_from_near`).
     """
     if table.start.size == 1:  # no jobs
         return PricedTargets(np.zeros(2), 0.0, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
@@ -161,7 +162,9 @@ def priced_targets(table: ConfigTable) -> PricedTargets:
     # round avoids them, so the LP's bound still bounds every one).
     knapsack = table.knapsack
     allowed = placeable(table)
-    dual = solve_dual(knapsack.restricted(allowed))
+    restricted = knapsack.restricted(allowed)
+    dual = None if near is None else dual_from_near(restricted, near)
+    dual = solve_dual(restricted) if dual is None else dual
     priced = knapsack.value - dual.multipliers[0] * knapsack.cpu - dual.multipliers[1] * knapsack.mem
     best = np.maximum.reduceat(np.where(allowed, priced, -np.inf), knapsack.starts)
     # Priced values within a hair of the best tie (floating sums of prices differ in the last bits); among

@@ -5,7 +5,9 @@ On a type-fixed round it runs on each type's round, as today. On a type-free rou
 runs on each type's round of those types, and Synergy-TUNE on the baseline types runs beside it: the better
 total is returned, so near-opt is never below the paper's mechanism on the round (TUNE is not run when
 near-opt's total reaches an upper bound on it: the baseline types' Lagrangian bound at the type-free LP's
-prices, or, when that is above near-opt's total, their ideal LP, type by type). Floors hold: a chosen
+prices, or, when that is above near-opt's total, their ideal LP, type by type). Each type's near-opt proves its
+CPU and memory prices from the type-free LP's prices of that type when it can (one small LP instead of cutting
+planes: that type's LP differs only by the jobs the type-free LP split between types). Floors hold: a chosen
 type's proportional share keeps the job's floor (H0), and near-opt keeps every job at or above its type's
 share's throughput.
 """
@@ -46,9 +48,11 @@ def solve_hetero_near_opt(instance: HeteroRound, order: np.ndarray | None = None
     """near-opt on ``instance`` (module docstring); the options are :func:`solve_near_opt`'s."""
     ranked = [job.id for job in instance.jobs] if order is None else [instance.jobs[int(j)].id for j in order]
     totals: dict[str, float] = {}
+    near: dict[str, np.ndarray] = {}  # a type's CPU and memory prices in the type-free LP
 
     def near_opt(sub: RoundInstance, ids: list[str]) -> Allocation:
-        result = solve_near_opt(sub, policy_order(sub, ids), spend_spare, best_case_tolerance)
+        result = solve_near_opt(sub, policy_order(sub, ids), spend_spare, best_case_tolerance,
+                                near.get(sub.metadata.get("gpu_type", "")))
         totals["near-opt"] = totals.get("near-opt", 0.0) + result.objective
         return result.allocation
 
@@ -66,11 +70,14 @@ def solve_hetero_near_opt(instance: HeteroRound, order: np.ndarray | None = None
     model = build_hetero_ideal(instance)
     solution = solve_lp(model)
     types = tuple(instance.baselines if solution is None else lp_types(instance, model, solution))
+    prices = None if solution is None else solution[1][model.coupling_rows]
+    if prices is not None:  # each type's LP is the type-free one's but for the jobs it split between types
+        for k, name in enumerate(instance.cluster.names):
+            near[name] = prices.reshape(3, -1)[1:, k]
     own = run_per_type(instance, ranked, near_opt, types)
     own_total = totals.get("near-opt", 0.0)
     # TUNE on the baseline types runs only when no bound on its total (that round's ideal LP, or the Lagrangian
     # bound at the type-free LP's prices when that bound is already reached) is reached.
-    prices = None if solution is None else solution[1][model.coupling_rows]
     if own_total >= baseline_bound(model, prices, own_total / (1 - 1e-12)) * (1 - 1e-12):
         return HeteroNearOptResult(own, "near-opt", own_total, own_total, None, types)
     baseline = run_per_type(instance, ranked, tune, instance.baselines)

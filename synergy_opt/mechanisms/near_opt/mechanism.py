@@ -68,9 +68,11 @@ class NearOptResult:
     bound: float
 
 
-def pack_near_opt(instance: RoundInstance, table: ConfigTable) -> tuple[Parts, PricedTargets]:
-    """Steps 1-4 of the package docstring: near-opt's own allocation as :class:`Parts`, and the prices."""
-    priced = priced_targets(table)
+def pack_near_opt(instance: RoundInstance, table: ConfigTable, prices: np.ndarray | None = None
+                  ) -> tuple[Parts, PricedTargets]:
+    """Steps 1-4 of the package docstring: near-opt's own allocation as :class:`Parts`, and the prices
+    (``prices``: near them, as :func:`solve_near_opt` takes them)."""
+    priced = priced_targets(table, prices)
     several = _several_starts(instance)
     ideal = ideal_targets(table) if several else None
     units = choose_units(table)
@@ -143,6 +145,7 @@ def solve_near_opt(
     order: np.ndarray | None = None,
     spend_spare: bool = True,
     best_case_tolerance: float = DEFAULT_TOLERANCE,
+    prices: np.ndarray | None = None,
 ) -> NearOptResult:
     """near-opt on ``instance`` (see the package docstring).
 
@@ -154,12 +157,16 @@ def solve_near_opt(
         End with the spare-capacity step (on by default for near-opt).
     best_case_tolerance
         For the TUNE run that near-opt never falls below (its best-case demands).
+    prices
+        CPU and memory prices near those of the round's ideal LP (per CPU, per GB: the type-free LP's on one
+        type of a heterogeneous round), which the LP's are then proven from when they can be, by a small LP
+        instead of cutting planes (:func:`~synergy_opt.ideal.lagrangian.dual_from_near`).
     """
     order = np.arange(len(instance.jobs)) if order is None else order
     if not instance.jobs:
         return NearOptResult(Allocation({}), "near-opt", 0.0, 0.0, None, 0.0, 0.0)
     table = config_table(instance)
-    own, priced = pack_near_opt(instance, table)
+    own, priced = pack_near_opt(instance, table, prices)
     bound = priced.bound
     if spend_spare:
         spend_parts(instance, table, own)
