@@ -469,7 +469,7 @@ def test_auto_keeps_the_start_when_the_direct_model_stops_without_better() -> No
     value = so.evaluate(instance, near).objective
     # Without a start, the first incumbent is the start: the direct model stops without a solution.
     plain = so.solve_joint(instance, consolidate=False, time_limit=0.02)
-    assert plain.status is Status.FEASIBLE and "the start kept" in plain.solve.message
+    assert plain.status is Status.FEASIBLE and "the first incumbent kept" in plain.solve.message
     assert plain.evaluation is not None and plain.evaluation.valid
     started = so.solve_joint(instance, consolidate=False, time_limit=0.02, start=near)
     assert started.status in (Status.FEASIBLE, Status.OPTIMAL)

@@ -3,6 +3,8 @@ kind with the branch rows' bonus, and its LP against the typed master of heterog
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -14,7 +16,7 @@ from synergy_opt.joint.hetero_master import TypedMaster
 from synergy_opt.joint.hetero_model import type_shares
 from synergy_opt.joint.master import ColumnGeneration
 from synergy_opt.joint.model import JointReductions
-from synergy_opt.joint.pricing import Bonus
+from synergy_opt.joint.pricing import Bonus, PricingDeadline
 from tests.hetero_instances import random_hetero_round
 from tests.test_joint_decomposition import FUZZ
 
@@ -67,3 +69,20 @@ def test_the_master_over_kinds_is_the_typed_master(consolidate: bool) -> None:
             mine = master.patterns[kinds == position]
             assert not np.delete(mine, np.s_[kind.first:kind.stop], axis=1).any()
             assert kind.types.fits(mine[:, kind.first:kind.stop]).all()
+
+
+def test_the_first_pricing_may_run_to_its_own_deadline() -> None:
+    """Without a bound nothing after the first pricing can run, so the decomposition gives it the whole time limit
+    (``first_deadline``) while later rounds keep column generation's share: a share already spent raises
+    :class:`PricingDeadline` on its own, and returns a bound with the first pricing's deadline later."""
+    typed = typed_columns(TINY[28], False, 0.0, "job", JointReductions())  # list pricing: it looks at the clock
+    spent = time.perf_counter() - 1.0
+    for first_deadline, raises in ((None, True), (time.perf_counter() + 60.0, False)):
+        master = ColumnGeneration(typed.items, typed.kinds, np.diag(typed.items.per_server))
+        assert master.phase_one(None) is True
+        if raises:
+            with pytest.raises(PricingDeadline):
+                master.run(spent, first_deadline=first_deadline)
+        else:
+            prices = master.run(spent, first_deadline=first_deadline)
+            assert master.rounds == 1 and np.isfinite(prices.bound)  # one round: the share ends it after

@@ -214,8 +214,10 @@ def solve_decomposition(
         feasible = master.phase_one(deadline)
         if feasible is False:
             return finish(Status.INFEASIBLE, "infeasible: no server patterns hold every job (priced proof)")
+        if feasible is None:
+            return finish(Status.NO_SOLUTION, "time limit while pricing patterns that hold every job")
     try:
-        prices = master.run(_share(deadline, COLUMN_GENERATION_SHARE))
+        prices = master.run(_share(deadline, COLUMN_GENERATION_SHARE), first_deadline=deadline)
     except PricingDeadline:
         return finish(_limit(best), "time limit during the first pricing")
     report.rounds, report.patterns, report.lp_bound = master.rounds, len(master.patterns), prices.bound

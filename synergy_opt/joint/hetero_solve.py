@@ -36,7 +36,7 @@ from synergy_opt.joint.branching import cutoff_of
 from synergy_opt.joint.hetero_bp import prove_across_types, typed_columns
 from synergy_opt.joint.hetero_model import HeteroJointModel, build_hetero_joint
 from synergy_opt.joint.hetero_types import TypeSearch
-from synergy_opt.joint.model import JointReductions
+from synergy_opt.joint.model import JointReductions, direct_params
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import relative_gap
 
@@ -175,7 +175,7 @@ def solve_hetero_joint(
     if method == "direct":
         joint = build_hetero_joint(instance, consolidate=consolidate, split_penalty=split_penalty,
                                    objective=objective, reductions=reductions, upper_bound=upper_bound)
-        result = solve_model(joint.model, solver, params)
+        result = solve_model(joint.model, solver, direct_params(solver, params))
         allocation = joint.allocation(result.solution()) if result.has_solution else None
         return HeteroJointResult(result.status, result.objective, result.bound, instance, "direct",
                                  time.perf_counter() - start, result.message, allocation, joint, result)

@@ -390,7 +390,11 @@ class ColumnGeneration:
         while True:
             value, pi, _, _ = self._solve_lp()
             pi = np.minimum(np.maximum(pi, 0.0), 1.0)  # an artificial slot is worth at most its cost
-            prices, patterns, values, kind = price(self.items, self.kinds, pi, weight=np.zeros(self._n_y))
+            try:
+                prices, patterns, values, kind = price(self.items, self.kinds, pi, weight=np.zeros(self._n_y),
+                                                       deadline=deadline)
+            except PricingDeadline:
+                break  # out of time: feasible stays None
             if value >= -_TOLERANCE:
                 feasible = True
                 break
@@ -409,10 +413,12 @@ class ColumnGeneration:
     def _dual_servers(self) -> np.ndarray:
         return np.maximum(np.array(self._h.getSolution().row_dual)[self._servers_rows], 0.0)
 
-    def run(self, deadline: float | None, gap: float = 0.0, rounds: int = MAX_ROUNDS) -> Prices:
+    def run(self, deadline: float | None, gap: float = 0.0, rounds: int = MAX_ROUNDS,
+            first_deadline: float | None = None) -> Prices:
         """Price patterns in until none improves the LP (or the deadline, or ``L`` within ``gap`` of the LP, or
-        after ``rounds`` pricing rounds). Raises :class:`PricingDeadline` when the deadline stops the first
-        pricing ever, before any bound."""
+        after ``rounds`` pricing rounds). The first pricing ever may run to ``first_deadline`` (by default
+        ``deadline``): without a bound nothing after it can run. Raises :class:`PricingDeadline` when that deadline
+        stops it."""
         last = self.rounds + rounds
         while self.rounds < min(MAX_ROUNDS, last):
             self.rounds += 1
@@ -420,7 +426,8 @@ class ColumnGeneration:
             self.lp_value = value
             mu = np.maximum(duals[self._servers_rows], 0.0)
             try:
-                prices, patterns, values, kind = price(self.items, self.kinds, pi, beat=mu, deadline=deadline)
+                until = deadline if self.best is not None or first_deadline is None else first_deadline
+                prices, patterns, values, kind = price(self.items, self.kinds, pi, beat=mu, deadline=until)
             except PricingDeadline:  # this round's pricing unfinished: the bound stays the best seen
                 if self.best is not None:
                     break

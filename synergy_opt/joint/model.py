@@ -53,6 +53,7 @@ from synergy_opt.ideal.model import (
 )
 from synergy_opt.instance import Allocation, Cluster, Placement, RoundInstance
 from synergy_opt.joint.pricing import ItemTypes, near_patterns
+from synergy_opt.solvers.base import SolverParams
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 
 Formulation = Literal["patterns", "servers"]
@@ -303,6 +304,16 @@ def item_columns(
     supply = np.bincount(col_item, weights=units * cols.count[cols.cls], minlength=i_size.size).astype(np.int64)
     per_server = np.minimum(item_capacity(instance.cluster, i_size, i_cpu, i_mem), supply)
     return ItemColumns(cols, weight, units.astype(np.int64), col_item, i_size, i_cpu, i_mem, supply, per_server)
+
+
+def direct_params(solver: str, params: SolverParams) -> SolverParams:
+    """The parameters for a direct joint model: on HiGHS under a short limit, presolve off
+    (:func:`synergy_opt.solvers.highs.short_limit_params`; its MIP presolve overruns such limits on these models)."""
+    if solver != "highs":
+        return params
+    from synergy_opt.solvers.highs import short_limit_params  # highspy on first use (no solver library at import)
+
+    return short_limit_params(params)
 
 
 def check_options(objective: str, split_penalty: float, upper_bound: float | None, formulation: str) -> None:

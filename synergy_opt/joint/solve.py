@@ -26,6 +26,7 @@ from synergy_opt.joint.model import (
     JointReductions,
     build_joint,
     check_options,
+    direct_params,
     item_columns,
     server_patterns,
 )
@@ -249,7 +250,7 @@ def solve_joint(
                 started = JointResult(status=result.status, objective=result.objective, bound=result.bound,
                                       joint=found, solve=result, method="decomposition", report=report,
                                       consolidate=consolidate)
-                if result.status is Status.OPTIMAL:
+                if result.status in (Status.OPTIMAL, Status.INFEASIBLE):  # settled without the direct model
                     return started
             if patterns is not None:
                 method = "direct"
@@ -270,7 +271,7 @@ def solve_joint(
         if left < MIN_DIRECT_SECONDS:  # the first incumbent took the whole limit
             return _limited(started)
         params = replace(params, time_limit=left)
-    result = solve_model(joint.model, solver, params)
+    result = solve_model(joint.model, solver, direct_params(solver, params))
     direct = JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=joint,
                          solve=result, method="direct", consolidate=consolidate)
     return direct if started is None else _better(direct, started)
@@ -279,8 +280,8 @@ def solve_joint(
 def _limited(started: JointResult) -> JointResult:
     """The first incumbent as the answer when the time limit left nothing for the direct model."""
     status = Status.FEASIBLE if started.objective is not None else Status.NO_SOLUTION
-    solve = replace(started.solve, status=status, message="the start kept: the time limit left the direct model "
-                    "no time")
+    solve = replace(started.solve, status=status, message=f"{_first(started)}: the time limit left the direct "
+                    "model no time")
     return replace(started, status=status, solve=solve)
 
 
@@ -293,8 +294,14 @@ def _better(direct: JointResult, started: JointResult) -> JointResult:
     bounds = [b for b in (direct.bound, started.bound) if b is not None]
     bound = min(bounds) if bounds else None
     solve = replace(started.solve, status=Status.FEASIBLE, bound=bound,
-                    message=f"the start kept: the direct model {direct.solve.message}")
+                    message=f"{_first(started)}: the direct model {direct.solve.message}")
     return replace(started, status=Status.FEASIBLE, bound=bound, solve=solve)
+
+
+def _first(started: JointResult) -> str:
+    """What the first incumbent was, for messages: the caller's start, or the decomposition's heuristics."""
+    source = started.report.incumbent_source if started.report is not None else ""
+    return f"the first incumbent kept ({source})" if source else "the first incumbent kept"
 
 
 def _decomposition_unsupported(solver: str, formulation: str, reductions: JointReductions,
