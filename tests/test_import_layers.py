@@ -57,6 +57,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("synergy_opt.ideal.lagrangian", "synergy_opt.solvers.highs"): "highspy on first solve",
     ("synergy_opt.joint.master", "synergy_opt.solvers.highs"): "highspy on first solve",
     ("synergy_opt.joint.decomposition", "synergy_opt.solvers.highs"): "highspy on first solve",
+    ("synergy_opt.joint.model", "synergy_opt.solvers.highs"): "highspy on a direct solve on HiGHS",
     ("synergy_opt.joint.hetero_master", "synergy_opt.solvers.highs"): "highspy on first solve",
     ("synergy_opt.joint.placing", "synergy_opt.solvers.highs"): "highspy on first solve",
     ("synergy_opt.ideal.hetero_types", "synergy_opt.solvers.highs"): "highspy on first solve",
