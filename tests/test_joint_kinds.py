@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from synergy_opt.ideal.hetero_model import job_classes
-from synergy_opt.joint.hetero_bp import typed_columns
+from synergy_opt.joint.hetero_bp import prove_across_types, typed_columns
 from synergy_opt.joint.hetero_master import TypedMaster
 from synergy_opt.joint.hetero_model import type_shares
 from synergy_opt.joint.master import ColumnGeneration
@@ -86,3 +86,14 @@ def test_the_first_pricing_may_run_to_its_own_deadline() -> None:
         else:
             prices = master.run(spent, first_deadline=first_deadline)
             assert master.rounds == 1 and np.isfinite(prices.bound)  # one round: the share ends it after
+
+
+def test_a_deadline_in_the_first_pricing_across_types_keeps_the_bound_given() -> None:
+    """Stopped in its first pricing (no bound from the master), the branch-and-price across types searches no
+    node and proves the bound it was given, with no allocation: a limit, not an error."""
+    instance = TINY[28]  # list pricing: it looks at the clock
+    typed = typed_columns(instance, False, 0.0, "job", JointReductions())
+    bound = 1e3
+    proof = prove_across_types(instance, typed, -np.inf, bound, 1e-9, time.perf_counter() - 1.0)
+    assert proof.allocation is None and proof.bound == bound
+    assert proof.outcome.nodes == 0 and not proof.outcome.complete
