@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from synergy_opt.joint.hetero_bp import prove_across_types, typed_columns
 from synergy_opt.joint.hetero_master import TypedMaster
 from synergy_opt.joint.hetero_model import build_hetero_joint, type_shares
 from synergy_opt.joint.hetero_solve import HeteroJointResult
+from synergy_opt.joint.hetero_types import slack_types
 from synergy_opt.joint.model import JointReductions
 from synergy_opt.solvers import SolverParams, Status, solve_model
 from tests.hetero_instances import brute_force_hetero_joint, random_hetero_round
@@ -149,3 +151,30 @@ def test_bad_joint_methods() -> None:
         so.solve_joint(TINY[0], method="per-type")
     with pytest.raises(InvalidInputError):
         so.solve_joint(TINY[0], method="decomposition", solver="pyomo-highs")
+
+
+def test_slack_types_solve_the_ideal_ilp_with_cpus_and_memory_held_back() -> None:
+    """At a share of 1 the slack choice is an optimum's types: the type-fixed ideal ILP on them reaches the
+    type-free optimum. At a smaller share its types still hold a solution of the ILP with that share of every
+    type's CPUs and memory (so the type-fixed ILP reaches that ILP's optimum); at a share of 0 none holds."""
+    checked = 0
+    for instance in TINY[:30]:
+        ideal = so.solve_ideal(instance, mip_gap=0.0)
+        if ideal.model is None or ideal.objective is None:
+            continue
+        types = slack_types(ideal.model, 1.0, None)
+        assert types is not None
+        fixed = so.solve_ideal(instance.with_types(types), mip_gap=0.0)
+        assert fixed.objective == pytest.approx(ideal.objective, rel=2e-6, abs=1e-6)  # the core search's gap
+        held = ideal.model.model.row_upper.copy()
+        held[ideal.model.coupling_rows[len(instance.cluster.types):]] *= 0.8
+        tight = solve_model(replace(ideal.model.model, row_upper=held), "highs", SolverParams(mip_gap=0.0))
+        slack = slack_types(ideal.model, 0.8, None)
+        assert (slack is None) == (tight.objective is None)
+        if slack is not None:
+            assert tight.objective is not None
+            assert so.solve_ideal(instance.with_types(slack), mip_gap=0.0).objective >= \
+                tight.objective * (1 - 2e-6) - 1e-6
+        assert slack_types(ideal.model, 0.0, None) is None
+        checked += 1
+    assert checked >= 20

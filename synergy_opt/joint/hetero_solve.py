@@ -7,8 +7,9 @@ Methods (``solve_joint(round, method=...)`` on a :class:`~synergy_opt.hetero.Het
 - ``"decomposition"`` (type-free rounds): types as an outer layer over today's decomposition. Since a job on a
   type keeps that type's share (H6), the type-free optimum is the best choice of admissible types followed by
   today's joint model on each type (H8). Bound: the type-free ideal ILP's, solved within the joint's
-  ``mip_gap`` (and ``upper_bound``). Incumbents: the types chosen by the type-free ideal ILP, then the ideal
-  LP's rounded and (when neither placed every job) the baseline (:mod:`~synergy_opt.joint.hetero_types`);
+  ``mip_gap`` (and ``upper_bound``). Incumbents: the types chosen by the type-free ideal ILP, by it with some
+  CPUs and memory held back, by the ideal LP rounded and (when none placed every job) the baseline
+  (:mod:`~synergy_opt.joint.hetero_types`);
   each choice's value is today's decomposition on every type (proven per type; a type's round once). When
   the best meets the bound within ``mip_gap`` it is optimal; otherwise the branch-and-price across types
   (:mod:`~synergy_opt.joint.hetero_bp`) searches from it with the time left: OPTIMAL when it proves the best
@@ -208,13 +209,17 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
     phases["ideal"] = time.perf_counter() - start
     bounds = [b for b in (ideal.bound, upper_bound) if b is not None]
     bound = min(bounds) if bounds else None
-    search = TypeSearch(instance, ideal)
+    search = TypeSearch(instance, ideal, deadline)
     best: tuple[float, dict[str, Any], tuple[str, ...], bool] | None = None
     tried = 0
-    # Type choices (the first is the ideal ILP's), each for a share of the time left, until one meets the bound.
+    def settled() -> bool:
+        return (deadline is not None and time.perf_counter() > deadline) or \
+            (best is not None and _meets(best[0], bound, params.mip_gap))
+
+    # Type choices (the first is the ideal ILP's), each for a share of the time left, until one meets the bound;
+    # settled is asked before the next choice is computed (some take an ideal solve).
     for types in search.candidates():
-        if (deadline is not None and time.perf_counter() > deadline) or \
-                (best is not None and _meets(best[0], bound, params.mip_gap)):
+        if settled():
             break
         tried += 1
         results, total, proven = each_type(instance.with_types(types),
@@ -222,6 +227,8 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
         if total is not None and (best is None or total > best[0]):
             best = (total, results, tuple(types), proven)
         search.tell(types, total)
+        if settled():
+            break
     phases["types"] = time.perf_counter() - start
     allocation = None if best is None else _joined(instance, best[1])
     value = -math.inf if best is None else best[0]
