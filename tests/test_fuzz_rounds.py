@@ -85,10 +85,14 @@ def test_the_joint_under_a_time_limit_has_an_allocation() -> None:
 # - fuzz_slow_presolve_round: each type's direct joint model (16 rows, 7,939 integer columns) sat 2-3.6 s in
 #   HiGHS's MIP presolve against a 0.2 s limit: time_limit=0.5 returned after 2.2 s. Under a limit below a second
 #   the joint's direct models now run without it (test_short_limits_turn_presolve_off_on_the_joint_only).
+# - fuzz_slow_dive_pricing_round: the residual dive that places the ideal ILP's configs on a type of 16-GPU servers
+#   priced loads without a deadline (8 s in two calls): time_limit=2 returned NO_SOLUTION after 8-9 s. Its pricing
+#   now stops at the dive's deadline (FEASIBLE in 1-1.4 s).
 OVERRUN_ROUNDS = [
     ("fuzz_slow_pricing_round.json", 1.0, 3.0, False),
     ("fuzz_core_no_incumbent_round.json", 3.0, 5.0, True),
     ("fuzz_slow_presolve_round.json", 0.5, 1.5, True),
+    ("fuzz_slow_dive_pricing_round.json", 2.0, 5.0, False),
 ]
 
 

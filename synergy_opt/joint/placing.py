@@ -26,7 +26,7 @@ import numpy as np
 
 from synergy_opt.joint.cp_pack import cp_pack
 from synergy_opt.joint.grid import Grid
-from synergy_opt.joint.pricing import ItemTypes, best_patterns, near_patterns
+from synergy_opt.joint.pricing import ItemTypes, PricingDeadline, best_patterns, near_patterns
 
 # Loads priced in per round of the LP.
 PRICED_PER_ROUND = 8
@@ -98,7 +98,10 @@ class FewestServers:
             if self._h.getModelStatus() != self._highspy.HighsModelStatus.kOptimal:
                 return None
             pi = self.pi = np.maximum(np.array(self._h.getSolution().row_dual), 0.0)
-            priced = best_patterns(self.types, pi, caps, count=PRICED_PER_ROUND, beat=1.0 + 1e-9)
+            try:  # the pricing of a large type may take seconds a call (a fuzzed round's 16-GPU servers: 8 s)
+                priced = best_patterns(self.types, pi, caps, count=PRICED_PER_ROUND, beat=1.0 + 1e-9, deadline=stop)
+            except PricingDeadline:
+                return None
             if pi @ demand / max(priced.value, 1.0) > servers + _TOLERANCE:
                 return None
             fresh = priced.patterns[priced.values > 1.0 + 1e-9]
