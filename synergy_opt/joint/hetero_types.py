@@ -1,9 +1,10 @@
 """Type choices for the joint decomposition of a type-free round: which types to try, in which order.
 
 The first is the type-free ideal ILP's (its optimum is the joint's whenever some placement holds it); then
-the ideal LP's, rounded (:func:`~synergy_opt.ideal.hetero_types.lp_types`, near-opt's choice); then the ideal
-ILP's with some CPU and memory of every type left free (:func:`slack_types`); then, when none placed every job,
-the baseline types (a type choice that always places every job, as today's mechanisms do).
+the ideal ILP's with some CPU and memory of every type left free (:func:`slack_types`; only when the ideal ILP
+found a solution); then the ideal LP's, rounded (:func:`~synergy_opt.ideal.hetero_types.lp_types`, near-opt's
+choice); then, when none placed every job, the baseline types (a type choice that always places every job, as
+today's mechanisms do). Each is computed only when the decomposition asks for the next.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from synergy_opt.solvers import SolverParams
 
 # The shares of every type's CPUs and memory the slack choices may use, and the seconds each ideal solve may take.
 # The ideal ILP's optimum fills each type's CPUs and memory to the last unit, which whole servers rarely hold;
-# with a little left free its types place better. On the 3 x 128 single-GPU round of seed 8 the type choices
-# above place 327.0278 (best-first proof from there: 30 s), the choice at 99.5% 327.0409 (proof: 167 nodes, 3 s).
+# with a little left free its types place better. On the 3 x 128 single-GPU round of seed 8 the ideal ILP's and
+# LP's types place 327.0278 (best-first proof from there: 30 s), the choice at 99.5% 327.0409 (proof: 167 nodes,
+# 3 s; formulations/heterogeneous.md, section 7).
 SLACK_SHARES = (0.995, 0.99)
 SLACK_SECONDS = 0.5
 
@@ -68,7 +70,7 @@ class TypeSearch:
         self.seen[tuple(types)] = value
 
 
-def slack_types(ideal: HeteroIdealModel, share: float, time_limit: float) -> list[str] | None:
+def slack_types(ideal: HeteroIdealModel, share: float, time_limit: float | None) -> list[str] | None:
     """The types of the type-free ideal ILP with only ``share`` of every type's CPUs and memory (GPUs and floors
     unchanged), solved by the core search within ``time_limit``; None when it finds no solution."""
     upper = ideal.model.row_upper.copy()
