@@ -167,7 +167,8 @@ def test_slack_types_solve_the_ideal_ilp_with_cpus_and_memory_held_back() -> Non
         fixed = so.solve_ideal(instance.with_types(types), mip_gap=0.0)
         assert fixed.objective == pytest.approx(ideal.objective, rel=2e-6, abs=1e-6)  # the core search's gap
         held = ideal.model.model.row_upper.copy()
-        held[ideal.model.coupling_rows[len(instance.cluster.types):]] *= 0.8
+        for block in ("cpu", "mem"):  # by the model's named rows, not the slice slack_types cuts
+            held[ideal.model.model.con_blocks[block]] *= 0.8
         tight = solve_model(replace(ideal.model.model, row_upper=held), "highs", SolverParams(mip_gap=0.0))
         slack = slack_types(ideal.model, 0.8, None)
         assert (slack is None) == (tight.objective is None)

@@ -77,15 +77,17 @@ def test_the_first_pricing_may_run_to_its_own_deadline() -> None:
     :class:`PricingDeadline` on its own, and returns a bound with the first pricing's deadline later."""
     typed = typed_columns(TINY[28], False, 0.0, "job", JointReductions())  # list pricing: it looks at the clock
     spent = time.perf_counter() - 1.0
-    for first_deadline, raises in ((None, True), (time.perf_counter() + 60.0, False)):
+
+    def fresh() -> ColumnGeneration:
         master = ColumnGeneration(typed.items, typed.kinds, np.diag(typed.items.per_server))
         assert master.phase_one(None) is True
-        if raises:
-            with pytest.raises(PricingDeadline):
-                master.run(spent, first_deadline=first_deadline)
-        else:
-            prices = master.run(spent, first_deadline=first_deadline)
-            assert master.rounds == 1 and np.isfinite(prices.bound)  # one round: the share ends it after
+        return master
+
+    with pytest.raises(PricingDeadline):
+        fresh().run(spent)
+    master = fresh()
+    prices = master.run(spent, first_deadline=time.perf_counter() + 60.0)
+    assert master.rounds == 1 and np.isfinite(prices.bound)  # one round: the spent share ends it after
 
 
 def test_a_deadline_in_the_first_pricing_across_types_keeps_the_bound_given() -> None:
