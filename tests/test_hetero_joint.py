@@ -20,6 +20,7 @@ from synergy_opt.joint.hetero_master import TypedMaster
 from synergy_opt.joint.hetero_model import build_hetero_joint, type_shares
 from synergy_opt.joint.hetero_solve import HeteroJointResult
 from synergy_opt.joint.hetero_types import slack_types
+from synergy_opt.joint.master import ColumnGeneration
 from synergy_opt.joint.model import JointReductions
 from synergy_opt.solvers import SolverParams, Status, solve_model
 from tests.hetero_instances import brute_force_hetero_joint, random_hetero_round
@@ -132,6 +133,44 @@ def test_the_branch_and_price_across_types_alone_finds_the_optimum() -> None:
         assert score.valid and score.objective == pytest.approx(expected, abs=1e-6)
         splits += proof.outcome.splits.get("type", 0)
     assert splits
+
+
+def test_trees_keep_every_column_a_better_solution_needs() -> None:
+    """Each tree searches the master without what the root's reduced costs rule out against its incumbent
+    (``ColumnGeneration.reduced``): handed an incumbent just below the optimum, the branch-and-price across types
+    still finds the optimum; handed the optimum, it finds nothing better and proves it."""
+    reduced = 0
+    for instance in TINY[:30]:
+        expected = brute_force_hetero_joint(instance, False)
+        ideal = so.solve_ideal(instance, mip_gap=0.0)
+        if expected is None or ideal.bound is None:
+            continue
+        typed = typed_columns(instance, False, 0.0, "job", JointReductions())
+        below = expected - 1e-4 * max(1.0, abs(expected))
+        proof = prove_across_types(instance, typed, below, ideal.bound, 1e-9, None)
+        assert proof.outcome.complete and proof.allocation is not None
+        assert proof.value == pytest.approx(expected, abs=1e-6)
+        assert so.evaluate(instance, proof.allocation).objective == pytest.approx(expected, abs=1e-6)
+        proof = prove_across_types(instance, typed, expected, ideal.bound, 1e-9, None)
+        assert proof.outcome.complete and proof.allocation is None
+        assert proof.bound == pytest.approx(expected, abs=1e-6)
+        master = ColumnGeneration(typed.items, typed.kinds, np.diag(typed.items.per_server))
+        if master.phase_one(None) is not True:
+            continue
+        prices = master.run(None)
+        assert master.reduced(-math.inf) is master
+        tree = master.reduced(below)
+        kept = tree.model_columns
+        assert tree.root is master and kept is not None and np.all(np.diff(kept) > 0)
+        reduced += kept.size < typed.items.weight.size
+        # The root LP's solution is within the kept columns and loads: the reduced root LP is the same LP value.
+        tree.run(None)
+        assert tree.lp_value == pytest.approx(master.lp_value, abs=1e-6)
+        y = np.arange(kept.size, dtype=float) + 1.0
+        lifted = tree.model_y(y)
+        assert np.array_equal(lifted[kept], y) and not np.delete(lifted, kept).any()
+        assert prices.bound >= expected - 1e-7
+    assert reduced  # some rounds lose columns
 
 
 def test_the_typed_master_bounds_the_joint() -> None:

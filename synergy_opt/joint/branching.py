@@ -97,14 +97,21 @@ class Strong:
     falls: dict[Hashable, list[tuple[float, float]]] = field(default_factory=dict)
 
 
+# An integral LP solution of a tree's node: ``y`` over the model's job columns, ``x`` over the patterns of the
+# tree's master (given last); returns the incumbent's value after it.
+OnIncumbent = Callable[[np.ndarray, np.ndarray, ColumnGeneration], float]
+# A node's configs rounded (over the model's job columns), and the tree's master (its known patterns).
+OnWholeConfigs = Callable[[np.ndarray, ColumnGeneration], float]
+
+
 class Tree:
     """The branch-and-price tree: open nodes best bound first; :meth:`search` may be called again to go on
     (after a node limit or a deadline), and :meth:`offer` takes an incumbent found elsewhere."""
 
-    def __init__(self, master: ColumnGeneration, mip_gap: float, on_incumbent: Callable[[np.ndarray, np.ndarray],
-                 float], incumbent: float = -math.inf, root_bound: float = math.inf,
+    def __init__(self, master: ColumnGeneration, mip_gap: float, on_incumbent: OnIncumbent,
+                 incumbent: float = -math.inf, root_bound: float = math.inf,
                  y_lower: Mapping[int, float] | None = None, y_upper: Mapping[int, float] | None = None,
-                 rules: tuple[str, ...] = RULES, on_whole_configs: Callable[[np.ndarray], float] | None = None,
+                 rules: tuple[str, ...] = RULES, on_whole_configs: OnWholeConfigs | None = None,
                  strong: Strong | None = None) -> None:
         self.master = master
         self.rules = rules
@@ -173,7 +180,7 @@ class Tree:
             if self.on_whole_configs is not None and lp.artificial <= _INTEGRAL:
                 # Each job's config rounded (most of them are whole in the LP): a placement of those configs on
                 # the patterns priced so far is worth about the node's LP value.
-                self.offer(self.on_whole_configs(_rounded(master, lp.y)))
+                self.offer(self.on_whole_configs(master.model_y(_rounded(master, lp.y)), master))
                 if self._close(bound):
                     continue
             try:
@@ -184,7 +191,7 @@ class Tree:
             if not candidates:
                 if lp.artificial > _INTEGRAL:
                     continue  # an integral LP solution leaning on artificial slots: no real solution here
-                self.offer(self.on_incumbent(np.rint(lp.y), np.rint(lp.x)))
+                self.offer(self.on_incumbent(master.model_y(np.rint(lp.y)), np.rint(lp.x), master))
                 self._closed_bound = max(self._closed_bound, min(bound, lp.value))
                 continue
             kind, children, _ = _choose(master, candidates, lp.value, self.strong)
@@ -195,12 +202,12 @@ class Tree:
 
 
 def branch_and_price(master: ColumnGeneration, incumbent: float, mip_gap: float, deadline: float | None,
-                     on_incumbent: Callable[[np.ndarray, np.ndarray], float], root_bound: float = math.inf,
+                     on_incumbent: OnIncumbent, root_bound: float = math.inf,
                      y_lower: Mapping[int, float] | None = None, y_upper: Mapping[int, float] | None = None,
                      node_limit: int | None = None) -> BranchOutcome:
     """Search a tree (:class:`Tree`) from the root (the whole model, or the part within the column bounds
-    given) until it is complete, the deadline or ``node_limit`` nodes; ``on_incumbent(y, x)`` takes an
-    integral LP solution (``x`` over ``master.patterns``) and returns the incumbent's value after it.
+    given) until it is complete, the deadline or ``node_limit`` nodes; ``on_incumbent`` takes an integral LP
+    solution (:data:`OnIncumbent`) and returns the incumbent's value after it.
     ``root_bound`` is a bound known for the root (the ideal ILP's)."""
     tree = Tree(master, mip_gap, on_incumbent, incumbent, root_bound, y_lower, y_upper)
     tree.search(deadline, node_limit)
@@ -208,8 +215,8 @@ def branch_and_price(master: ColumnGeneration, incumbent: float, mip_gap: float,
 
 
 def target_trees(master: ColumnGeneration, incumbent: Callable[[], float], bound: float, mip_gap: float,
-                 deadline: float | None, on_incumbent: Callable[[np.ndarray, np.ndarray], float],
-                 on_whole_configs: Callable[[np.ndarray], float] | None = None, rules: tuple[str, ...] = RULES,
+                 deadline: float | None, on_incumbent: OnIncumbent, on_whole_configs: OnWholeConfigs | None = None,
+                 rules: tuple[str, ...] = RULES,
                  stop_early: bool = True, strong: Strong | None = None) -> BranchOutcome:
     """Trees with a target, from the root, until one proves ``bound`` within the gap of the incumbent (read by
     ``incumbent()``, -inf when there is none; the callbacks are :class:`Tree`'s), or the deadline.
@@ -234,9 +241,16 @@ def target_trees(master: ColumnGeneration, incumbent: Callable[[], float], bound
             # A tree aiming within the gap of the incumbent closes hardly more than a plain one, and when it ends
             # without a better solution it proves a bound above what the incumbent needs: go plain at once.
             target = -math.inf
-        tree = Tree(master, mip_gap, on_incumbent, max(value, target), root_bound=bound if stop_early else math.inf,
+        floor = max(value, target)
+        # Each tree on the master without what no solution above its incumbent (or target) uses, by the root's
+        # prices: smaller LPs, the same tree (splits on job columns are keyed by the model's columns, so strong
+        # branching's scores carry over from tree to tree).
+        searched = master.reduced(floor)
+        tree = Tree(searched, mip_gap, on_incumbent, floor, root_bound=bound if stop_early else math.inf,
                     rules=rules, on_whole_configs=on_whole_configs, strong=strong)
         tree.search(deadline)
+        if searched is not master:  # the root counts every pricing round
+            master.rounds += searched.rounds
         nodes += tree.nodes
         splits = {kind: splits.get(kind, 0) + count for kind, count in tree.splits.items()}
         bound = min(bound, tree.bound)
@@ -365,7 +379,7 @@ def _column_splits(master: ColumnGeneration, node: _Node, y: np.ndarray, x: np.n
         col = int(col)
         down = _Node(bound, node.depth + 1, node.y_lower, {**node.y_upper, col: math.floor(y[col])}, node.rows)
         up = _Node(bound, node.depth + 1, {**node.y_lower, col: math.ceil(y[col])}, node.y_upper, node.rows)
-        out.append(("column", [down, up], col))
+        out.append(("column", [down, up], int(master.model_column(np.array(col)))))
     return out
 
 

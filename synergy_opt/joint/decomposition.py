@@ -238,7 +238,8 @@ def solve_decomposition(
     def search(source: str, limit: int | None, until: float | None, **node: dict[int, float]) -> BranchOutcome:
         nonlocal bound
         outcome = branch_and_price(master, -math.inf if best is None else best.value, params.mip_gap, until,
-                                   lambda y, x: take(y, x, None, source), root_bound=bound if stop_early else math.inf,
+                                   lambda y, x, tree: take(y, x, tree.patterns, source),
+                                   root_bound=bound if stop_early else math.inf,
                                    node_limit=limit, **node)
         report.rounds, report.patterns = master.rounds, len(master.patterns)
         report.nodes += outcome.nodes
@@ -293,7 +294,7 @@ def solve_decomposition(
 
     tried: set[bytes] = set()
 
-    def place_configs(y: np.ndarray) -> float:
+    def place_configs(y: np.ndarray, tree: ColumnGeneration) -> float:
         # A node's configs (rounded), placed if some placement holds them (each set of configs once).
         # Configs worth more than the bound cannot be placed, and those no better than the incumbent need not be.
         value = float(items.weight @ y)
@@ -301,11 +302,11 @@ def solve_decomposition(
                 best is not None and value <= best.value + 1e-9):
             return -math.inf
         tried.add(y.tobytes())
-        packed = _pack(items, types, y, master.patterns, cluster.servers, PACK_SECONDS, grid=few)
+        packed = _pack(items, types, y, tree.known_patterns()[0], cluster.servers, PACK_SECONDS, grid=few)
         return -math.inf if packed is None else take(y, *packed, "branch-and-price (placed)")
 
     proof = target_trees(master, lambda: -math.inf if best is None else best.value, bound, params.mip_gap, deadline,
-                         lambda y, x: take(y, x, None, "branch-and-price"),
+                         lambda y, x, tree: take(y, x, tree.patterns, "branch-and-price"),
                          place_configs if heuristics else None, rules, stop_early)
     report.nodes, report.rounds, report.patterns = report.nodes + proof.nodes, master.rounds, len(master.patterns)
     bound = min(bound, proof.bound)

@@ -149,20 +149,21 @@ def prove_across_types(instance: HeteroRound, typed: TypedColumns, incumbent: fl
     # Failures are not kept (one may be the time limit's, or lack loads priced since).
     placements: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray]] = {}
 
-    def place_type(position: int, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    def place_type(position: int, demand: np.ndarray, tree: ColumnGeneration) -> tuple[np.ndarray, np.ndarray] | None:
         key = (position, demand.tobytes())
         if key in placements:
             return placements[key]
         kind = typed.kinds[position]
         mine = slice(kind.first, kind.stop)
+        patterns, pattern_kind = tree.known_patterns()
         found = place_demand(kind.types, demand, items.per_server[mine], kind.servers,
-                             master.patterns[master.pattern_kind == position][:, mine], PACK_SECONDS, PACK_LISTED,
+                             patterns[pattern_kind == position][:, mine], PACK_SECONDS, PACK_LISTED,
                              kind.types.grid if kind.servers <= CP_SERVERS else None)
         if found is not None:
             placements[key] = found
         return found
 
-    def place_configs(y: np.ndarray) -> float:
+    def place_configs(y: np.ndarray, tree: ColumnGeneration) -> float:
         # A node's configs (rounded), each type's demand placed on its servers (each set of configs once).
         worth = float(items.weight @ y)
         if y.tobytes() in tried or worth > bound + 1e-9 * max(1.0, abs(bound)) or worth <= value() + 1e-9:
@@ -174,7 +175,7 @@ def prove_across_types(instance: HeteroRound, typed: TypedColumns, incumbent: fl
         placed = []
         # The types placed before last: when another fails, their placements were not needed.
         for position, mine in sorted(demands.items(), key=lambda item: (item[0], item[1].tobytes()) in placements):
-            found = place_type(position, mine)
+            found = place_type(position, mine, tree)
             if found is None:
                 return -math.inf
             kind = typed.kinds[position]
@@ -190,7 +191,7 @@ def prove_across_types(instance: HeteroRound, typed: TypedColumns, incumbent: fl
         priced = False
     if priced and not (deadline is not None and time.perf_counter() > deadline):
         outcome = target_trees(master, value, bound, mip_gap, deadline,
-                               lambda y, x: take(y, master.patterns, x), place_configs,
+                               lambda y, x, tree: take(y, tree.patterns, x), place_configs,
                                strong=Strong(STRONG_CANDIDATES, RELIABLE))
     else:
         outcome = BranchOutcome(bound, False, 0)

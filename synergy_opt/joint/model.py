@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal
 
@@ -276,6 +276,14 @@ class ItemColumns:
     item_mem: np.ndarray  # per-GPU GB, per item type
     supply: np.ndarray  # most items of each type all jobs together can ask for
     per_server: np.ndarray  # most items of each type one server can hold (and the supply allows)
+
+    def of_columns(self, keep: np.ndarray) -> ItemColumns:
+        """The same model over the columns ``keep`` only (ascending; every class keeps one), item types unchanged."""
+        cols = self.columns
+        kept = replace(cols, cls=cols.cls[keep], cpu=cols.cpu[keep], mem=cols.mem[keep], tput=cols.tput[keep],
+                       whole=cols.whole[keep], gpus=cols.gpus[keep])
+        return replace(self, columns=kept, weight=self.weight[keep], units=self.units[keep],
+                       col_item=self.col_item[keep])
 
 
 def item_columns(
