@@ -109,6 +109,10 @@ def solve_finish_time_fairness(
 ) -> PolicyResult:
     """Gavel's finish-time fairness: minimise the largest ratio ``rho`` (see the module).
 
+    A job that can run nowhere (no throughput at its isolated share) gets no time and no ratio. ``objective``
+    is ``max_i rho[i]`` at the allocation; ``iterations`` counts the LPs. ``method`` as in
+    :func:`~synergy_opt.policies.solve_max_min_fairness`, for each step's LP.
+
     Parameters
     ----------
     remaining
@@ -118,10 +122,6 @@ def solve_finish_time_fairness(
     isolated_s
         Seconds each job would have run so far alone on its isolated share (default 0; the simulator
         accumulates it as Gavel does).
-
-    A job that can run nowhere (no throughput at its isolated share) gets no time and no ratio. ``objective``
-    is ``max_i rho[i]`` at the allocation; ``iterations`` counts the LPs. ``method`` as in
-    :func:`~synergy_opt.policies.solve_max_min_fairness`, for each step's LP.
     """
     started = time.perf_counter()
     left = _per_job("remaining", remaining, problem, positive=True)
