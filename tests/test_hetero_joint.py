@@ -135,11 +135,21 @@ def test_the_branch_and_price_across_types_alone_finds_the_optimum() -> None:
     assert splits
 
 
-def test_trees_keep_every_column_a_better_solution_needs() -> None:
+def test_trees_keep_every_column_a_better_solution_needs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each tree searches the master without what the root's reduced costs rule out against its incumbent
     (``ColumnGeneration.reduced``): handed an incumbent just below the optimum, the branch-and-price across types
-    still finds the optimum; handed the optimum, it finds nothing better and proves it."""
-    reduced = 0
+    still finds the optimum (from masters that lost columns: counted); handed the optimum, it finds nothing better
+    and proves it."""
+    reduced = in_proofs = 0
+    searched: list[tuple[int, int]] = []  # (the model's job columns, those of each tree's master)
+    make = ColumnGeneration.reduced
+
+    def spy(self: ColumnGeneration, incumbent: float) -> ColumnGeneration:
+        tree = make(self, incumbent)
+        searched.append((self.items.weight.size, tree.items.weight.size))
+        return tree
+
+    monkeypatch.setattr(ColumnGeneration, "reduced", spy)
     for instance in TINY[:30]:
         expected = brute_force_hetero_joint(instance, False)
         ideal = so.solve_ideal(instance, mip_gap=0.0)
@@ -154,11 +164,13 @@ def test_trees_keep_every_column_a_better_solution_needs() -> None:
         proof = prove_across_types(instance, typed, expected, ideal.bound, 1e-9, None)
         assert proof.outcome.complete and proof.allocation is None
         assert proof.bound == pytest.approx(expected, abs=1e-6)
+        in_proofs += any(kept < total for total, kept in searched)
+        searched.clear()
         master = ColumnGeneration(typed.items, typed.kinds, np.diag(typed.items.per_server))
         if master.phase_one(None) is not True:
             continue
         prices = master.run(None)
-        assert master.reduced(-math.inf) is master
+        assert master.reduced(-math.inf) is master and master.reduced(prices.bound) is master  # nothing better
         tree = master.reduced(below)
         kept = tree.model_columns
         assert tree.root is master and kept is not None and np.all(np.diff(kept) > 0)
@@ -169,8 +181,11 @@ def test_trees_keep_every_column_a_better_solution_needs() -> None:
         y = np.arange(kept.size, dtype=float) + 1.0
         lifted = tree.model_y(y)
         assert np.array_equal(lifted[kept], y) and not np.delete(lifted, kept).any()
-        assert prices.bound >= expected - 1e-7
+        # Every class keeps a column (its best at the root's prices).
+        assert np.array_equal(np.unique(tree.items.columns.cls), np.unique(typed.items.columns.cls))
+        assert prices.bound >= expected - 1e-7  # the root's L bounds the optimum
     assert reduced  # some rounds lose columns
+    assert in_proofs  # and the proofs searched such masters
 
 
 def test_the_typed_master_bounds_the_joint() -> None:

@@ -227,6 +227,8 @@ def target_trees(master: ColumnGeneration, incumbent: Callable[[], float], bound
     a plain branch-and-price. ``stop_early=False``: one plain tree, not closed by ``bound`` (tests). The outcome's
     bound is valid whenever the search stops; complete means the last tree was exhausted. ``strong``: how splits
     are chosen (:class:`Strong`, one for all the trees)."""
+    if master.best is not None:  # the root's L bounds every solution; targets above it would be wasted trees
+        bound = min(bound, master.best.bound)
     below, first = TARGET_GAP, True
     strong = strong or Strong()
     splits: dict[str, int] = {}
@@ -249,8 +251,9 @@ def target_trees(master: ColumnGeneration, incumbent: Callable[[], float], bound
         tree = Tree(searched, mip_gap, on_incumbent, floor, root_bound=bound if stop_early else math.inf,
                     rules=rules, on_whole_configs=on_whole_configs, strong=strong)
         tree.search(deadline)
-        if searched is not master:  # the root counts every pricing round
+        if searched is not master:  # the root counts every pricing round and keeps the patterns priced since
             master.rounds += searched.rounds
+            master.add(searched.own_patterns())
         nodes += tree.nodes
         splits = {kind: splits.get(kind, 0) + count for kind, count in tree.splits.items()}
         bound = min(bound, tree.bound)

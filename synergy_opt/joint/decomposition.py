@@ -228,11 +228,10 @@ def solve_decomposition(
     if closed():
         return finish(Status.OPTIMAL, "optimal: the incumbent meets the bound")
 
-    def take(y: np.ndarray, x: np.ndarray, patterns: np.ndarray | None, source: str) -> float:
-        # An integral solution of the master (x over the patterns, by default the master's): the incumbent if
-        # better.
-        offer(_from_master(instance, items, y, x, master.patterns if patterns is None else patterns, source,
-                           consolidate, split_penalty, objective, reductions))
+    def take(y: np.ndarray, x: np.ndarray, patterns: np.ndarray, source: str) -> float:
+        # An integral solution of the master (x over the patterns given): the incumbent if better.
+        offer(_from_master(instance, items, y, x, patterns, source, consolidate, split_penalty, objective,
+                           reductions))
         return -math.inf if best is None else best.value
 
     def search(source: str, limit: int | None, until: float | None, **node: dict[int, float]) -> BranchOutcome:

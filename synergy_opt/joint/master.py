@@ -454,10 +454,12 @@ class ColumnGeneration:
     def reduced(self, incumbent: float) -> ColumnGeneration:
         """A master of the same model without the job columns and patterns that no solution better than
         ``incumbent`` uses, by the prices of this master's least bound (:attr:`best`): a solution using one is worth
-        at most ``L`` minus its reduced cost. A tree would fix those columns at 0 anyway; removed, its LPs are
-        smaller (on the 3 x 128-GPU rounds the root's prices and the type choices' incumbent leave 22-32% of the
-        job columns, and the LP solves cold in 27-42% less time). This master when nothing can be removed."""
-        if self.best is None or not math.isfinite(incumbent):
+        at most ``L`` minus its reduced cost. A tree would fix those job columns at 0 anyway (a pattern removed may
+        be priced again); removed, its LPs are smaller (on the 3 x 128-GPU rounds the root's prices and the type
+        choices' incumbent leave 22-32% of the job columns, and the LP solves cold in 27-42% less time). This
+        master itself without prices or a finite incumbent, or when ``L`` is no better than the incumbent (nothing
+        better exists, and the tree closes at its root); otherwise every class keeps its best column."""
+        if self.best is None or not math.isfinite(incumbent) or incumbent >= self.best.bound:
             return self
         best = self.best
         room = best.bound - incumbent + _TOLERANCE * max(1.0, abs(best.bound))
@@ -480,9 +482,13 @@ class ColumnGeneration:
         out[self.model_columns] = y
         return out
 
+    def own_patterns(self) -> np.ndarray:
+        """The patterns priced in this master (a reduced master's: not those it was given)."""
+        return self.patterns[self._first_priced:]
+
     def known_patterns(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every pattern priced for the model, with its server kind: the root's and, for a reduced master, those
-        priced here since (the loads a placement may use)."""
+        """Every pattern priced for the model, with its server kind: the root's (which keeps those of the trees
+        searched before) and, for a reduced master, those priced here since (the loads a placement may use)."""
         if self.root is None:
             return self.patterns, self.pattern_kind
         start = self._first_priced
