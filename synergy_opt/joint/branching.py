@@ -251,9 +251,9 @@ def target_trees(master: ColumnGeneration, incumbent: Callable[[], float], bound
         tree = Tree(searched, mip_gap, on_incumbent, floor, root_bound=bound if stop_early else math.inf,
                     rules=rules, on_whole_configs=on_whole_configs, strong=strong)
         tree.search(deadline)
-        if searched is not master:  # the root counts every pricing round and keeps the patterns priced since
+        if searched is not master:  # the root counts every pricing round and pattern priced
             master.rounds += searched.rounds
-            master.add(searched.own_patterns())
+            master.tree_patterns += len(searched.own_patterns())
         nodes += tree.nodes
         splits = {kind: splits.get(kind, 0) + count for kind, count in tree.splits.items()}
         bound = min(bound, tree.bound)

@@ -307,7 +307,8 @@ def solve_decomposition(
     proof = target_trees(master, lambda: -math.inf if best is None else best.value, bound, params.mip_gap, deadline,
                          lambda y, x, tree: take(y, x, tree.patterns, "branch-and-price"),
                          place_configs if heuristics else None, rules, stop_early)
-    report.nodes, report.rounds, report.patterns = report.nodes + proof.nodes, master.rounds, len(master.patterns)
+    report.nodes, report.rounds = report.nodes + proof.nodes, master.rounds
+    report.patterns = len(master.patterns) + master.tree_patterns
     bound = min(bound, proof.bound)
     mark("branch-and-price")
     if proof.complete and best is None:
