@@ -236,7 +236,6 @@ class ColumnGeneration:
         self._artificial_cols: list[int] = list(range(n, n + n_types))
         self._pattern_cols = np.zeros(0, dtype=np.int64)
         self._known: set[bytes] = set()
-        self._first_priced = 0  # the patterns before it were given (a reduced master's), not priced here
         # Branch rows: the condition each counts (components (item type, at least)), and the bounds a node gave.
         self.branch_rows: list[Condition] = []
         self._branch_index: dict[Condition, int] = {}
@@ -246,6 +245,7 @@ class ColumnGeneration:
         self._patterns_bounded = False  # a dive gave patterns lower bounds
         patterns, self.patterns = self.patterns, np.zeros((0, n_types), dtype=np.int64)
         self.add(patterns)
+        self._first_priced = len(self.patterns)  # the patterns before it were given, not priced here
 
     @property
     def column_kind(self) -> np.ndarray:
@@ -470,7 +470,6 @@ class ColumnGeneration:
         pattern_rc = best.pattern_values[self.pattern_kind] - self.patterns @ best.pi
         reduced = ColumnGeneration(self.items.of_columns(kept), self.kinds, self.patterns[pattern_rc < room],
                                    root=self.root or self, model_columns=self.model_column(kept))
-        reduced._first_priced = len(reduced.patterns)
         return reduced
 
     def model_column(self, columns: np.ndarray) -> np.ndarray:
@@ -486,7 +485,7 @@ class ColumnGeneration:
         return out
 
     def own_patterns(self) -> np.ndarray:
-        """The patterns priced in this master (a reduced master's: not those it was given)."""
+        """The patterns priced in this master, not those it was given."""
         return self.patterns[self._first_priced:]
 
     def known_patterns(self) -> tuple[np.ndarray, np.ndarray]:
@@ -494,9 +493,8 @@ class ColumnGeneration:
         priced here since (not those of the trees searched before it)."""
         if self.root is None:
             return self.patterns, self.pattern_kind
-        start = self._first_priced
-        return (np.vstack([self.root.patterns, self.patterns[start:]]),
-                np.concatenate([self.root.pattern_kind, self.pattern_kind[start:]]))
+        return (np.vstack([self.root.patterns, self.own_patterns()]),
+                np.concatenate([self.root.pattern_kind, self.pattern_kind[self._first_priced:]]))
 
     def solve_node(self, deadline: float | None, cutoff: float) -> NodeLP:
         """Column generation at the node :meth:`restrict` set, until priced out, until its bound is at most
