@@ -253,17 +253,7 @@ def _hetero_round(counts: dict[str, int], split: tuple[float, float, float], mul
     used = {kind: ratios[kind] for kind in cluster.names if kind in ratios}
     round_jobs = []
     for index, name in enumerate(names):
-        if jobs == "modelled":
-            grid = model_info(name, cpu_per_gpu).profile
-            model = draw_job_model(rng, name)
-            every = type_profiles(model, {kind: _ratio(name, kind, used) for kind in cluster.names},
-                                  grid.cpu_per_gpu, grid.mem_gb_per_gpu)
-        else:
-            every = builtin_type_profiles(name, used, cpu_per_gpu)
-        profiles = {kind: every[kind] for kind in cluster.names if cluster[kind].total_gpus >= gpus[index]}
-        if profile_noise > 0:
-            normal = rng.standard_normal(next(iter(profiles.values())).tput.shape)
-            profiles = {kind: _noisy(profile, normal, profile_noise) for kind, profile in profiles.items()}
+        profiles = hetero_job_profiles(rng, name, int(gpus[index]), cluster, used, profile_noise, cpu_per_gpu, jobs)
         if cluster.reference != REFERENCE_GPU_TYPE and cluster.reference in profiles:
             profiles = normalise(profiles, cluster.reference_type)
         share = cluster[baseline[index]]
@@ -283,6 +273,27 @@ def _hetero_round(counts: dict[str, int], split: tuple[float, float, float], mul
     if used:
         metadata["speed_ratios"] = dict(used)
     return HeteroRound(cluster, tuple(round_jobs), metadata)
+
+
+def hetero_job_profiles(rng: np.random.Generator, name: str, gpus: int, cluster: HeteroCluster,
+                        ratios: Mapping[str, float], profile_noise: float, cpu_per_gpu: int = 3,
+                        jobs: JobKind = "builtin") -> dict[str, Profile]:
+    """A ``gpus``-GPU job of built-in model ``name``: its matrix on every type of ``cluster`` that holds its GPUs
+    (module docstring; ``ratios``: the speed ratios of types Gavel did not measure), in units of the reference
+    point on a ``v100`` (3 CPUs, 62.5 GB per GPU), not normalised to the cluster's reference type. Draws a
+    modelled job's model, then one noise factor per grid point shared by its types, from ``rng``."""
+    if jobs == "modelled":
+        grid = model_info(name, cpu_per_gpu).profile
+        model = draw_job_model(rng, name)
+        every = type_profiles(model, {kind: _ratio(name, kind, ratios) for kind in cluster.names},
+                              grid.cpu_per_gpu, grid.mem_gb_per_gpu)
+    else:
+        every = builtin_type_profiles(name, ratios, cpu_per_gpu)
+    profiles = {kind: every[kind] for kind in cluster.names if cluster[kind].total_gpus >= gpus}
+    if profile_noise > 0:
+        normal = rng.standard_normal(next(iter(profiles.values())).tput.shape)
+        profiles = {kind: _noisy(profile, normal, profile_noise) for kind, profile in profiles.items()}
+    return profiles
 
 
 def _ratio(name: str, kind: str, given: Mapping[str, float]) -> float:
