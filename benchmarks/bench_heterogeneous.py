@@ -9,13 +9,15 @@ Run from the repository root::
     python benchmarks/bench_heterogeneous.py near-opt --reuse-references   # near-opt again, the rest as recorded
     python benchmarks/bench_heterogeneous.py ideal --mip-gap 1e-4   # the same within HiGHS's default gap
     python benchmarks/bench_heterogeneous.py ideal --quick   # a smoke run (small rounds, no CSV)
+    python benchmarks/bench_heterogeneous.py family   # every mechanism, the ideal ILP and the joint on the round family
     python benchmarks/bench_heterogeneous.py summary  # the recorded CSVs as formulations/heterogeneous.md's tables
 
 Rounds: ``generate_round(types=..., profile_noise=0.05, split=(20, 70, 10))`` (type-free, K80, P100 and V100
 servers of 8 GPUs, 24 CPUs, 500 GB; each type filled by its baseline jobs). Every row records the load average
 beside its times (``os.getloadavg``, 1 minute), and the reference measured in the same run (the ideal ILP's HiGHS
 direct solve for the core method). CSVs go to ``benchmarks/results/hetero_*.csv``, one row written as soon as it
-is measured.
+is measured. ``family``: the members of :data:`synergy_opt.hetero_family.HETERO_FAMILY` (server shapes, type
+mixes and demands ``generate_round`` does not draw; none of them was used to tune anything), at ``--family-scale``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ from typing import Any
 from synergy_opt import evaluate, generate_round, run_mechanism, solve_ideal, solve_joint
 from synergy_opt.evaluation import InvalidAllocationWarning
 from synergy_opt.hetero import HeteroRound
+from synergy_opt.hetero_family import HETERO_FAMILY, hetero_member_round
 from synergy_opt.ideal.hetero_types import share_types
+from synergy_opt.instance import Allocation
 from synergy_opt.mechanisms.near_opt.hetero import solve_hetero_near_opt
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -125,9 +129,13 @@ def bench_joint(args: argparse.Namespace) -> None:
 
 
 def total(instance: HeteroRound, name: str, **options: Any) -> float:
+    return valid_total(instance, run_mechanism(instance, name, **options))
+
+
+def valid_total(instance: HeteroRound, allocation: Allocation) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("error", InvalidAllocationWarning)  # every allocation here must be valid
-        return evaluate(instance, run_mechanism(instance, name, **options)).objective
+        return evaluate(instance, allocation).objective
 
 
 def bench_near_opt(args: argparse.Namespace) -> None:
@@ -163,6 +171,40 @@ def bench_near_opt(args: argparse.Namespace) -> None:
         pct = [row["pct_joint"] for row in out.rows if row["trace"] == trace and row["pct_joint"] is not None]
         if pct:
             print(f"{trace}: near-opt % of the joint: median {statistics.median(pct):.2f}, worst {min(pct):.2f}")
+
+
+FAMILY_MECHANISMS = ("near-opt", "tune", "proportional", "greedy", "drf", "tetris")
+
+
+def bench_family(args: argparse.Namespace) -> None:
+    """Every mechanism (floors not kept by GREEDY, DRF and Tetris, which may then exceed the ideal), the type-free
+    ideal ILP and the joint (decomposition, ``--joint-time-limit``) on the heterogeneous round family."""
+    members = list(HETERO_FAMILY)[:2] if args.quick else list(HETERO_FAMILY)
+    columns = ["member", "scale", "seed", "jobs", "gpus", *FAMILY_MECHANISMS, "near_opt_s", "near_opt_source",
+               "ideal", "ideal_s", "ideal_status", "joint", "joint_bound", "joint_status", "joint_s", "pct_joint",
+               "pct_joint_tune", "load"]
+    out = Writer(f"hetero_family-x{args.family_scale}.csv", columns, args.quick, args.append)
+    for member in members:
+        for seed in args.seeds:
+            instance = hetero_member_round(member, args.family_scale, seed)
+            row: dict[str, Any] = {"member": member, "scale": args.family_scale, "seed": seed,
+                                   "jobs": len(instance.jobs), "gpus": instance.cluster.total_gpus}
+            start = time.perf_counter()
+            near = solve_hetero_near_opt(instance)
+            row.update(near_opt_s=time.perf_counter() - start, near_opt_source=near.source)
+            for name in FAMILY_MECHANISMS:
+                row[name] = valid_total(instance, near.allocation) if name == "near-opt" else total(instance, name)
+            start = time.perf_counter()
+            ideal = solve_ideal(instance, time_limit=args.time_limit)
+            row.update(ideal=ideal.objective, ideal_s=time.perf_counter() - start, ideal_status=ideal.status.value)
+            start = time.perf_counter()
+            joint = solve_joint(instance, consolidate=False, time_limit=args.joint_time_limit)
+            row.update(joint=joint.objective, joint_bound=joint.bound, joint_status=joint.status.value,
+                       joint_s=time.perf_counter() - start, load=load())
+            if joint.objective:
+                row["pct_joint"] = 100 * row["near-opt"] / joint.objective
+                row["pct_joint_tune"] = 100 * row["tune"] / joint.objective
+            out.add(row)
 
 
 REFERENCE_COLUMNS = ("joint", "joint_bound", "joint_status", "ideal_free", "ideal_share", "ideal_baseline",
@@ -228,6 +270,18 @@ def summarise(args: argparse.Namespace) -> None:
               f"{(rows.joint_status == 'optimal').sum()} | {(rows.joint < rows.near_opt).sum()} | "
               f"{rows.near_opt_s.median():.2f} ({rows.near_opt_s.max():.2f}) | "
               f"{rows.near_opt_cpu_s.median():.2f} ({rows.near_opt_cpu_s.max():.2f}) | {span(rows.load, '')} |")
+    for path in sorted(RESULTS.glob("hetero_family-x*.csv")):
+        family = pd.read_csv(path)
+        print(f"\n{path.name}\n\n| member | rounds | jobs | near-opt, % of the joint: median (worst) | TUNE, % of "
+              "the joint: median | joint proven | near-opt s: median (max) |\n|---|---|---|---|---|---|---|")
+        for member, rows in family.groupby("member", sort=False):
+            print(f"| {member} | {len(rows)} | {rows.jobs.min()}-{rows.jobs.max()} | {rows.pct_joint.median():.2f} "
+                  f"({rows.pct_joint.min():.2f}) | {rows.pct_joint_tune.median():.2f} | "
+                  f"{(rows.joint_status == 'optimal').sum()} | {rows.near_opt_s.median():.2f} "
+                  f"({rows.near_opt_s.max():.2f}) |")
+        print(f"| all | {len(family)} | | {family.pct_joint.median():.2f} ({family.pct_joint.min():.2f}) | "
+              f"{family.pct_joint_tune.median():.2f} | {(family.joint_status == 'optimal').sum()} | "
+              f"{family.near_opt_s.median():.2f} ({family.near_opt_s.max():.2f}) |")
     columns = ["ideal_free", "ideal_share", "ideal_baseline", "tune_baseline", "proportional"]
     print("\n| jobs | type-free ideal | share types + ideal | baseline ideal | TUNE, baseline | proportional, "
           "baseline |\n|---|---|---|---|---|---|")
@@ -241,7 +295,7 @@ def summarise(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("ideal", "joint", "near-opt", "summary"))
+    parser.add_argument("what", choices=("ideal", "joint", "near-opt", "family", "summary"))
     parser.add_argument("--seeds", type=lambda t: [int(v) for v in t.split(",")], default=None)
     parser.add_argument("--time-limit", type=float, default=120.0, help="seconds per type-free ideal ILP solve")
     parser.add_argument("--direct-time-limit", type=float, default=60.0, help="seconds for HiGHS's direct solve")
@@ -257,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="near-opt: take the joint and the value table from results/hetero_near_opt.csv")
     parser.add_argument("--joint-sizes", type=lambda t: t.split(","), default=list(JOINT_SIZES),
                         help="joint: 3x128,3x1024 (default both)")
+    parser.add_argument("--family-scale", type=int, default=1,
+                        help="family: every type's servers times this (1: about 100 GPUs a round)")
     parser.add_argument("--large-seeds", type=int, default=3, help="joint: the first this many seeds at 3 x 1024")
     parser.add_argument("--direct", action=argparse.BooleanOptionalAction, default=True,
                         help="joint: HiGHS's direct MILP beside the decomposition at 3 x 128, seeds 0-1")
@@ -265,9 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds is None:
         args.seeds = [0, 1] if args.quick else ([0, 1, 2] if args.what == "ideal" else
-                                               [0, 1, 2, 3, 4] if args.what == "joint" else list(range(10)))
+                                               [0, 1, 2, 3, 4] if args.what in ("joint", "family") else list(range(10)))
     RESULTS.mkdir(exist_ok=True)
-    commands = {"ideal": bench_ideal, "joint": bench_joint, "near-opt": bench_near_opt, "summary": summarise}
+    commands = {"ideal": bench_ideal, "joint": bench_joint, "near-opt": bench_near_opt, "family": bench_family,
+                "summary": summarise}
     commands[args.what](args)
     return 0
 

@@ -81,7 +81,7 @@ POWERS = np.array([1, 2, 4, 8, 16])
 POWER_WEIGHTS = np.array([4.0, 1.0, 1.0, 1.0, 1.0]) / 8.0
 
 
-def _models(name: str, value: Any) -> tuple[str, ...] | None:
+def model_choice(name: str, value: Any) -> tuple[str, ...] | None:
     """None, or a non-empty sequence of built-in model names (each checked against the known ones)."""
     if value is None:
         return None
@@ -99,7 +99,7 @@ FAMILY_ARGUMENTS: dict[str, Rule] = {
     "demands": OneOf(DEMANDS),
     "gpus_per_server": Integer(1, MAX_GPUS_PER_SERVER),
     "split": Weights(len(TASKS), "percentages of image, language, speech models"),
-    "models": _models,
+    "models": model_choice,
     "cpu_per_gpu": Integer(among=cpu_gpu_ratios()),
     "mem_gb_per_gpu": Number(0, MAX_MEM_GB_PER_GPU, low_open=True),
     "profile_noise": Number(0, MAX_PROFILE_NOISE),
