@@ -3,14 +3,19 @@ input, and SPEC 4's invariants on rounds from it (server shapes and type mixes g
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 
 import synergy_opt as so
 from synergy_opt.errors import InvalidInputError, UnknownNameError
-from synergy_opt.hetero import HeteroCluster, ServerType
+from synergy_opt.hetero import HeteroCluster, HeteroRound, ServerType
 from synergy_opt.hetero_family import HETERO_FAMILY, hetero_family_round, hetero_member_round
+from synergy_opt.ideal.hetero_types import lp_types
 from synergy_opt.io import instance_from_dict, instance_to_dict
+from synergy_opt.mechanisms.near_opt.hetero import ILP_TYPES_JOBS, ilp_types, solve_hetero_near_opt
+from synergy_opt.mechanisms.near_opt.mechanism import solve_near_opt
 from tests.test_hetero_mechanisms import KEEP_FLOORS, invariants
 
 SHAPES = (ServerType("k80", 2, 4, 16, 250), ServerType("p100", 1, 8, 24, 250), ServerType("v100", 1, 16, 80, 1000))
@@ -111,3 +116,26 @@ def test_invariants_hold_on_family_rounds(name: str, seed: int) -> None:
     for mechanism in KEEP_FLOORS:
         total = so.evaluate(instance, so.run_mechanism(instance, mechanism)).objective
         assert joint.bound is not None and total <= joint.bound + 1e-7, mechanism
+
+
+def _per_type_near_opt(instance: HeteroRound, types: Sequence[str]) -> float:
+    fixed = instance.with_types(types)
+    return sum(solve_near_opt(sub).objective for sub in fixed.per_type().values() if sub.jobs)
+
+
+@pytest.mark.parametrize(("name", "seed"), [("skewed-k80", 0), ("spanning", 1), ("cpu-scarce", 2)])
+def test_near_opt_on_few_jobs_keeps_the_better_of_the_lp_and_ilp_types(name: str, seed: int) -> None:
+    instance = hetero_member_round(name, seed=seed)
+    assert len(instance.jobs) <= ILP_TYPES_JOBS
+    result = solve_hetero_near_opt(instance)
+    exact = ilp_types(instance)
+    assert exact is not None
+    lp = lp_types(instance)
+    assert tuple(lp) != exact  # the two choices differ on these rounds
+    best = max(_per_type_near_opt(instance, lp), _per_type_near_opt(instance, exact))
+    assert result.objective == pytest.approx(best, rel=1e-9)
+    assert so.evaluate(instance, result.allocation).objective == pytest.approx(result.objective, rel=1e-9)
+    if name == "skewed-k80":  # the LP's types alone: 97.8% of the joint optimum; the ILP's reach it
+        joint = so.solve_joint(instance, consolidate=False, time_limit=60)
+        assert joint.status is so.Status.OPTIMAL
+        assert result.objective == pytest.approx(joint.objective, rel=1e-6)

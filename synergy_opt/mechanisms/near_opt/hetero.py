@@ -2,7 +2,8 @@
 
 On a type-fixed round it runs on each type's round, as today. On a type-free round it chooses the types:
 :func:`~synergy_opt.ideal.hetero_types.lp_types` gives every job a type (the type-free ideal LP's), near-opt
-runs on each type's round of those types, and Synergy-TUNE on the baseline types runs beside it: the better
+runs on each type's round of those types (on rounds of few jobs, ``ILP_TYPES_JOBS``, also on the type-free ideal
+ILP's types, :func:`ilp_types`, the better kept), and Synergy-TUNE on the baseline types runs beside it: the better
 total is returned, so near-opt is never below the paper's mechanism on the round (TUNE is not run when
 near-opt's total reaches an upper bound on it: the baseline types' Lagrangian bound at the type-free LP's
 prices, or, when that is above near-opt's total, their ideal LP, type by type). Each type's near-opt proves its
@@ -21,6 +22,7 @@ import numpy as np
 from synergy_opt.hetero import HeteroRound, run_per_type
 from synergy_opt.ideal.hetero_model import build_hetero_ideal
 from synergy_opt.ideal.hetero_types import baseline_bound, lp_types, solve_lp
+from synergy_opt.ideal.solve import solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.configs import job_throughputs
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE
@@ -28,6 +30,13 @@ from synergy_opt.mechanisms.near_opt.mechanism import solve_near_opt
 from synergy_opt.mechanisms.spare import spend_spare as spend_spare_step
 from synergy_opt.mechanisms.tune import pack_tune
 from synergy_opt.packing.order import policy_order
+
+# On rounds of at most this many jobs the type-free ideal ILP's types are tried too, and the better of the two
+# choices kept: an LP vertex splits up to three classes a type, and rounding them moves a large share of a small
+# round (the heterogeneous round family at about 100 GPUs, formulations/heterogeneous.md section 7: near-opt at
+# 96.3-99.5% of the joint on 15 of 130 rounds from the LP's types alone, the ILP's typically the joint's). The
+# generator's rounds of 3 x 128 GPUs have 147 jobs and more.
+ILP_TYPES_JOBS = 128
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,7 +84,13 @@ def solve_hetero_near_opt(instance: HeteroRound, order: np.ndarray | None = None
         for k, name in enumerate(instance.cluster.names):
             near[name] = prices.reshape(3, -1)[1:, k]
     own = run_per_type(instance, ranked, near_opt, types)
-    own_total = totals.get("near-opt", 0.0)
+    own_total = totals.pop("near-opt", 0.0)
+    if len(instance.jobs) <= ILP_TYPES_JOBS:
+        exact = ilp_types(instance)
+        if exact is not None and exact != types:
+            other = run_per_type(instance, ranked, near_opt, exact)
+            if totals.get("near-opt", 0.0) > own_total * (1 + 1e-12):
+                own, own_total, types = other, totals["near-opt"], exact
     # TUNE on the baseline types runs only when no bound on its total (that round's ideal LP, or the Lagrangian
     # bound at the type-free LP's prices when that bound is already reached) is reached.
     if own_total >= baseline_bound(model, prices, own_total / (1 - 1e-12)) * (1 - 1e-12):
@@ -85,6 +100,13 @@ def solve_hetero_near_opt(instance: HeteroRound, order: np.ndarray | None = None
     if tune_total > own_total:
         return HeteroNearOptResult(baseline, "tune", tune_total, own_total, tune_total, types)
     return HeteroNearOptResult(own, "near-opt", own_total, own_total, tune_total, types)
+
+
+def ilp_types(instance: HeteroRound) -> tuple[str, ...] | None:
+    """The types of the type-free ideal ILP's solution by the core search alone (deterministic: no time limit,
+    its own search limits; its incumbent when it ends unproven), None when it finds none."""
+    result = solve_ideal(instance, method="core")
+    return result.gpu_types if result.has_solution else None
 
 
 def _total(instance: RoundInstance, allocation: Allocation) -> float:
