@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("profiling",),
     ("generate",),
     ("round_family",),
+    ("hetero_family",),
     ("cli",),
     ("solvers",),
     ("policies",),
