@@ -253,7 +253,8 @@ def _hetero_round(counts: dict[str, int], split: tuple[float, float, float], mul
     used = {kind: ratios[kind] for kind in cluster.names if kind in ratios}
     round_jobs = []
     for index, name in enumerate(names):
-        profiles = hetero_job_profiles(rng, name, int(gpus[index]), cluster, used, profile_noise, cpu_per_gpu, jobs)
+        every = hetero_job_profiles(rng, name, cluster, used, profile_noise, cpu_per_gpu, jobs)
+        profiles = {kind: every[kind] for kind in cluster.names if cluster[kind].total_gpus >= gpus[index]}
         if cluster.reference != REFERENCE_GPU_TYPE and cluster.reference in profiles:
             profiles = normalise(profiles, cluster.reference_type)
         share = cluster[baseline[index]]
@@ -275,13 +276,13 @@ def _hetero_round(counts: dict[str, int], split: tuple[float, float, float], mul
     return HeteroRound(cluster, tuple(round_jobs), metadata)
 
 
-def hetero_job_profiles(rng: np.random.Generator, name: str, gpus: int, cluster: HeteroCluster,
-                        ratios: Mapping[str, float], profile_noise: float, cpu_per_gpu: int = 3,
-                        jobs: JobKind = "builtin") -> dict[str, Profile]:
-    """A ``gpus``-GPU job of built-in model ``name``: its matrix on every type of ``cluster`` that holds its GPUs
-    (module docstring; ``ratios``: the speed ratios of types Gavel did not measure), in units of the reference
-    point on a ``v100`` (3 CPUs, 62.5 GB per GPU), not normalised to the cluster's reference type. Draws a
-    modelled job's model, then one noise factor per grid point shared by its types, from ``rng``."""
+def hetero_job_profiles(rng: np.random.Generator, name: str, cluster: HeteroCluster, ratios: Mapping[str, float],
+                        profile_noise: float, cpu_per_gpu: int = 3, jobs: JobKind = "builtin") -> dict[str, Profile]:
+    """A job of built-in model ``name``: its matrix on every type of ``cluster`` (module docstring; ``ratios``:
+    the speed ratios of types Gavel did not measure; the caller keeps the types that hold the job's GPUs), in
+    units of the reference point on a ``v100`` (3 CPUs, 62.5 GB per GPU), not normalised to the cluster's
+    reference type. Draws a modelled job's model, then one noise factor per grid point shared by its types, from
+    ``rng``."""
     if jobs == "modelled":
         grid = model_info(name, cpu_per_gpu).profile
         model = draw_job_model(rng, name)
@@ -289,7 +290,7 @@ def hetero_job_profiles(rng: np.random.Generator, name: str, gpus: int, cluster:
                               grid.cpu_per_gpu, grid.mem_gb_per_gpu)
     else:
         every = builtin_type_profiles(name, ratios, cpu_per_gpu)
-    profiles = {kind: every[kind] for kind in cluster.names if cluster[kind].total_gpus >= gpus}
+    profiles = {kind: every[kind] for kind in cluster.names}
     if profile_noise > 0:
         normal = rng.standard_normal(next(iter(profiles.values())).tput.shape)
         profiles = {kind: _noisy(profile, normal, profile_noise) for kind, profile in profiles.items()}

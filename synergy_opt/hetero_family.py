@@ -115,10 +115,11 @@ def hetero_family_round(
     limiter = np.random.default_rng([seed, LIMITED_STREAM])
     round_jobs = []
     for index, name in enumerate(names):
-        profiles = hetero_job_profiles(rng, name, int(gpus[index]), cluster, used, profile_noise,
-                                       GRID_CPU_PER_GPU, jobs)
-        if cluster.reference in profiles:  # a job too large for the reference type keeps the v100 point's unit
-            profiles = normalise(profiles, cluster.reference_type)
+        # Normalised on every type, then the types that hold the job kept: one unit, also for the jobs the
+        # reference type cannot hold.
+        every = normalise(hetero_job_profiles(rng, name, cluster, used, profile_noise, GRID_CPU_PER_GPU, jobs),
+                          cluster.reference_type)
+        profiles = {kind: every[kind] for kind in cluster.names if cluster[kind].total_gpus >= gpus[index]}
         if limited > 0 and limiter.random() < limited:
             others = [kind for kind in profiles if kind != baseline[index]]
             keep = {baseline[index], *(kind for kind in others if limiter.random() < 0.5)}

@@ -139,3 +139,15 @@ def test_near_opt_on_few_jobs_keeps_the_better_of_the_lp_and_ilp_types(name: str
         joint = so.solve_joint(instance, consolidate=False, time_limit=60)
         assert joint.status is so.Status.OPTIMAL
         assert result.objective == pytest.approx(joint.objective, rel=1e-6)
+
+
+def test_a_job_the_reference_type_cannot_hold_is_in_the_same_unit() -> None:
+    # The reference type (v100, 5 CPUs and 125 GB per GPU) holds 8 GPUs; the spanning jobs of the k80 servers
+    # (9-24 GPUs) can only use k80, and their matrices there must be in the unit of the jobs that fit a v100.
+    types = (ServerType("k80", 4, 8, 24, 500), ServerType("v100", 1, 8, 40, 1000))
+    instance = hetero_family_round(types, demands="spanning", models=("res50",), seed=1)
+    large = [job for job in instance.jobs if job.gpus > 8]
+    small = [job for job in instance.jobs if job.gpus <= 8]
+    assert large and small and all("v100" not in job.profiles for job in large)
+    for job in large:
+        np.testing.assert_allclose(job.profiles["k80"].tput, small[0].profiles["k80"].tput, rtol=1e-12)
