@@ -242,3 +242,56 @@ def test_the_compiled_dual_value_is_numpys(multi: bool, doubled: bool) -> None:
         assert bound == pytest.approx(float(lam @ knapsack.capacity + knapsack.class_count @ best), rel=1e-12)
         assert use == pytest.approx(knapsack.use(share), rel=1e-12)
         assert value == pytest.approx(float(share @ knapsack.value), rel=1e-12)
+
+
+def _gpu_slack_rounds() -> dict[str, HeteroRound]:
+    """Three tiny rounds (found by a fuzzer of hand-shaped clusters: 1-, 2- and 4-GPU servers) on which the core
+    search counted the GPU slack twice after its last moving step and cut off the optimum: a wrong INFEASIBLE, and
+    a wrong OPTIMAL below the optimum (per job and GPU-weighted)."""
+    from synergy_opt import Profile
+    from synergy_opt.hetero import HeteroCluster, HeteroJob, ServerType
+
+    infeasible = HeteroRound(HeteroCluster((ServerType("p100", 2, 4, 33.0, 250.0),
+                                            ServerType("v100", 2, 2, 30.0, 128.0),
+                                            ServerType("k80", 1, 1, 24.0, 100.5))), (
+        HeteroJob("j0", 4, {"v100": Profile([1.5, 7.0], [40.0, 50.0, 125.0], [[0.42, 0.57, 2.47], [1.74, 2.8, 2.8]]),
+                            "p100": Profile([2.0, 3.0, 3.5], [31.25], [[0.23], [2.41], [0.84]])}, "p100"),
+        HeteroJob("j1", 1, {"v100": Profile([10.0], [5.0, 250.0], [[1.832, 1.4]]),
+                            "k80": Profile([10.0], [5.0, 250.0], [[0.458, 0.458]]),
+                            "p100": Profile([10.0], [5.0, 250.0], [[2.29, 1.4]])}, "v100"),
+        HeteroJob("j2", 1, {kind: Profile([2.0, 8.0], [20.83, 50.0, 125.0], [[1.58, top, top], [1.58, top, top]])
+                            for kind, top in (("v100", 2.184), ("k80", 2.73), ("p100", 2.184))}, "k80")))
+    below = HeteroRound(HeteroCluster((ServerType("p100", 2, 4, 7.5, 50.0), ServerType("v100", 1, 8, 33.0, 128.0),
+                                       ServerType("k80", 1, 4, 24.0, 250.0))), (
+        HeteroJob("j0", 4, {kind: Profile([2.5, 5.0, 12.0], [40.0], [[0.4], [mid], [0.17]])
+                            for kind, mid in (("v100", 1.19), ("p100", 0.476), ("k80", 2.38))}, "k80"),
+        HeteroJob("j1", 8, {"p100": Profile([2.5, 3.5], [75.0], [[0.57], [1.41]]),
+                            "v100": Profile([2.5, 3.5], [75.0], [[0.57], [1.128]])}, "p100"),
+        HeteroJob("j2", 2, {kind: Profile([6.0], [10.0, 62.5, 100.0], [[0.12, top, top]])
+                            for kind, top in (("v100", 0.408), ("k80", 1.632), ("p100", 2.04))}, "v100")))
+    weighted = HeteroRound(HeteroCluster((ServerType("p100", 1, 1, 9.0, 99.0), ServerType("v100", 2, 4, 33.0, 37.0),
+                                          ServerType("k80", 2, 2, 16.0, 37.0))), (
+        HeteroJob("j0", 1, {
+            "k80": Profile([3.5, 10.0], [10.0, 20.83, 50.0], [[2.953, 3.037, 2.494], [3.129, 2.748, 2.45]]),
+            "v100": Profile([3.5, 10.0], [10.0, 20.83, 50.0], [[2.55, 3.151, 3.193], [2.799, 3.001, 3.283]]),
+            "p100": Profile([3.5, 10.0], [10.0, 20.83, 50.0], [[2.247, 2.734, 2.716], [2.759, 3.238, 3.089]])}, "v100"),
+        HeteroJob("j1", 1, {"p100": Profile([2.5], [75.0], [[2.3]]),
+                            "k80": Profile([3.5, 10.0], [50.0, 75.0, 250.0], [[2.54, 2.74, 0.73], [1.62, 0.37, 0.56]]),
+                            "v100": Profile([6.0], [62.5], [[0.64]])}, "k80"),
+        HeteroJob("j2", 4, {"k80": Profile([3.5], [50.0, 62.5, 125.0], [[1.06, 1.059, 2.583]]),
+                            "v100": Profile([3.5], [50.0, 62.5, 125.0], [[1.339, 1.07, 2.04]])}, "v100")))
+    return {"infeasible": infeasible, "below": below, "weighted": weighted}
+
+
+@pytest.mark.parametrize("name", ["infeasible", "below", "weighted"])
+def test_the_core_search_counts_the_gpu_slack_once(name: str) -> None:
+    instance = _gpu_slack_rounds()[name]
+    objective = "gpu" if name == "weighted" else "job"
+    best = brute_force_hetero_ideal(instance, gpu_weighted=objective == "gpu")
+    for method in ("core", "auto", "direct"):
+        result = so.solve_ideal(instance, method=method, objective=objective, mip_gap=0.0)
+        assert result.status is Status.OPTIMAL, method
+        assert result.objective == pytest.approx(best, rel=1e-9, abs=1e-9), method
+    if name == "below":  # the joint's decomposition stopped at the wrong bound too
+        joint = so.solve_joint(instance, mip_gap=0.0)
+        assert joint.status is Status.OPTIMAL and joint.objective == pytest.approx(2.788, rel=1e-9)

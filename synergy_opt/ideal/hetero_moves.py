@@ -201,8 +201,10 @@ class MoveBounds:
         split = self.per_type(index, delta).sum(axis=1)
         return split if self.flow is None else np.maximum(split, self.flow.lower(index, delta))
 
-    def per_type(self, index: int, delta: np.ndarray) -> np.ndarray:
-        """``(states, T)``: each type's part of :meth:`lower` (after the last step: of its staying classes)."""
+    def per_type(self, index: int, delta: np.ndarray, gpu: bool = True) -> np.ndarray:
+        """``(states, T)``: each type's part of :meth:`lower` (after the last step: of its staying classes).
+        Without ``gpu``, the one-row bound of the GPU row is left out: after the last step it is the GPU slack
+        itself, which a caller that has already counted that slack must not count again."""
         types, room, tol = self.types, self.room, self.tolerance
         parts = np.empty((delta.shape[0], types))
         for kind in range(types):
@@ -210,8 +212,10 @@ class MoveBounds:
             by_cpu = table_bound(self.cpu[kind], index, room[cpu] - delta[:, cpu], tol[cpu])
             by_mem = mem_bound(room[mem] - delta[:, mem], self.mem_up[kind][index], self.mem_down[kind][index],
                                self.lam[mem], tol[mem])
-            by_gpu = table_bound(self.gpu[kind], index, room[kind] - delta[:, kind], tol[kind])
-            parts[:, kind] = np.maximum(np.maximum(by_cpu, by_mem), by_gpu)
+            parts[:, kind] = np.maximum(by_cpu, by_mem)
+            if gpu:
+                parts[:, kind] = np.maximum(parts[:, kind],
+                                            table_bound(self.gpu[kind], index, room[kind] - delta[:, kind], tol[kind]))
         return parts
 
 

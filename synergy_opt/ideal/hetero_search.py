@@ -93,8 +93,9 @@ def search(plan: Plan, *, beam: int | None = None, deadline: float | None = None
     penalty = np.where(np.all(gpu_room >= -tolerance[:types], axis=1),
                        states.cost + np.maximum(gpu_room, 0.0) @ lam[:types], np.inf)
     # What each type's staying classes will add at least: a type's completion may use only what the threshold
-    # leaves after the others' least.
-    still = bounds.per_type(len(steps), states.delta)
+    # leaves after the others' least. Their CPU and memory slack and costs only: the GPU slack is in the penalty
+    # already (counting it twice cut off the optimum, a wrong OPTIMAL or INFEASIBLE on small rounds).
+    still = bounds.per_type(len(steps), states.delta, gpu=False)
     alive = np.flatnonzero(penalty + still.sum(axis=1) <= threshold)
     # Per type with staying classes: its columns searched, each state's tag, each tag's completion.
     completions: dict[int, tuple[np.ndarray, np.ndarray, dict[int, CoreSolution]]] = {}
