@@ -621,3 +621,21 @@ def test_repick_never_lowers_the_configured_total(instance: RoundInstance) -> No
                           np.bincount(first.entries.server, first.entries.gpus, minlength=instance.cluster.servers))
     again = configure(table, units, merge_entries(moved.job, moved.server, moved.gpus), first.column)
     assert again.total >= first.total - TOL
+
+
+def test_near_opt_compares_with_tune_after_the_same_spare_step() -> None:
+    # Every floor is 0 (the proportional 1.625 CPUs a GPU is below each grid): TUNE packs j2 at the share
+    # (throughput 0), total 0, below near-opt's 1.915; its spare step raises j2 to 7 CPUs (2.93). near-opt with
+    # the step must not return less (a fuzzed round; it returned 1.915).
+    cluster = Cluster(2, 8, 13.0, 333.0)
+    jobs = (
+        Job("j0", 8, Profile([2.0, 5.0, 6.0], [10.0, 31.25], [[1.335, 1.335]] * 3)),
+        Job("j1", 1, Profile([8.0], [250.0], [[0.2]])),
+        Job("j2", 1, Profile([5.0, 7.0], [62.5, 125.0], [[0.32, 0.58], [2.93, 2.93]])),
+        Job("j3", 1, Profile([10.0], [5.0], [[2.05]])),
+    )
+    instance = RoundInstance(cluster, jobs)
+    tune = evaluate(instance, run_mechanism(instance, "tune", spend_spare=True)).objective
+    result = solve_near_opt(instance)
+    assert result.objective >= tune - TOL
+    assert evaluate(instance, result.allocation).objective == pytest.approx(result.objective, rel=1e-12)

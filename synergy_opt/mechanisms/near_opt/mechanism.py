@@ -21,7 +21,6 @@ from synergy_opt.mechanisms.configs import (
     PricedTargets,
     config_table,
     ideal_targets,
-    job_throughputs,
     priced_targets,
 )
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
@@ -33,7 +32,6 @@ from synergy_opt.mechanisms.near_opt.server_dp import Units, choose_units
 from synergy_opt.mechanisms.near_opt.tune_floor import TuneBound
 from synergy_opt.mechanisms.spare import Parts, parts_of, spend_parts
 from synergy_opt.mechanisms.tune import pack_tune_demands
-from synergy_opt.packing.state import ServerState
 
 # The TUNE bound is minimised over prices only when near-opt's total is within this fraction of its value at
 # near-opt's prices.
@@ -56,7 +54,8 @@ class NearOptResult:
 
     ``source`` is ``"near-opt"``, or ``"tune"`` when TUNE's allocation was better. ``bound`` is the ideal LP
     relaxation's optimum, an upper bound on every realizable round; ``tune_bound`` bounds TUNE's total, and
-    ``tune_objective`` is None when near-opt's own total reached that bound (TUNE was not run).
+    ``tune_objective`` (TUNE's total, after the spare-capacity step when ``spend_spare``) is None when near-opt's
+    own total reached that bound (TUNE was not run).
     """
 
     allocation: Allocation
@@ -182,18 +181,13 @@ def solve_near_opt(
     allocation = own.to_allocation(instance)
     if own_objective >= ceiling * (1 - 1e-12):
         return NearOptResult(allocation, "near-opt", own_objective, own_objective, None, ceiling, bound)
-    state = pack_tune_demands(instance, order, *demands)
-    tune_objective = _total(instance, state)
-    if tune_objective <= own_objective:
-        return NearOptResult(allocation, "near-opt", own_objective, own_objective, tune_objective, ceiling, bound)
-    tune = parts_of(instance, state.to_allocation())
+    # TUNE with the same spare-capacity step as near-opt's own allocation: its raw total may be below near-opt's
+    # while the step lifts it above (a job TUNE left below its grid, at throughput 0, raised to its demand).
+    tune = parts_of(instance, pack_tune_demands(instance, order, *demands).to_allocation())
     if spend_spare:
         spend_parts(instance, table, tune)
-    return NearOptResult(tune.to_allocation(instance), "tune", float(tune.tput.sum()), own_objective,
-                         tune_objective, ceiling, bound)
-
-
-def _total(instance: RoundInstance, state: ServerState) -> float:
-    """The total throughput of a packed state (every job placed at one per-GPU config)."""
-    configs = np.array([(p.cpu_per_gpu, p.mem_per_gpu) if p is not None else (0.0, 0.0) for p in state.placements])
-    return float(job_throughputs(instance, configs[:, 0], configs[:, 1]).sum())
+    tune_objective = float(tune.tput.sum())
+    if tune_objective <= own_objective:
+        return NearOptResult(allocation, "near-opt", own_objective, own_objective, tune_objective, ceiling, bound)
+    return NearOptResult(tune.to_allocation(instance), "tune", tune_objective, own_objective, tune_objective,
+                         ceiling, bound)
