@@ -139,6 +139,7 @@ def test_the_reference_type_is_the_model_itself() -> None:
 def test_a_type_added_from_its_speed_ratio(name: str) -> None:
     profiles = builtin_type_profiles(name, {"a100": 2.0, "t4": 0.5})
     assert set(profiles) == {"k80", "p100", "v100", "a100", "t4"}
+    assert builtin_type_profiles(name, None) == builtin_type_profiles(name)  # None is the default, given or not
     base = model_info(name).profile
     assert profiles["v100"] == base and profiles["k80"] == builtin_type_profile(name, "k80")
     assert np.array_equal(profiles["t4"].tput, capped_at_gpu(base.tput, 0.5))

@@ -37,7 +37,7 @@ from synergy_opt.profiles import (
 )
 from synergy_opt.profiling.fit import builtin_job_model
 from synergy_opt.profiling.model import REFERENCE_CPU_PER_GPU, REFERENCE_MEM_GB_PER_GPU, JobModel
-from synergy_opt.validation import POSITIVE, checked
+from synergy_opt.validation import POSITIVE, Optional, checked
 
 # A matrix value this close to its peak is on the plateau, where the GPU stage binds.
 _PLATEAU = 1e-9
@@ -111,7 +111,7 @@ def builtin_type_matrix(name: str, ratio: float) -> np.ndarray:
     return faster_gpu_matrix(tput, ratio, builtin_other_stages(name) if ratio > 1 else np.zeros_like(tput))
 
 
-@checked(ratios=speed_ratio_map)
+@checked(ratios=Optional(speed_ratio_map))
 def builtin_type_profiles(name: str, ratios: Mapping[str, float] | None = None, cpu_gpu_ratio: int = 3
                           ) -> dict[str, Profile]:
     """Built-in model ``name``'s matrix on every GPU type Gavel measured (``k80``, ``p100``, ``v100``) and on
