@@ -5,6 +5,7 @@ Backends that are not installed, or whose declared capabilities exclude a model,
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -368,3 +369,14 @@ def test_ideal_ilp_agrees_with_highs(solver: str) -> None:
         got = synergy_opt.solve_ideal(inst, solver=solver)
         assert got.status is Status.OPTIMAL, (inst.metadata["seed"], got.solve.message)
         assert got.objective == pytest.approx(reference, rel=1e-6), (solver, inst.metadata["seed"])
+
+
+def test_pulps_cbc_is_found_where_pulp_keeps_it_without_importing_pulp() -> None:
+    pytest.importorskip("pulp", reason="PuLP (the solvers extra) is not installed")
+    from pulp.apis.coin_api import pulp_cbc_path
+
+    from synergy_opt.solvers.base import _pulp_cbc
+
+    expected = os.path.realpath(pulp_cbc_path) if os.access(pulp_cbc_path, os.X_OK) else None
+    found = _pulp_cbc()
+    assert (found and os.path.realpath(found)) == expected

@@ -7,11 +7,13 @@ import enum
 import functools
 import importlib.util
 import os
+import platform
 import shutil
 import sys
 import sysconfig
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -37,11 +39,20 @@ def find_binary(name: str) -> str | None:
 
 @functools.cache
 def _pulp_cbc() -> str | None:
-    if importlib.util.find_spec("pulp") is None:
+    """The CBC build in PuLP's package, found where PuLP keeps it (``pulp.apis.coin_api.pulp_cbc_path``:
+    ``solverdir/cbc/<system>/<arch>/cbc``) without importing PuLP: PuLP 3 imports highspy and more on import,
+    and checking which solvers are installed must load no solver library."""
+    spec = importlib.util.find_spec("pulp")
+    if spec is None or not spec.submodule_search_locations:
         return None
-    from pulp.apis.coin_api import pulp_cbc_path  # imported on use: PuLP is an optional extra
-
-    return pulp_cbc_path if os.access(pulp_cbc_path, os.X_OK) else None
+    system = "win" if sys.platform in ("win32", "cli") else "osx" if sys.platform == "darwin" else "linux"
+    if sys.maxsize <= 2**32:
+        arch = "i32"
+    else:
+        arch = "arm64" if platform.machine().lower() in ("aarch64", "arm64") and system != "osx" else "i64"
+    name = "cbc.exe" if system == "win" else "cbc"
+    path = Path(spec.submodule_search_locations[0]) / "solverdir" / "cbc" / system / arch / name
+    return str(path) if os.access(path, os.X_OK) else None
 
 
 class Status(enum.Enum):
