@@ -38,7 +38,7 @@ from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, ServerType
 from synergy_opt.profiles import TASKS, gavel_gpu_types
 from synergy_opt.profiling.gpu_types import speed_ratio_map
 from synergy_opt.round_family import DEMANDS, MEMORY_BOUND_MODELS, Demands, GpuKind, draw_demands, model_choice
-from synergy_opt.validation import SEED, InstanceOf, Integer, Number, OneOf, Optional, Weights, checked
+from synergy_opt.validation import SEED, InstanceOf, Integer, Items, Number, OneOf, Optional, Weights, checked
 
 # The stream of the limited jobs' types (its own, so that limiting jobs does not shift the round's other draws).
 LIMITED_STREAM = 20
@@ -51,12 +51,7 @@ def _cluster(name: str, value: Any) -> HeteroCluster:
     """``value`` if a cluster, else the cluster of the server types it lists (each a :class:`ServerType`)."""
     if isinstance(value, HeteroCluster):
         return value
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
-        raise InvalidInputError(name, value, "must be a HeteroCluster or a list of ServerType")
-    kinds = tuple(InstanceOf(ServerType)(f"{name}[{index}]", item) for index, item in enumerate(value))
-    if not kinds:
-        raise InvalidInputError(name, value, "must list at least one server type")
-    return HeteroCluster(kinds)
+    return HeteroCluster(Items(InstanceOf(ServerType), "server types (ServerType)")(name, value))
 
 
 @checked(types=_cluster, demands=OneOf(DEMANDS),

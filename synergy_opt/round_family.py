@@ -39,7 +39,7 @@ jobs, seed) -> RoundInstance``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, get_args
@@ -61,7 +61,7 @@ from synergy_opt.generate import (
 )
 from synergy_opt.instance import Cluster, Job, RoundInstance
 from synergy_opt.profiles import TASKS, cpu_gpu_ratios, model_names
-from synergy_opt.validation import SEED, Integer, Number, OneOf, Optional, Rule, Weights, checked
+from synergy_opt.validation import SEED, Integer, Items, Number, OneOf, Optional, Rule, Weights, checked
 
 Demands = Literal["single", "philly", "powers", "odd", "spanning"]
 DEMANDS: tuple[str, ...] = get_args(Demands)
@@ -81,16 +81,8 @@ POWERS = np.array([1, 2, 4, 8, 16])
 POWER_WEIGHTS = np.array([4.0, 1.0, 1.0, 1.0, 1.0]) / 8.0
 
 
-def model_choice(name: str, value: Any) -> tuple[str, ...] | None:
-    """None, or a non-empty sequence of built-in model names (each checked against the known ones)."""
-    if value is None:
-        return None
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-        raise InvalidInputError(name, value, "must be a sequence of built-in model names")
-    names = tuple(OneOf(model_names)(f"{name}[{index}]", item) for index, item in enumerate(value))
-    if not names:
-        raise InvalidInputError(name, value, "must name at least one model")
-    return names
+# None, or a non-empty sequence of built-in model names (each checked against the known ones).
+model_choice = Optional(Items(OneOf(model_names), "built-in model names"))
 
 
 # The rules of family_round's arguments (synergy_opt.validation); gpus is checked against gpus_per_server.

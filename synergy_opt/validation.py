@@ -184,6 +184,23 @@ class InstanceOf:
 
 
 @dataclass(frozen=True)
+class Items:
+    """A non-empty sequence (not a string or a mapping), each item checked by ``item`` (named ``name[i]``), as a
+    tuple; ``meaning`` says what it lists (e.g. ``"built-in model names"``)."""
+
+    item: Rule
+    meaning: str
+
+    def __call__(self, name: str, value: Any) -> tuple[Any, ...]:
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+            raise InvalidInputError(name, value, f"must be a sequence of {self.meaning}")
+        items = tuple(self.item(f"{name}[{index}]", item) for index, item in enumerate(value))
+        if not items:
+            raise InvalidInputError(name, value, f"must list at least one of {self.meaning}")
+        return items
+
+
+@dataclass(frozen=True)
 class Weights:
     """``count`` non-negative numbers with a positive sum (e.g. a workload split), as a tuple of floats."""
 
