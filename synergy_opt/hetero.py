@@ -235,7 +235,8 @@ def parse_type_counts(name: str, value: str) -> dict[str, int]:
     counts: dict[str, int] = {}
     for part in text(name, value).split(","):
         kind, sep, count = part.strip().partition(":")
-        if not sep or not count.strip().isdigit():
+        # ASCII digits only: str.isdigit() also holds for '²' (int() then fails) and '٣' (read as 3).
+        if not sep or not (count.strip().isascii() and count.strip().isdigit()):
             raise InvalidInputError(name, value, "write GPU types as type:count pairs, e.g. 'k80:4,p100:4,v100:4'")
         kind = type_name(name, kind.strip())
         if kind in counts:

@@ -325,3 +325,10 @@ def test_format_one_still_loads_and_homogeneous_code_refuses_a_hetero_round() ->
     assert error.value.field == "instance"
     with pytest.raises(InvalidInputError, match="homogeneous round"):
         so.build_ideal(ROUND)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", ["k80:²", "k80:٣", "k80:１"])
+def test_type_counts_take_ascii_digits_only(value: str) -> None:
+    with pytest.raises(InvalidInputError) as caught:
+        parse_type_counts("types", value)
+    assert caught.value.field == "types"
