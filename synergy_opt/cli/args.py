@@ -64,11 +64,11 @@ def generator_value(name: str, value: Any) -> Any:
 
 
 def gpu_sizes(text: str) -> list[int]:
-    """Cluster sizes in GPUs, comma-separated multiples of 8."""
+    """Cluster sizes in GPUs, comma-separated multiples of 8, duplicates dropped (a size is one sweep cell)."""
     sizes = int_list(text)
     if not sizes:
         raise argparse.ArgumentTypeError(f"{text!r} names no GPU count")
-    return [generator_value("gpus", size) for size in sizes]
+    return [generator_value("gpus", size) for size in dict.fromkeys(sizes)]
 
 
 def seeds(text: str) -> list[int]:

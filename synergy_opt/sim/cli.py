@@ -39,7 +39,7 @@ from synergy_opt.cli.journal import Journal, read_command, recorded_argv, run_jo
 from synergy_opt.cli.parallel import MAX_WORKERS
 from synergy_opt.errors import InvalidInputError, SynergyError
 from synergy_opt.generate import JOB_KIND
-from synergy_opt.hetero import HeteroCluster
+from synergy_opt.hetero import HeteroCluster, parse_type_counts
 from synergy_opt.sim import compare as sim_compare
 from synergy_opt.sim.allocators import mechanism_names
 from synergy_opt.sim.experiments import check_setting, experiment_names, flag_text, load_experiment
@@ -138,6 +138,15 @@ def _trace_jobs(text: str) -> int:
     return cli_args.bounded_int(1, MAX_TRACE_JOBS)(text)
 
 
+def _type_text(text: str) -> str:
+    """``--types`` as given once its form is checked (an empty value would silently mean no types)."""
+    try:
+        parse_type_counts("--types", text)
+    except SynergyError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
 def _job_kind(text: str) -> str:
     try:
         kind: str = JOB_KIND("job_kind", text)
@@ -168,7 +177,7 @@ def build_parser() -> _Parser:
     sweep.add_argument("--policy", type=cli_args.names_of("policy", (*POLICIES, *GAVEL_POLICIES)),
                        help=f"scheduling policy(ies): {', '.join(POLICIES)}, or Gavel's {', '.join(GAVEL_POLICIES)} "
                             "(fifo)")
-    sweep.add_argument("--types", metavar="TYPE:SERVERS,...",
+    sweep.add_argument("--types", type=_type_text, metavar="TYPE:SERVERS,...",
                        help="a heterogeneous cluster, servers of 8 GPUs per GPU type, e.g. k80:2,p100:2,v100:2 "
                             "(--gpus is their total); the policy picks each job's type")
     sweep.add_argument("--load", type=_loads, help="arrivals in jobs/hour, or 'static' (9)")
