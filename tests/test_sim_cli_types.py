@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from synergy_opt.hetero import HeteroCluster
-from synergy_opt.sim import generate_trace, simulate
+from synergy_opt.sim import generate_trace, load_trace, simulate
 from synergy_opt.sim.cli import main, parse
 from synergy_opt.sim.experiments import load_experiment
+from synergy_opt.sim.gavel import gavel_trace_file
 from synergy_opt.sim.sweep import SimSetting
 
 TYPES = "k80:1,v100:1"
@@ -51,7 +52,7 @@ def test_a_setting_with_types_is_a_heterogeneous_cluster_of_its_ratio() -> None:
 
 
 @pytest.mark.parametrize(("flags", "words"), [
-    (["--types", "k80"], "--types k80"),
+    (["--types", "k80"], "--types='k80'"),
     (["--types", "k80:0"], "--types k80:0"),
     (["--types", "k80:1,k80:1"], "twice"),
     (["--types", TYPES, "--gpus", "64"], "has 16 GPUs"),
@@ -70,3 +71,18 @@ def test_the_heterogeneous_experiment_reads_as_its_file_says() -> None:
     assert args.types == experiment.settings["types"] == "k80:2,p100:2,v100:2"
     assert args.gpus == [48] and args.policy == ["max_min_fairness"] and args.monitor == (0, 951)
     assert args.mechanisms == ["proportional", "tune"]
+
+
+def test_a_gavel_trace_is_read_with_run_times_on_the_clusters_reference_type(tmp_path: Path) -> None:
+    # k80 and p100 servers: the reference type is the k80, so the trace's durations are k80 run times (a job that
+    # cannot run on a k80 is skipped); before, the v100 run times were read and a k80 rate of 0 divided by zero.
+    types = "k80:4,p100:4"
+    flags = ["--trace", "gavel:msr_seed0_23dbec", "--types", types, "--mechanisms", "proportional",
+             "--no-progress", "--out", str(tmp_path)]
+    assert main(flags) == 0
+    (row,) = _rows(tmp_path / "summary.csv")
+    trace = load_trace(gavel_trace_file("msr_seed0_23dbec"), gpu_type="k80")
+    result = simulate(trace, HeteroCluster.of(types, 8, 24, 500), policy="fifo", mechanism="proportional")
+    assert int(row["jobs"]) == len(trace) == 7
+    for key in ("avg_jct_h", "makespan_h"):
+        assert float(row[key]) == result.summary[key], key

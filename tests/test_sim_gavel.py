@@ -196,6 +196,39 @@ def test_bad_throughput_files_are_named(tmp_path: Path, content: str, field: str
     assert error.value.field == field
 
 
+def _tampered(edit: str) -> dict:
+    """A Gavel trace's metadata as JSON data, with one edit (``exec``'d on ``gavel``, its record)."""
+    trace = parse_gavel_trace("ResNet-50 (batch size 128)\tcmd\t--n\t1\t1000\t0\t8\n")
+    metadata = json.loads(json.dumps(trace.metadata))
+    exec(edit, {"gavel": metadata["gavel"], "metadata": metadata})
+    return metadata
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    ("metadata['gavel'] = 5", "metadata.gavel"),
+    ("del gavel['jobs']", "metadata.gavel.jobs"),
+    ("gavel['steps_per_s'] = []", "metadata.gavel.steps_per_s"),
+    ("gavel['steps_per_s']['v100']['ResNet-50 (batch size 128)']['8'] = -1", "metadata.gavel.steps_per_s.v100."
+     "ResNet-50 (batch size 128).8"),
+    ("gavel['steps_per_s']['p100']['ResNet-50 (batch size 128)']['8'] = 'fast'", "metadata.gavel.steps_per_s.p100."
+     "ResNet-50 (batch size 128).8"),
+    ("gavel['steps_per_s']['v100']['ResNet-50 (batch size 128)']['8'] = 0", "metadata.gavel.steps_per_s.v100"),
+    ("del gavel['steps_per_s']['k80']['ResNet-50 (batch size 128)']", "metadata.gavel.steps_per_s.k80"),
+    ("del gavel['jobs']['j0']['scale_factor']", "metadata.gavel.jobs.j0.scale_factor"),
+    ("gavel['jobs']['j0']['total_steps'] = 0", "metadata.gavel.jobs.j0.total_steps"),
+    ("gavel['jobs']['j0']['job_type'] = 7", "metadata.gavel.jobs.j0.job_type"),
+    ("gavel['jobs']['j0'] = None", "metadata.gavel.jobs.j0"),
+    ("metadata['gpu_type'] = 'a100'", "metadata.gpu_type"),
+])
+def test_a_gavel_record_in_a_traces_metadata_is_checked(edit: str, field: str) -> None:
+    # The heterogeneous simulator builds each job's matrices from this record; a saved trace can be edited.
+    trace = parse_gavel_trace("ResNet-50 (batch size 128)\tcmd\t--n\t1\t1000\t0\t8\n")
+    assert so.Trace(trace.jobs, _tampered("pass")) == trace
+    with pytest.raises(InvalidInputError) as error:
+        so.Trace(trace.jobs, _tampered(edit))
+    assert error.value.field == field
+
+
 def test_bad_arguments_are_named() -> None:
     with pytest.raises(UnknownNameError, match="gpu_type"):
         load_trace(ED69EC, gpu_type="a100")

@@ -9,6 +9,10 @@ import pytest
 import synergy_opt as so
 from synergy_opt.hetero import HeteroCluster, ServerType
 from synergy_opt.profiles import builtin_type_profile
+from synergy_opt.profiling.gpu_types import builtin_type_matrix
+from synergy_opt.sim import load_trace
+from synergy_opt.sim.gavel import gavel_jobs, gavel_trace_file
+from synergy_opt.sim.type_profiles import trace_type_profiles
 
 
 def test_one_type_gives_exactly_the_one_type_run() -> None:
@@ -106,3 +110,25 @@ def test_the_type_free_ideal_on_a_homogeneous_cluster_is_the_ideal() -> None:
     free = so.simulate(trace, so.Cluster(1), mechanism="ideal-type-free")
     assert free.jobs.equals(so.simulate(trace, so.Cluster(1), mechanism="ideal").jobs)
     assert free.summary["mechanism"] == "ideal-type-free"
+
+
+def test_a_gavel_trace_counts_work_on_the_clusters_reference_type() -> None:
+    # Without v100s the reference type is the k80: the durations must be k80 run times, and each job's matrix on
+    # a type is still its built-in (v100) matrix at Gavel's speed over a v100 on that type.
+    cluster = HeteroCluster.of("k80:1,p100:1", 8, 24, 500)
+    path = gavel_trace_file("msr_seed0_23dbec")
+    with pytest.raises(so.InvalidInputError) as error:
+        so.simulate(load_trace(path), cluster, policy="fifo", mechanism="proportional")
+    assert error.value.field == "trace.metadata.gpu_type" and "gpu_type='k80'" in str(error.value)
+    trace = load_trace(path, gpu_type="k80")
+    table = gavel_jobs(trace)
+    assert np.allclose([job.duration_s for job in trace.jobs], table["duration_s.k80"])
+    rates = trace.metadata["gavel"]["steps_per_s"]
+    profiles = trace_type_profiles(trace, cluster)
+    for job, row, matrices in zip(trace.jobs, table.itertuples(), profiles, strict=True):
+        for name in cluster.names:
+            speed = rates[name][row.job_type][str(row.scale_factor)] / rates["v100"][row.job_type][
+                str(row.scale_factor)]
+            assert np.array_equal(matrices[name].tput, builtin_type_matrix(str(job.model), speed))
+    result = so.simulate(trace, cluster, policy="fifo", mechanism="proportional")
+    assert result.summary["unfinished"] == 0

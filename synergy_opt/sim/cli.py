@@ -402,6 +402,11 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
     first = _read_trace(parser, path)
     philly = first.metadata.get("source") == PHILLY_SOURCE
     gavel = first.metadata.get("source") == GAVEL_SOURCE
+    gavel_options: dict[str, Any] = {}
+    if gavel and args.types is not None:  # run times on the cluster's reference type, the simulator's unit
+        gavel_options["gpu_type"] = SimSetting(types=args.types).cluster.reference  # type: ignore[union-attr]
+        if gavel_options["gpu_type"] != first.metadata["gpu_type"]:
+            first = _read_trace(parser, path, **gavel_options)
     if not philly and args.split != DEFAULTS["split"]:
         parser.error(f"--trace {path.name} is not a Philly log: its models are given "
                      "(--split draws those of a generated trace or a Philly log)")
@@ -411,7 +416,7 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
         if philly:
             trace = _read_trace(parser, path, split=split, seed=seed, cpu_per_gpu=ratio, max_gpus=gpus)
         elif gavel and ratio != first.metadata["cpu_per_gpu"]:  # the ratio's built-in profiles
-            trace = _read_trace(parser, path, cpu_per_gpu=ratio)
+            trace = _read_trace(parser, path, cpu_per_gpu=ratio, **gavel_options)
         else:
             trace = first
         too_big = [job for job in trace.jobs if job.gpus > gpus]

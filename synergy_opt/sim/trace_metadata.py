@@ -8,7 +8,11 @@ Metadata is free-form JSON, except for what the toolkit reads back from it:
   ``GENERATOR``: :meth:`Trace.extend` draws more arrivals with them, so they pass the generator's own rules
   (a missing ``split``, or ``split = 5``, is an error naming ``metadata.split`` when the trace is made, not a
   ``KeyError`` mid-run). The keys a generated trace has recorded from the start are required; those added
-  since (``job_kind``, ``profiling``, the profiling costs) take their defaults when absent.
+  since (``job_kind``, ``profiling``, the profiling costs) take their defaults when absent;
+- ``gavel`` (a trace read from a Gavel file): each job's record (``job_type``, ``scale_factor``,
+  ``total_steps``, ``priority_weight``, ``slo``) and the throughputs of its job type on every GPU type
+  (``steps_per_s[gpu][job_type][scale]``, finite numbers >= 0), and ``gpu_type``, the type whose run times are
+  the durations: the heterogeneous simulator builds each job's matrices from them.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import GENERATOR_ARGUMENTS, JOB_KIND
 from synergy_opt.profiling.measurement import MINUTES, MINUTES_PER_POINT
 from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD, THRESHOLD
-from synergy_opt.validation import Integer, Number, OneOf, Optional, Rule, json_value
+from synergy_opt.validation import NON_NEGATIVE, POSITIVE, Integer, Number, OneOf, Optional, Rule, json_value, text
 
 GENERATOR = "synergy_opt.generate_trace"
 # Far beyond any experiment (the paper's need about 7,000); a trace this long takes minutes and gigabytes.
@@ -56,7 +60,45 @@ def trace_metadata(name: str, value: Any) -> dict[str, Any]:
         GENERATOR_ARGUMENTS["cpu_per_gpu"](f"{name}.cpu_per_gpu", metadata["cpu_per_gpu"])
     if metadata.get("generator") == GENERATOR:
         generator_arguments(metadata, name)
+    if "gavel" in metadata:
+        gavel_record(f"{name}.gavel", metadata["gavel"], metadata.get("gpu_type"), f"{name}.gpu_type")
     return metadata
+
+
+_GAVEL_JOB: dict[str, Rule] = {"job_type": text, "scale_factor": Integer(1), "total_steps": Integer(1),
+                               "priority_weight": POSITIVE, "slo": Optional(NON_NEGATIVE)}
+
+
+def gavel_record(name: str, value: Any, gpu_type: Any, gpu_type_name: str) -> None:
+    """The rule for what a Gavel trace's metadata records (module docstring): every job's fields, and its job
+    type's throughput on every GPU type, positive on ``gpu_type``."""
+    record = _mapping(name, value)
+    jobs, rates = (_mapping(f"{name}.{key}", record.get(key)) for key in ("jobs", "steps_per_s"))
+    if gpu_type is not None and gpu_type not in rates:
+        raise InvalidInputError(gpu_type_name, gpu_type, f"has no throughputs in {name}.steps_per_s")
+    for gpu, per_job in rates.items():
+        for job_type, per_scale in _mapping(f"{name}.steps_per_s.{gpu}", per_job).items():
+            for scale, rate in _mapping(f"{name}.steps_per_s.{gpu}.{job_type}", per_scale).items():
+                NON_NEGATIVE(f"{name}.steps_per_s.{gpu}.{job_type}.{scale}", rate)
+    for job_id, job in jobs.items():
+        where = f"{name}.jobs.{job_id}"
+        fields = _mapping(where, job)
+        for key, rule in _GAVEL_JOB.items():
+            if key not in fields:
+                raise InvalidInputError(f"{where}.{key}", None, "missing")
+            rule(f"{where}.{key}", fields[key])
+        for gpu, per_job in rates.items():
+            rate = per_job.get(fields["job_type"], {}).get(str(fields["scale_factor"]))
+            if rate is None or (gpu == gpu_type and not rate > 0):
+                raise InvalidInputError(f"{name}.steps_per_s.{gpu}", fields["job_type"],
+                                        f"has no{' positive' if rate is not None else ''} throughput on "
+                                        f"{fields['scale_factor']} GPUs for job {job_id}")
+
+
+def _mapping(name: str, value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(name, value, "must be a dict")
+    return value
 
 
 def generator_arguments(metadata: Mapping[str, Any], name: str = "metadata") -> dict[str, Any]:

@@ -19,7 +19,7 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.hetero import HeteroCluster
 from synergy_opt.profile import Profile
-from synergy_opt.profiles import builtin_type_profile, gavel_gpu_types, model_info, model_names
+from synergy_opt.profiles import REFERENCE_GPU_TYPE, builtin_type_profile, gavel_gpu_types, model_info, model_names
 from synergy_opt.profiling.gpu_types import builtin_type_matrix
 from synergy_opt.sim.trace import Trace
 
@@ -28,6 +28,11 @@ def trace_type_profiles(trace: Trace, cluster: HeteroCluster) -> list[dict[str, 
     """Per job of ``trace``, its matrix on each type of ``cluster`` (see the module)."""
     found = trace.metadata.get("gavel")
     gavel: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    duration_type = trace.metadata.get("gpu_type", cluster.reference)
+    if gavel and duration_type != cluster.reference:
+        raise InvalidInputError("trace.metadata.gpu_type", duration_type, f"a Gavel trace's durations are run times "
+                                f"on this type; the simulator counts work at the cluster's reference type "
+                                f"({cluster.reference}): read the trace with gpu_type={cluster.reference!r}")
     ratio = int(trace.metadata.get("cpu_per_gpu", 3)) if isinstance(trace.metadata.get("cpu_per_gpu"), int) else 3
     reference = str(cluster.reference)
     out = []
@@ -56,11 +61,17 @@ def _gavel_job(index: int, model: str | None, record: Mapping[str, Any], rates: 
     if missing or model is None:
         raise InvalidInputError(f"trace.jobs[{index}]", job_type, f"the Gavel trace has no throughputs on "
                                 f"{missing[0] if missing else 'its types'} (read it with types= covering the cluster)")
+    if not rates[reference][job_type][scale] > 0:
+        raise InvalidInputError(f"trace.metadata.gavel.steps_per_s.{reference}", job_type,
+                                f"is 0 on {scale} GPUs: the job cannot run on the cluster's reference type, whose "
+                                "run time is its duration (read the trace with gpu_type set to that type)")
+    # builtin_type_matrix's speed is over a v100's, the built-in matrices' type; without v100 throughputs, over
+    # the reference type's.
+    anchor = REFERENCE_GPU_TYPE if rates.get(REFERENCE_GPU_TYPE, {}).get(job_type, {}).get(scale, 0) > 0 else reference
     base = model_info(model).profile
-    steps_ref = rates[reference][job_type][scale]
     profiles = {}
     for name in cluster.names:
-        speed = rates[name][job_type][scale] / steps_ref
+        speed = rates[name][job_type][scale] / rates[anchor][job_type][scale]
         tput = builtin_type_matrix(model, speed) if speed > 0 else np.zeros_like(base.tput)
         profiles[name] = Profile(base.cpu_per_gpu, base.mem_gb_per_gpu, tput, name=model)
     return profiles
