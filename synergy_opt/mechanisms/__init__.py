@@ -41,7 +41,7 @@ from synergy_opt.mechanisms.hetero import run_hetero_mechanism
 from synergy_opt.mechanisms.near_opt import solve_near_opt
 from synergy_opt.mechanisms.proportional import pack_proportional
 from synergy_opt.mechanisms.scale import scaled, throughput_scale
-from synergy_opt.mechanisms.spare import spend_spare
+from synergy_opt.mechanisms.spare import spend_spare, split_spare_option
 from synergy_opt.mechanisms.tetris import pack_tetris
 from synergy_opt.mechanisms.tune import pack_tune
 from synergy_opt.mechanisms.tune_artifact import pack_tune_artifact
@@ -61,17 +61,6 @@ class Mechanism:
     description: str
 
 
-def _spare_option(options: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """Split off ``spend_spare`` (every mechanism's option) from the mechanism's own options."""
-    own = dict(options)
-    spare = check_keyword_options(spend_spare_option, {"spend_spare": own.pop("spend_spare", False)})
-    return own, spare["spend_spare"]
-
-
-def spend_spare_option(spend_spare: bool = False) -> None:
-    """The signature ``spend_spare`` is checked against (a bool)."""
-
-
 def _renamed_threshold(pack: Callable[..., ServerState], own: dict[str, Any]) -> dict[str, Any]:
     """``threshold=`` (the earlier name) as ``best_case_tolerance=``, checked and named as given."""
     if "threshold" not in own or "best_case_tolerance" not in inspect.signature(pack).parameters:
@@ -83,7 +72,7 @@ def _renamed_threshold(pack: Callable[..., ServerState], own: dict[str, Any]) ->
 
 def _packed(pack: Callable[..., ServerState]) -> Callable[..., Allocation]:
     def run(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocation:
-        own, spare = _spare_option(options)
+        own, spare = split_spare_option(options)
         own = _renamed_threshold(pack, own)
         checked_options = check_keyword_options(pack, own, skip=("instance", "order"))
         allocation = pack(instance, order, **checked_options).to_allocation()
@@ -96,7 +85,7 @@ def _packed(pack: Callable[..., ServerState]) -> Callable[..., Allocation]:
 def _opt(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocation:
     # Imported here: Synergy-OPT pulls in the model builders and solvers, which the heuristics do not need.
 
-    own, spare = _spare_option(options)
+    own, spare = split_spare_option(options)
     allocation = solve_opt(instance, **check_keyword_options(solve_opt, own, skip=("instance",))).allocation
     return spend_spare(instance, allocation) if spare else allocation
 

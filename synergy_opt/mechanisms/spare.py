@@ -20,7 +20,9 @@ Public API
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +31,7 @@ from synergy_opt.instance import Allocation, RoundInstance, trusted_allocation, 
 from synergy_opt.instance import allocation as allocation_rule
 from synergy_opt.io import round_instance
 from synergy_opt.mechanisms.configs import ConfigTable, config_table, job_throughputs
-from synergy_opt.validation import InstanceOf, Optional, checked
+from synergy_opt.validation import InstanceOf, Optional, check_keyword_options, checked
 
 # A gain must exceed this (relative to the throughput) to count: float noise is no reason to move a job.
 _MIN_GAIN = 1e-9
@@ -178,3 +180,14 @@ def spend_spare(instance: RoundInstance, allocation: Allocation, table: ConfigTa
     if spend_parts(instance, table, parts) == 0:
         return allocation
     return parts.to_allocation(instance, allocation)
+
+
+def split_spare_option(options: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Split off ``spend_spare`` (every mechanism's option, a bool) from the mechanism's own options."""
+    own = dict(options)
+    spare = check_keyword_options(spend_spare_option, {"spend_spare": own.pop("spend_spare", False)})
+    return own, spare["spend_spare"]
+
+
+def spend_spare_option(spend_spare: bool = False) -> None:
+    """The signature ``spend_spare`` is checked against (a bool)."""
