@@ -50,6 +50,17 @@ def test_a_type_fixed_round_runs_each_type_as_today(name: str) -> None:
     assert so.run_mechanism(fixed, name, order) == per_type(fixed, name, order)
 
 
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(("options", "field"), [({"bogus": 1}, "options.bogus"),
+                                                ({"spend_spare": "no"}, "options.spend_spare")])
+def test_options_are_checked_on_type_free_rounds_as_on_one_type(name: str, options: dict, field: str) -> None:
+    # near-opt and opt take their own path on a type-free round; it raised a raw TypeError and read "no" as True.
+    for instance in (GENERATED[0], GENERATED[0].at_baseline()):
+        with pytest.raises(so.InvalidInputError) as error:
+            so.run_mechanism(instance, name, **options)
+        assert error.value.field == field, (name, instance.type_fixed)
+
+
 @pytest.mark.parametrize("name", PAPER)
 def test_the_paper_mechanisms_take_the_baseline_types(name: str) -> None:
     for instance in GENERATED:

@@ -29,8 +29,9 @@ import numpy as np
 from synergy_opt.hetero import HeteroRound, join_allocations, run_per_type, split_allocation
 from synergy_opt.instance import Allocation
 from synergy_opt.mechanisms.near_opt.hetero import solve_hetero_near_opt
-from synergy_opt.mechanisms.spare import spend_spare
+from synergy_opt.mechanisms.spare import spend_spare, split_spare_option
 from synergy_opt.placement.solve import solve_opt
+from synergy_opt.validation import check_keyword_options
 
 RunType = Callable[..., Allocation]
 TYPE_RULES = {
@@ -53,9 +54,10 @@ def run_hetero_mechanism(instance: HeteroRound, name: str, order: np.ndarray, ru
     if instance.type_fixed or TYPE_RULES[name] == "baseline":
         return run_per_type(instance.at_baseline(), ids, lambda sub, ranked: run_type(sub, name, ranked, **options))
     if name == "near-opt":
-        return solve_hetero_near_opt(instance, order, **options).allocation
-    spare = bool(options.pop("spend_spare", False))
-    allocation = solve_opt(instance, **options).allocation
+        checked = check_keyword_options(solve_hetero_near_opt, options, skip=("instance", "order"))
+        return solve_hetero_near_opt(instance, order, **checked).allocation
+    own, spare = split_spare_option(options)
+    allocation = solve_opt(instance, **check_keyword_options(solve_opt, own, skip=("instance",))).allocation
     return spend_spare_per_type(instance, allocation) if spare else allocation
 
 
