@@ -434,6 +434,12 @@ class OutOfRange(str):
     """A number in a JSON text that no float or sensible integer holds (its literal text)."""
 
 
+class RepeatedKey(dict):  # type: ignore[type-arg]
+    """A JSON object that gives ``key`` twice (JSON's parsers keep the last silently; which was meant?)."""
+
+    key = ""
+
+
 def json_value(name: str, value: Any, depth: int = 0) -> Any:
     """``value`` as plain JSON data (numpy scalars become Python ones), or an error naming the path.
 
@@ -472,19 +478,33 @@ def parse_json(source: tuple[str, Any], text: str, root: str = "") -> Any:
 
     A malformed text, or one nested so deep that Python's parser gives up, is an error naming
     ``source`` (a field and its value: ``("path", "t.json")``, ``("rows[3].profile", cell)``). An integer of
-    more than ``MAX_INT_DIGITS`` digits, or a ``NaN``/``Infinity`` literal, is an error naming its JSON path
-    under ``root``.
+    more than ``MAX_INT_DIGITS`` digits, a ``NaN``/``Infinity`` literal, or a key given twice in one object is an
+    error naming its JSON path under ``root``.
     """
-    odd: list[OutOfRange] = []
+    odd: list[OutOfRange | RepeatedKey] = []
 
     def mark(literal: str) -> OutOfRange:
         odd.append(OutOfRange(literal))
-        return odd[-1]
+        return odd[-1]  # type: ignore[return-value]
+
+    def object_of(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        plain = dict(pairs)
+        if len(plain) == len(pairs):
+            return plain
+        repeated = RepeatedKey(plain)
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                repeated.key = key
+                break
+            seen.add(key)
+        odd.append(repeated)
+        return repeated
 
     field, value = source
     try:
         data = json.loads(text, parse_int=lambda s: int(s) if len(s) <= MAX_INT_DIGITS else mark(s),
-                          parse_constant=mark)
+                          parse_constant=mark, object_pairs_hook=object_of)
     except json.JSONDecodeError as error:
         # The text where the parser stopped says most (a lowercase ``nan``, a trailing comma, a quote missing).
         near = error.doc[error.pos:error.pos + 20].split("\n")[0]
@@ -511,9 +531,13 @@ def json_number(name: str, text: str) -> int | float:
 
 
 def _raise_at(value: Any, where: str, depth: int = 0) -> None:
-    """Raise, naming its path, for the first number the parser marked as out of range (or NaN/Infinity)."""
+    """Raise, naming its path, for the first number the parser marked as out of range (or NaN/Infinity), or
+    the first key given twice in one object."""
     if isinstance(value, OutOfRange) or depth > MAX_JSON_DEPTH:
         json_value(where, value, depth)  # raises
+    if isinstance(value, RepeatedKey):
+        raise InvalidInputError(f"{where}.{value.key}" if where else value.key, value[value.key],
+                                "given twice in one JSON object (which one was meant?)")
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
         _raise_at(item, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key, depth + 1)

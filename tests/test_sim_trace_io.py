@@ -114,6 +114,15 @@ def test_the_philly_job_log_becomes_a_trace(tmp_path: Path) -> None:
     ("id,arrival_s,gpus,duration_s,model\na,0,1,5,\n", ".csv", "rows[0].model"),
     ("id,arrival_s,gpus,duration_s,model,profile\na,0,1,5,,{bad\n", ".csv", "rows[0].profile"),
     ("# synergy-round/1 {}\nid,arrival_s,gpus,duration_s\n", ".csv", "format"),
+    # A key or column given twice, or a column the reader does not know, was silently dropped.
+    ('{"format": "synergy-trace/1", "jobs": [{"id": "a", "arrival_s": 0, "gpus": 1, "gpus": 2, "duration_s": 5,'
+     ' "model": "res18"}]}', ".json", "jobs[0].gpus"),
+    ('{"format": "synergy-trace/1", "jobs": [], "jobs": []}', ".json", "jobs"),
+    ("id,arrival_s,gpus,duration_s,gpus\na,0,1,5,2\n", ".csv", "columns.gpus"),
+    ("id,arrival_s,gpus,duration_s,iter_time\na,0,1,5,0.2\n", ".csv", "columns.iter_time"),
+    ("id,arrival_s,gpus,duration_s,model\na,0,1,5,res18,extra\n", ".csv", "rows[0]"),
+    ('# synergy-trace/1 {"cpu_per_gpu": 3, "cpu_per_gpu": 4}\nid,arrival_s,gpus,duration_s\n', ".csv",
+     "metadata.cpu_per_gpu"),
     ('[{"jobid": 5}]', ".json", "[0].jobid"),
     ('[{"jobid": "a", "submitted_time": "2017-10-03 00:00:00", "attempts": [{"start_time": "2017-10-03 00:00:00",'
      ' "end_time": "2017-10-03 01:00:00", "detail": [{"ip": "m1", "gpus": 3}]}]}]', ".json",

@@ -233,10 +233,20 @@ def _trace_from_csv(text: str) -> Trace:
     missing = [name for name in ("id", "arrival_s", "gpus", "duration_s") if name not in fieldnames]
     if missing:
         raise InvalidInputError(f"columns.{missing[0]}", fieldnames, "missing column")
+    # A column read twice, or one the reader does not know (a misspelt 'iter_time'), would be dropped silently.
+    repeated = [name for index, name in enumerate(fieldnames) if name in fieldnames[:index]]
+    if repeated:
+        raise InvalidInputError(f"columns.{repeated[0]}", fieldnames, "given twice")
+    unknown = [name for name in fieldnames if name not in _CSV_COLUMNS]
+    if unknown:
+        raise InvalidInputError(f"columns.{unknown[0]}", fieldnames, f"not a trace column (columns: "
+                                f"{', '.join(_CSV_COLUMNS)})")
     ratio = _ratio(metadata)
     jobs = []
     for index, row in enumerate(rows):
         where = f"rows[{index}]"
+        if None in row:  # more cells than columns
+            raise InvalidInputError(where, row[None], f"has more cells than the {len(fieldnames)} columns")
         _require(where, row, ("id", "arrival_s", "gpus", "duration_s"))
         raw: dict[str, Any] = {"id": row["id"], **{name: json_number(f"{where}.{name}", row[name])
                                     for name in ("arrival_s", "gpus", "duration_s")}}
