@@ -31,7 +31,7 @@ BENCH_SMALL = ["--gpus", "8", "--seeds", "1", "--mechanisms", "proportional", "-
 class Row:
     label: str
     tool: str  # "sim" or "bench"
-    argv: tuple[str, ...]  # {out}, {toml}, {sim_dir}, {bench_dir}, {file} are filled in
+    argv: tuple[str, ...]  # {out}, {toml}, {sim_dir}, {bench_dir}, {file}, {no_jobs} are filled in
     names: str | None  # the word a rejection must name; None: the row must be accepted
     toml: str = ""  # the experiment file's text, for rows that pass --experiment {toml}
 
@@ -130,6 +130,8 @@ ROWS = [
     sim("split 1e400", "--split", "20,70,1e400", names="split"),
     sim("too many runs", "--gpus", ",".join(str(8 * k) for k in range(2, 22)),
         "--load", ",".join(str(k / 10) for k in range(1, 101)), "--seeds", "100", names="simulations"),
+    Row("sim trace with no jobs", "sim", ("--trace", "{no_jobs}", "--gpus", "16", "--mechanisms", "proportional",
+                                          "--no-progress", "--out", "{out}"), "no jobs"),
     sim("resume missing", "--resume", "{file}.missing", names="--resume"),
     sim("resume not a result folder", "--resume", "{empty}", names="--resume"),
     sim("resume a bench folder", "--resume", "{bench_dir}", names="bench"),
@@ -179,14 +181,16 @@ def timeout(seconds: int) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A finished simulator sweep, a finished bench run, a plain file and an empty folder."""
+    """A finished simulator sweep, a finished bench run, a plain file, an empty folder and a trace of no jobs."""
     base = tmp_path_factory.mktemp("folders")
     sim_dir, bench_dir = base / "sim", base / "bench"
     assert sim_main([*SIM_SMALL, "--load", "0.2", "--out", str(sim_dir)]) == 0
     assert bench_main([*BENCH_SMALL, "--solvers", "highs", "--out", str(bench_dir)]) == 0
     (base / "file").write_text("not a folder\n")
     (base / "empty").mkdir()
-    return {"sim_dir": sim_dir, "bench_dir": bench_dir, "file": base / "file", "empty": base / "empty"}
+    (base / "no_jobs.csv").write_text("id,arrival_s,gpus,duration_s\n")
+    return {"sim_dir": sim_dir, "bench_dir": bench_dir, "file": base / "file", "empty": base / "empty",
+            "no_jobs": base / "no_jobs.csv"}
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.label for row in ROWS])

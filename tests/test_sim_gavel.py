@@ -236,6 +236,8 @@ def test_bad_arguments_are_named() -> None:
         parse_gavel_trace("", types=("v100", "tpu"))
     with pytest.raises(InvalidInputError, match="types"):
         parse_gavel_trace("", types="v100")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="twice"):
+        parse_gavel_trace("", types=("v100", "k80", "v100"))
     with pytest.raises(UnknownNameError, match="format"):
         load_trace(ED69EC, format="gavel-8")
     with pytest.raises(UnknownNameError, match="trace"):

@@ -402,6 +402,9 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
     first = _read_trace(parser, path)
     philly = first.metadata.get("source") == PHILLY_SOURCE
     gavel = first.metadata.get("source") == GAVEL_SOURCE
+    if not first.jobs:
+        skipped = first.metadata.get("skipped")
+        parser.error(f"--trace {path.name}: no jobs to simulate" + (f" (skipped: {skipped})" if skipped else ""))
     gavel_options: dict[str, Any] = {}
     if gavel and args.types is not None:  # run times on the cluster's reference type, the simulator's unit
         gavel_options["gpu_type"] = SimSetting(types=args.types).cluster.reference  # type: ignore[union-attr]

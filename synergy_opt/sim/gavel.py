@@ -179,6 +179,8 @@ def parse_gavel_trace(
     if types is not None and (isinstance(types, str) or not all(isinstance(gpu, str) for gpu in types)):
         raise InvalidInputError("types", types, "must be a sequence of GPU type names")
     kept_types = tuple(types) if types is not None else table.consolidated_types
+    if len(set(kept_types)) < len(kept_types):
+        raise InvalidInputError("types", types, "names a GPU type twice")
     for gpu in kept_types:
         if gpu not in table.steps_per_s:
             raise UnknownNameError("types", gpu, table.types)
