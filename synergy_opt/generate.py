@@ -32,7 +32,7 @@ from synergy_opt.profiles import (
     models_by_task,
     speed_ratio,
 )
-from synergy_opt.profiling.gpu_types import builtin_type_profiles, speed_ratio_map, type_profiles
+from synergy_opt.profiling.gpu_types import builtin_speed_ratios, builtin_type_profiles, type_profiles
 from synergy_opt.profiling.sampler import draw_job_model, modelled_profile
 from synergy_opt.validation import SEED, Integer, Number, OneOf, Optional, Rule, Weights, boolean, checked
 
@@ -80,7 +80,7 @@ def generate_round(gpus: int | None = None, split: tuple[float, float, float] = 
 
 
 @checked(gpus=Optional(Integer(GPUS_PER_SERVER, MAX_GPUS, step=GPUS_PER_SERVER)), jobs=JOB_KIND,
-         types=Optional(type_counts), speed_ratios=Optional(speed_ratio_map), **GENERATOR_ARGUMENTS)
+         types=Optional(type_counts), speed_ratios=Optional(builtin_speed_ratios), **GENERATOR_ARGUMENTS)
 def generate_round(
     gpus: int | None = None,
     split: tuple[float, float, float] = (20, 70, 10),
@@ -237,9 +237,7 @@ def _hetero_round(counts: dict[str, int], split: tuple[float, float, float], mul
     """The heterogeneous round of :func:`generate_round` with ``types`` (module docstring)."""
     rng = np.random.default_rng(seed)
     cluster = HeteroCluster.of(counts, GPUS_PER_SERVER, GPUS_PER_SERVER * cpu_per_gpu, MEM_GB_PER_SERVER)
-    missing = [kind for kind in cluster.names if kind not in gavel_gpu_types() and kind not in ratios]
-    if missing:
-        raise InvalidInputError("types", missing[0], "a GPU type Gavel did not measure needs its speed_ratios entry")
+    used = cluster_speed_ratios(cluster, ratios)
     demands, baselines = [], []
     for server_type in cluster.types:
         drawn = _gpu_demands(rng, server_type.total_gpus, multi_gpu)
@@ -250,7 +248,6 @@ def _hetero_round(counts: dict[str, int], split: tuple[float, float, float], mul
     baseline = [baselines[j] for j in order]
     names = draw_models(rng, len(gpus), split)
     durations = draw_durations_min(rng, len(gpus))
-    used = {kind: ratios[kind] for kind in cluster.names if kind in ratios}
     round_jobs = []
     for index, name in enumerate(names):
         every = hetero_job_profiles(rng, name, cluster, used, profile_noise, cpu_per_gpu, jobs)
@@ -274,6 +271,19 @@ def _hetero_round(counts: dict[str, int], split: tuple[float, float, float], mul
     if used:
         metadata["speed_ratios"] = dict(used)
     return HeteroRound(cluster, tuple(round_jobs), metadata)
+
+
+def cluster_speed_ratios(cluster: HeteroCluster, ratios: Mapping[str, float]) -> dict[str, float]:
+    """``speed_ratios`` for ``cluster``: each names a type of the cluster (one that is not would be ignored
+    silently), and each type Gavel did not measure has one."""
+    for kind, ratio in ratios.items():
+        if kind not in cluster.names:
+            raise InvalidInputError(f"speed_ratios[{kind!r}]", ratio,
+                                    f"not a GPU type of the cluster ({', '.join(cluster.names)})")
+    missing = [kind for kind in cluster.names if kind not in gavel_gpu_types() and kind not in ratios]
+    if missing:
+        raise InvalidInputError("types", missing[0], "a GPU type Gavel did not measure needs its speed_ratios entry")
+    return dict(ratios)
 
 
 def hetero_job_profiles(rng: np.random.Generator, name: str, cluster: HeteroCluster, ratios: Mapping[str, float],

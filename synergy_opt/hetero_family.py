@@ -33,10 +33,17 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
-from synergy_opt.generate import JOB_KIND, MAX_PROFILE_NOISE, JobKind, draw_models, hetero_job_profiles
+from synergy_opt.generate import (
+    JOB_KIND,
+    MAX_PROFILE_NOISE,
+    JobKind,
+    cluster_speed_ratios,
+    draw_models,
+    hetero_job_profiles,
+)
 from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, ServerType, normalise
-from synergy_opt.profiles import TASKS, gavel_gpu_types
-from synergy_opt.profiling.gpu_types import speed_ratio_map
+from synergy_opt.profiles import TASKS, model_info, model_names
+from synergy_opt.profiling.gpu_types import builtin_speed_ratios
 from synergy_opt.round_family import DEMANDS, MEMORY_BOUND_MODELS, Demands, GpuKind, draw_demands, model_choice
 from synergy_opt.validation import SEED, InstanceOf, Integer, Items, Number, OneOf, Optional, Weights, checked
 
@@ -57,7 +64,7 @@ def _cluster(name: str, value: Any) -> HeteroCluster:
 @checked(types=_cluster, demands=OneOf(DEMANDS),
          split=Weights(len(TASKS), "percentages of image, language, speech models"), models=model_choice,
          profile_noise=Number(0, MAX_PROFILE_NOISE), jobs=JOB_KIND, limited=Number(0, 1),
-         speed_ratios=Optional(speed_ratio_map), seed=SEED)
+         speed_ratios=Optional(builtin_speed_ratios), seed=SEED)
 def hetero_family_round(
     types: HeteroCluster | Sequence[ServerType],
     demands: Demands = "philly",
@@ -89,10 +96,8 @@ def hetero_family_round(
         their own).
     """
     cluster = _cluster("types", types)  # a HeteroCluster already when called through the checks
-    ratios = dict(speed_ratios or {})
-    missing = [kind for kind in cluster.names if kind not in gavel_gpu_types() and kind not in ratios]
-    if missing:
-        raise InvalidInputError("types", missing[0], "a GPU type Gavel did not measure needs its speed_ratios entry")
+    used = cluster_speed_ratios(cluster, speed_ratios or {})
+    _check_reference_share(cluster)
     rng = np.random.default_rng(seed)
     sizes, baselines = [], []
     for server_type in cluster.types:
@@ -106,7 +111,6 @@ def hetero_family_round(
         names = draw_models(rng, gpus.size, split)
     else:
         names = [models[int(k)] for k in rng.integers(len(models), size=gpus.size)]
-    used = {kind: ratios[kind] for kind in cluster.names if kind in ratios}
     limiter = np.random.default_rng([seed, LIMITED_STREAM])
     round_jobs = []
     for index, name in enumerate(names):
@@ -128,6 +132,20 @@ def hetero_family_round(
     if used:
         metadata["speed_ratios"] = used
     return HeteroRound(cluster, tuple(round_jobs), metadata)
+
+
+def _check_reference_share(cluster: HeteroCluster) -> None:
+    """Every job is normalised at the reference type's proportional share: it must lie on the matrices' grid
+    (below its smallest point a matrix reads 0)."""
+    grid = model_info(model_names()[0], GRID_CPU_PER_GPU).profile
+    reference = cluster.reference_type
+    where = f"types[{cluster.names.index(reference.name)}]"
+    for field_name, per_gpu, least in (("cpus_per_server", reference.cpu_per_gpu, grid.cpu_per_gpu[0]),
+                                       ("mem_gb_per_server", reference.mem_gb_per_gpu, grid.mem_gb_per_gpu[0])):
+        if per_gpu < least:
+            raise InvalidInputError(f"{where}.{field_name}", getattr(reference, field_name),
+                                    f"the reference type {reference.name}'s share, {per_gpu:g} per GPU, is below the "
+                                    f"matrices' smallest point ({least:g} per GPU), where every job is normalised")
 
 
 # ------------------------------------------------------------------------------------------------- members

@@ -82,6 +82,12 @@ def test_a_cluster_without_v100_takes_its_first_type_as_the_unit() -> None:
     ({"types": SHAPES, "profile_noise": -0.1}, "profile_noise"),
     ({"types": SHAPES, "models": ["res18", "nope"]}, "models[1]"),
     ({"types": (ServerType("h100", 1),)}, "types"),
+    # A ratio for a type the cluster lacks was ignored; the v100's was named `ratios`; a reference share below
+    # the matrices' grid was blamed on `profiles['v100']`.
+    ({"types": SHAPES, "speed_ratios": {"a100": 2.0}}, "speed_ratios['a100']"),
+    ({"types": SHAPES, "speed_ratios": {"v100": 2.0}}, "speed_ratios['v100']"),
+    ({"types": (ServerType("k80", 1), ServerType("v100", 1, mem_gb_per_server=8.0))}, "types[1].mem_gb_per_server"),
+    ({"types": (ServerType("v100", 1, cpus_per_server=4.0),)}, "types[0].cpus_per_server"),
 ])
 def test_bad_settings_name_the_field(kwargs: dict, field: str) -> None:
     with pytest.raises(InvalidInputError) as caught:

@@ -229,6 +229,12 @@ def test_bad_heterogeneous_generator_arguments() -> None:
     with pytest.raises(InvalidInputError) as error:
         so.generate_round(types={"k80": 1}, speed_ratios={"k80": -1})
     assert error.value.field == "speed_ratios['k80']"
+    with pytest.raises(InvalidInputError) as error:  # was ignored
+        so.generate_round(types={"k80": 1}, speed_ratios={"a100": 2.0})
+    assert error.value.field == "speed_ratios['a100']"
+    with pytest.raises(InvalidInputError) as error:  # was named ratios['v100']
+        so.generate_round(types={"v100": 1}, speed_ratios={"v100": 2.0})
+    assert error.value.field == "speed_ratios['v100']"
 
 
 def test_a_generated_round_round_trips_with_matrices_by_name(tmp_path: Path) -> None:

@@ -50,6 +50,16 @@ def speed_ratio_map(name: str, value: Any) -> dict[str, float]:
     return {str(kind): POSITIVE(f"{name}[{kind!r}]", ratio) for kind, ratio in value.items()}
 
 
+def builtin_speed_ratios(name: str, value: Any) -> dict[str, float]:
+    """The rule for speed ratios over a ``v100``, the built-in matrices' type: :func:`speed_ratio_map`'s, and
+    the ``v100``'s own ratio, if given, is 1."""
+    ratios = speed_ratio_map(name, value)
+    if ratios.get(REFERENCE_GPU_TYPE, 1) != 1:
+        raise InvalidInputError(f"{name}[{REFERENCE_GPU_TYPE!r}]", ratios[REFERENCE_GPU_TYPE],
+                                "the reference type's speed ratio is 1")
+    return ratios
+
+
 def with_gpu_speed(model: JobModel, ratio: float) -> JobModel:
     """The same job on a GPU ``ratio`` times as fast: its GPU stage takes ``gpu_s / ratio``, the rest is kept."""
     return replace(model, gpu_s=model.gpu_s / POSITIVE("ratio", ratio))
@@ -111,7 +121,7 @@ def builtin_type_matrix(name: str, ratio: float) -> np.ndarray:
     return faster_gpu_matrix(tput, ratio, builtin_other_stages(name) if ratio > 1 else np.zeros_like(tput))
 
 
-@checked(ratios=Optional(speed_ratio_map))
+@checked(ratios=Optional(builtin_speed_ratios))
 def builtin_type_profiles(name: str, ratios: Mapping[str, float] | None = None, cpu_gpu_ratio: int = 3
                           ) -> dict[str, Profile]:
     """Built-in model ``name``'s matrix on every GPU type Gavel measured (``k80``, ``p100``, ``v100``) and on
@@ -121,7 +131,5 @@ def builtin_type_profiles(name: str, ratios: Mapping[str, float] | None = None, 
     profiles = {kind: builtin_type_profile(name, kind, cpu_gpu_ratio) for kind in gavel_gpu_types()
                 if kind not in (ratios or {})}
     for kind, ratio in (ratios or {}).items():
-        if kind == REFERENCE_GPU_TYPE and ratio != 1:
-            raise InvalidInputError(f"ratios[{kind!r}]", ratio, "the reference type's speed ratio is 1")
         profiles[kind] = Profile(grid.cpu_per_gpu, grid.mem_gb_per_gpu, builtin_type_matrix(name, ratio), name=name)
     return profiles
