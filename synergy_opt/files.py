@@ -31,28 +31,28 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def read_text(path: Path, limit: int | None = None) -> str:
+def read_text(path: Path, limit: int | None = None, field: str = "path") -> str:
     """The file's text, decoded as UTF-8 (a leading byte-order mark is skipped); ``limit`` defaults to
     ``MAX_TEXT_BYTES``.
 
     Raises
     ------
     InvalidInputError
-        Naming ``path``: unreadable, not a regular file, larger than ``limit`` bytes, or not UTF-8 text
-        (binary, UTF-16).
+        Naming ``field`` (the argument that gave the path): unreadable, not a regular file, larger than
+        ``limit`` bytes, or not UTF-8 text (binary, UTF-16).
     """
-    data = read_bytes(path, limit)
+    data = read_bytes(path, limit, field)
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        raise InvalidInputError("path", str(path), "is UTF-16 text; save it as UTF-8")
+        raise InvalidInputError(field, str(path), "is UTF-16 text; save it as UTF-8")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise InvalidInputError(
-            "path", str(path), f"is not UTF-8 text (byte {error.start} is 0x{data[error.start]:02x}; a binary file?)"
+            field, str(path), f"is not UTF-8 text (byte {error.start} is 0x{data[error.start]:02x}; a binary file?)"
         ) from None
 
 
-def read_bytes(path: Path, limit: int | None = None) -> bytes:
+def read_bytes(path: Path, limit: int | None = None, field: str = "path") -> bytes:
     """The bytes of the regular file ``path``, at most ``limit`` (default ``MAX_TEXT_BYTES``) of them.
 
     The file is opened without blocking (a FIFO with no writer would block ``open`` for ever) and refused
@@ -62,18 +62,18 @@ def read_bytes(path: Path, limit: int | None = None) -> bytes:
     Raises
     ------
     InvalidInputError
-        Naming ``path``: missing, unreadable (a symlink loop, no permission), not a regular file, or larger
-        than ``limit`` bytes.
+        Naming ``field`` (default ``path``): missing, unreadable (a symlink loop, no permission), not a
+        regular file, or larger than ``limit`` bytes.
     """
     limit = MAX_TEXT_BYTES if limit is None else limit
     try:
         handle = os.open(path, _READ_FLAGS)
     except OSError as error:
-        raise InvalidInputError("path", str(path), f"cannot read: {error.strerror or error}") from None
+        raise InvalidInputError(field, str(path), f"cannot read: {error.strerror or error}") from None
     try:
         mode = os.fstat(handle).st_mode
         if not stat.S_ISREG(mode):
-            raise InvalidInputError("path", str(path), f"is {_file_kind(mode)}, not a regular file")
+            raise InvalidInputError(field, str(path), f"is {_file_kind(mode)}, not a regular file")
         chunks: list[bytes] = []
         size = 0
         while size <= limit:
@@ -83,11 +83,11 @@ def read_bytes(path: Path, limit: int | None = None) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
     except OSError as error:
-        raise InvalidInputError("path", str(path), f"cannot read: {error.strerror or error}") from None
+        raise InvalidInputError(field, str(path), f"cannot read: {error.strerror or error}") from None
     finally:
         os.close(handle)
     if size > limit:
-        raise InvalidInputError("path", str(path), f"is larger than the limit of {limit} bytes")
+        raise InvalidInputError(field, str(path), f"is larger than the limit of {limit} bytes")
     return b"".join(chunks)
 
 

@@ -58,7 +58,7 @@ def load_gavel_throughputs(source: str | os.PathLike[str] | None = None) -> Gave
     {job_type: {"scale": steps/s}}}}``. Every value must be a finite number >= 0.
     """
     where = shipped_file("isolated_throughputs.json") if source is None else path("throughputs", source)
-    data = parse_json(("path", str(where)), read_text(where))
+    data = parse_json(("throughputs", str(where)), read_text(where, field="throughputs"))
     if not isinstance(data, Mapping) or not data:
         raise InvalidInputError("throughputs", str(where), "must be a JSON object of GPU types")
     if "throughputs" in data:

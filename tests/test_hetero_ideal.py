@@ -206,6 +206,9 @@ def test_bad_methods() -> None:
         so.solve_ideal(ROUNDS[0], method="core", relax=True)
     with pytest.raises(InvalidInputError, match="homogeneous"):
         so.solve_ideal(so.generate_round(16), method="per-type")
+    with pytest.raises(InvalidInputError) as error:  # each method listed once
+        so.solve_ideal(ROUNDS[0], method="bogus")
+    assert str(error.value).endswith("choose one of auto, core, direct, per-type")
 
 
 def test_a_job_may_take_a_type_whose_share_keeps_its_floor() -> None:

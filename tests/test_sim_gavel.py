@@ -232,6 +232,9 @@ def test_a_gavel_record_in_a_traces_metadata_is_checked(edit: str, field: str) -
 def test_bad_arguments_are_named() -> None:
     with pytest.raises(UnknownNameError, match="gpu_type"):
         load_trace(ED69EC, gpu_type="a100")
+    with pytest.raises(InvalidInputError) as error:  # was named `path`, as if the trace were missing
+        load_trace(ED69EC, throughputs="missing-throughputs.json")
+    assert error.value.field == "throughputs"
     with pytest.raises(UnknownNameError, match="types"):
         parse_gavel_trace("", types=("v100", "tpu"))
     with pytest.raises(InvalidInputError, match="types"):

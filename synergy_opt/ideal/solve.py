@@ -132,7 +132,7 @@ def solve_ideal(instance: HeteroRound, solver: str = ..., relax: bool = ..., *, 
 
 
 @checked(instance=any_round, relax=boolean, objective=OBJECTIVE, reductions=Optional(InstanceOf(Reductions)),
-         method=OneOf((*METHODS, *HETERO_METHODS)), **SOLVER_ARGUMENTS)
+         method=OneOf(tuple(dict.fromkeys((*METHODS, *HETERO_METHODS)))), **SOLVER_ARGUMENTS)
 def solve_ideal(
     instance: RoundInstance | HeteroRound,
     solver: str = DEFAULT_SOLVER,
