@@ -408,6 +408,9 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
     gavel_options: dict[str, Any] = {}
     if gavel and args.types is not None:  # run times on the cluster's reference type, the simulator's unit
         gavel_options["gpu_type"] = SimSetting(types=args.types).cluster.reference  # type: ignore[union-attr]
+        if gavel_options["gpu_type"] not in first.metadata["types"]:
+            parser.error(f"--types {args.types}: the reference type {gavel_options['gpu_type']} (where a Gavel "
+                         f"trace's run times are read) has no Gavel throughputs ({', '.join(first.metadata['types'])})")
         if gavel_options["gpu_type"] != first.metadata["gpu_type"]:
             first = _read_trace(parser, path, **gavel_options)
     if not philly and args.split != DEFAULTS["split"]:
