@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -472,6 +472,18 @@ class HeteroRound:
             except InvalidInputError as error:
                 raise prefixed(error, f"choice[{index}]") from None
         return HeteroRound(self.cluster, tuple(jobs), self.metadata)
+
+    def largest_throughput(self) -> float:
+        """The largest value of any job's matrix on any type (0 for a round without jobs)."""
+        return max((float(np.max(profile.tput, initial=0.0)) for job in self.jobs
+                    for profile in job.profiles.values()), default=0.0)
+
+    def scaled(self, factor: float) -> HeteroRound:
+        """The round with every matrix times ``factor`` (a power of two keeps every comparison: the solvers'
+        absolute tolerances are met on rounds of unusual units this way)."""
+        jobs = tuple(replace(job, profiles={kind: Profile(p.cpu_per_gpu, p.mem_gb_per_gpu, p.tput * factor, p.name)
+                                            for kind, p in job.profiles.items()}) for job in self.jobs)
+        return HeteroRound(self.cluster, jobs, self.metadata)
 
     def at_baseline(self) -> HeteroRound:
         """The type-fixed round of the baseline types (the type rule of the paper's mechanisms)."""

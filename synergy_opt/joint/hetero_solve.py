@@ -40,6 +40,7 @@ from synergy_opt.joint.hetero_types import TypeSearch
 from synergy_opt.joint.model import JointReductions, direct_params
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import relative_gap
+from synergy_opt.solvers.registry import band_scale
 
 HETERO_METHODS = ("auto", "per-type", "decomposition", "direct")
 # Share of the time limit the decomposition's type-free ideal ILP (its bound and first type choice) may take, and
@@ -186,6 +187,18 @@ def solve_hetero_joint(
     if instance.type_fixed:
         return replace(solve_hetero_joint(instance, solver, consolidate, split_penalty, params, objective,
                                           reductions, upper_bound, "per-type", solve_type), method="decomposition")
+    factor = band_scale(instance.largest_throughput())
+    if factor != 1.0:
+        # Throughputs of unusual units: the branch-and-price's slack and HiGHS's tolerances are absolute (at 1e-9
+        # a round 7.5% below its optimum was called optimal), so the round is solved at ordinary size; a power of
+        # two scales every value exactly. Each type's results are those of the scaled round, so none are kept.
+        found = solve_hetero_joint(instance.scaled(factor), solver, consolidate, split_penalty * factor, params,
+                                   objective, reductions, None if upper_bound is None else upper_bound * factor,
+                                   method, solve_type)
+        return replace(found, instance=instance, per_type=None,
+                       objective=None if found.objective is None else found.objective / factor,
+                       bound=None if found.bound is None else found.bound / factor,
+                       message=f"{found.message} (solved with every throughput times {factor:g})")
     return _decomposition(instance, params, objective, upper_bound, each_type, start, consolidate, split_penalty,
                           reductions)
 

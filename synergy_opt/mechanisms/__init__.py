@@ -151,10 +151,12 @@ def run_mechanism(
     ranked = policy_order(instance, order)
     if not instance.jobs:
         return Allocation({})  # nothing to place; every mechanism agrees
+    factor = throughput_scale(instance)  # unusual units: the mechanisms' absolute tolerances hold (scale.py)
+    if factor != 1.0:
+        instance = scaled(instance, factor)
     if isinstance(instance, HeteroRound):
         return run_hetero_mechanism(instance, name, ranked, run_mechanism, **options)
-    factor = throughput_scale(instance)  # unusual units: the mechanisms' absolute tolerances hold (scale.py)
-    return mechanism.run(instance if factor == 1.0 else scaled(instance, factor), ranked, **options)
+    return mechanism.run(instance, ranked, **options)
 
 
 __all__ = ["MECHANISMS", "Mechanism", "ServerState", "run_mechanism"]
