@@ -14,6 +14,7 @@ import pytest
 
 import synergy_opt as so
 from synergy_opt.hetero import HeteroRound
+from synergy_opt.joint.model import JointReductions
 from synergy_opt.mechanisms.scale import scaled, throughput_scale
 
 
@@ -81,3 +82,32 @@ def test_every_mechanism_scales_with_the_throughputs_across_types(name: str, sca
     reference = so.evaluate(HETERO, so.run_mechanism(HETERO, name)).objective
     far = _hetero_scaled(HETERO, scale)
     assert so.evaluate(far, so.run_mechanism(far, name)).objective / scale == pytest.approx(reference, rel=1e-9)
+
+
+def _floor_round(scale: float) -> so.RoundInstance:
+    # A's floor is 1 (3 CPUs); its 2-CPU config, 0.995, is below it. B gains 1 from a fourth CPU: the optimum, 2,
+    # keeps A at 3 CPUs. A floor row of terms 1e-4 was met at 2 CPUs within HiGHS's absolute tolerance (1e-6):
+    # 2.995, OPTIMAL, A below its floor, where GLPK, CBC and SCIP gave 2.
+    a = so.Profile([2.0, 3.0], [62.5], [[0.995 * scale], [1.0 * scale]])
+    b = so.Profile([3.0, 4.0], [62.5], [[1.0 * scale], [2.0 * scale]])
+    return so.RoundInstance(so.Cluster(1, 2, 6, 125), (so.Job("A", 1, a), so.Job("B", 1, b)))
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-4])
+def test_floor_rows_hold_relative_to_the_floor(scale: float) -> None:
+    instance = _floor_round(scale)
+    typed = HeteroRound.homogeneous(instance, "k80")
+    rows = so.Reductions(fix_below_floor=False, drop_dominated=False, merge_identical=False)
+    joint_rows = JointReductions(fix_below_floor=False, drop_dominated=False, merge_identical=False)
+    results = {
+        "ideal": so.solve_ideal(instance, reductions=rows),
+        "joint": so.solve_joint(instance, method="direct", reductions=joint_rows),
+        "literal": so.solve_joint(instance, formulation="literal", method="direct"),
+        "typed ideal": so.solve_ideal(typed, method="direct", reductions=rows),
+        "typed joint": so.solve_joint(typed, method="direct", reductions=joint_rows),
+    }
+    for name, result in results.items():
+        assert result.objective / scale == pytest.approx(2.0, rel=1e-9), name
+    for name in ("joint", "literal", "typed joint"):
+        assert not so.evaluate(results[name].instance if name == "typed joint" else instance,
+                               results[name].allocation).floors_violated, name

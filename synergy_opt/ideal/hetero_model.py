@@ -198,7 +198,8 @@ def build_hetero_ideal(instance: HeteroRound, *, objective: Objective = "job",
     for r, (name, use) in enumerate(zip(COUPLING, (col_gpus, col_gpus * col_cpu, col_gpus * col_mem), strict=True)):
         builder.add_rows(name, col_type, columns, use.astype(float), upper=capacity[:, r], count=types)
     if not reductions.fix_below_floor:
-        builder.add_rows("floor", col_class, columns, col_tput - col_floor, lower=0.0, count=count.size)
+        builder.add_rows("floor", col_class, columns, col_tput - col_floor, lower=0.0, count=count.size,
+                         equilibrate=True)
     return HeteroIdealModel(
         model=builder.build(), instance=instance, objective_kind=objective, reductions=reductions,
         col_class=col_class, col_type=col_type, col_cpu=col_cpu, col_mem=col_mem, col_tput=col_tput,

@@ -167,7 +167,7 @@ def build_ideal(
     builder.add_rows("mem", zeros, columns, col_gpus * col_mem, upper=cluster.total_mem_gb, count=1)
     if not reductions.fix_below_floor:
         floors = joined("class_floor", float)
-        builder.add_rows("floor", col_class, columns, col_tput, lower=floors, count=class_count.size)
+        builder.add_rows("floor", col_class, columns, col_tput, lower=floors, count=class_count.size, equilibrate=True)
     model = builder.build()
     return IdealModel(
         model=model,

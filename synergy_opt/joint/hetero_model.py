@@ -173,7 +173,7 @@ def build_hetero_joint(instance: HeteroRound, *, consolidate: bool = False, spli
     builder.add_rows("assign", col_class, y_cols, np.ones(y_cols.size), lower=class_count, upper=class_count,
                      count=class_count.size)
     if not reductions.fix_below_floor:
-        builder.add_rows("floor", col_class, y_cols, floor_gap, lower=0.0, count=class_count.size)
+        builder.add_rows("floor", col_class, y_cols, floor_gap, lower=0.0, count=class_count.size, equilibrate=True)
     for share in shares:
         mine = np.flatnonzero(col_type == share.kind)
         local_item = col_item[mine] - share.item_offset

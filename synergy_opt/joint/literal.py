@@ -100,7 +100,7 @@ def build_joint_literal(
     n_idx = np.arange(n.start, n.stop).reshape(servers, ncols)
     u_idx = np.arange(u.start, u.stop).reshape(servers, u_cols_of.size)
     builder.add_rows("assign", job_of, y_idx, np.ones(ncols), lower=1.0, upper=1.0, count=jobs)
-    builder.add_rows("floor", job_of, y_idx, tput, lower=instance.floors, count=jobs)
+    builder.add_rows("floor", job_of, y_idx, tput, lower=instance.floors, count=jobs, equilibrate=True)
     builder.add_rows(
         "link",
         np.concatenate([np.tile(np.arange(ncols), servers), np.arange(ncols)]),

@@ -223,7 +223,8 @@ def build_joint(
     y_cols = np.arange(y.start, y.stop)
     _assignment_rows(builder, cols, y_cols)
     if not reductions.fix_below_floor:
-        builder.add_rows("floor", cols.cls, y_cols, cols.tput, lower=cols.floor, count=cols.count.size)
+        builder.add_rows("floor", cols.cls, y_cols, cols.tput, lower=cols.floor, count=cols.count.size,
+                         equilibrate=True)
     if patterns is not None:
         _pattern_rows(builder, y_cols, patterns, col_item, units, cluster.servers)
     else:

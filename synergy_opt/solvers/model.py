@@ -99,10 +99,21 @@ class ModelBuilder:
         lower: float | np.ndarray = -np.inf,
         upper: float | np.ndarray = np.inf,
         count: int | None = None,
+        equilibrate: bool = False,
     ) -> slice:
-        """A block of constraints given as triplets with row numbers local to the block (0..count-1)."""
+        """A block of constraints given as triplets with row numbers local to the block (0..count-1).
+
+        ``equilibrate`` divides each row (values and bounds) by its largest coefficient's magnitude: the
+        solvers' feasibility tolerances are absolute (HiGHS: 1e-6), so a row of small terms (a floor of 1e-4)
+        would otherwise be met by a config 0.5% below it."""
         rows = np.asarray(rows, dtype=np.int64)
         count = int(rows.max()) + 1 if count is None and rows.size else (count or 0)
+        if equilibrate:
+            size = np.zeros(count)
+            np.maximum.at(size, rows, np.abs(np.asarray(values, dtype=float)))
+            size[size == 0] = 1.0
+            values = np.asarray(values, dtype=float) / size[rows]
+            lower, upper = np.asarray(lower, dtype=float) / size, np.asarray(upper, dtype=float) / size
         block = slice(self.num_cons, self.num_cons + count)
         self._entries.append((rows + self.num_cons, np.asarray(cols, dtype=np.int64), np.asarray(values, dtype=float)))
         self._rows.append((
