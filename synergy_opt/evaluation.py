@@ -66,7 +66,9 @@ class JobScore:
 
     @property
     def meets_floor(self) -> bool:
-        return self.throughput >= self.floor - 1e-9
+        # Relative: an absolute slack hid 5e-10 below a floor of 1 and flagged the same round at 1e4 times the
+        # throughputs. Both are values read off the grid, so equal ones compare equal.
+        return self.throughput >= self.floor * (1 - 1e-12)
 
 
 @dataclass(frozen=True, eq=False)

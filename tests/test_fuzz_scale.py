@@ -111,3 +111,18 @@ def test_floor_rows_hold_relative_to_the_floor(scale: float) -> None:
     for name in ("joint", "literal", "typed joint"):
         assert not so.evaluate(results[name].instance if name == "typed joint" else instance,
                                results[name].allocation).floors_violated, name
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e4])
+def test_tune_keeps_floors_exactly_and_the_evaluator_sees_it_at_any_scale(scale: float) -> None:
+    # A's config (3 CPUs, 40 GB) is worth 5e-10 less than its floor. TUNE's demotion took it within a relative
+    # 1e-9, and the evaluator's absolute slack of 1e-9 hid that at scale 1 and flagged it at 1e4.
+    a = so.Profile([3.0, 6.0], [40.0, 62.5], [[(1 - 5e-10) * scale, scale], [2 * scale, 2 * scale]])
+    b = so.Profile([3.0], [62.5], [[scale]])
+    instance = so.RoundInstance(so.Cluster(1, 2, 6, 125), (so.Job("A", 1, a), so.Job("B", 1, b)))
+    evaluation = so.evaluate(instance, so.run_mechanism(instance, "tune"))
+    assert evaluation.jobs["A"].throughput >= evaluation.jobs["A"].floor and not evaluation.floors_violated
+    assert evaluation.objective == pytest.approx(2 * scale, rel=1e-12)
+    alone = so.RoundInstance(so.Cluster(1, 2, 6, 125), (so.Job("A", 1, a),))
+    below = so.Allocation(jobs={"A": (so.Placement(server=0, gpus=1, cpus=3.0, mem_gb=40.0),)})
+    assert so.evaluate(alone, below).floors_violated == ("A",)
