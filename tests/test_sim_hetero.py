@@ -132,3 +132,16 @@ def test_a_gavel_trace_counts_work_on_the_clusters_reference_type() -> None:
             assert np.array_equal(matrices[name].tput, builtin_type_matrix(str(job.model), speed))
     result = so.simulate(trace, cluster, policy="fifo", mechanism="proportional")
     assert result.summary["unfinished"] == 0
+
+
+def test_a_trace_that_extends_must_fit_its_largest_draw() -> None:
+    # A dynamic multi-GPU trace draws jobs of up to 16 GPUs while monitored jobs run: on 8 GPUs (or types of 8)
+    # such a draw crashed the run hours in ("trace.jobs[35].gpus=16"); it is refused before the run now.
+    trace = so.generate_trace(jobs=8, load=3.0, multi_gpu=True, seed=8055)
+    assert max(job.gpus for job in trace.jobs) == 8 and trace.largest_drawn_gpus == 16
+    for cluster in (so.Cluster(1), HeteroCluster.of("k80:1,v100:1", 8, 24, 500)):
+        with pytest.raises(so.InvalidInputError) as error:
+            so.simulate(trace, cluster, policy="srtf", mechanism="proportional")
+        assert error.value.field == "cluster" and "16 GPUs" in str(error.value)
+    assert so.simulate(trace, so.Cluster(2), policy="srtf", mechanism="proportional").summary["unfinished"] == 0
+    assert so.generate_trace(jobs=8, load=None, multi_gpu=True, seed=8055).largest_drawn_gpus == 0

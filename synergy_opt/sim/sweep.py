@@ -17,12 +17,13 @@ import numpy as np
 import pandas as pd
 
 from synergy_opt.cli.parallel import run_in_order
+from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import GPUS_PER_SERVER, MEM_GB_PER_SERVER, JobKind
 from synergy_opt.hetero import HeteroCluster
 from synergy_opt.instance import Cluster
 from synergy_opt.sim.engine import Progress, simulate
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SUMMARY_KEYS
-from synergy_opt.sim.trace import Trace, generate_trace
+from synergy_opt.sim.trace import Trace, drawn_gpus, extension_text, generate_trace
 from synergy_opt.validation import check_arguments
 
 # What identifies a run, in CSV order; ``trace`` is "generated" or the trace file's name.
@@ -91,6 +92,11 @@ class SimSetting:
         """Refuse now, naming the field, what :func:`generate_trace` would refuse when the run starts (a sweep
         checks every setting before it writes its folder)."""
         check_arguments(generate_trace, **self.generator_arguments())
+        cluster = self.cluster
+        largest = max(t.total_gpus for t in cluster.types) if isinstance(cluster, HeteroCluster) else self.gpus
+        if self.load is not None and drawn_gpus(self.multi_gpu) > largest:
+            raise InvalidInputError("--types" if self.types else "--gpus", self.types or self.gpus,
+                                    extension_text(drawn_gpus(self.multi_gpu)))
 
     def columns(self) -> dict[str, Any]:
         """The setting's CSV columns (``SETTING_COLUMNS`` but ``mechanism``)."""

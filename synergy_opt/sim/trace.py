@@ -19,6 +19,7 @@ import pandas as pd
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import (
+    MULTI_GPU_DEMANDS,
     JobKind,
     draw_durations_min,
     draw_gpu_demands,
@@ -51,6 +52,17 @@ _BLOCK = 1024
 TRACE_COLUMNS = ("id", "arrival_s", "gpus", "duration_s", "model", "profiling_s", "iter_time_s")
 
 
+
+
+def extension_text(gpus: int) -> str:
+    """Why a cluster is too small for a generated trace that extends."""
+    return (f"a generated dynamic trace draws jobs of up to {gpus} GPUs as it extends (while monitored jobs run), "
+            "more than the cluster's largest GPU type holds: give it more GPUs, single-GPU jobs or a static trace")
+
+
+def drawn_gpus(multi_gpu: bool) -> int:
+    """The largest GPU demand :func:`generate_trace` draws: 16 with the multi-GPU mix, else 1."""
+    return int(MULTI_GPU_DEMANDS.max()) if multi_gpu else 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,6 +146,11 @@ class Trace:
     def extendable(self) -> bool:
         """Made by :func:`generate_trace`, so more arrivals can be drawn."""
         return self.metadata.get("generator") == GENERATOR and self.metadata.get("load") is not None
+
+    @property
+    def largest_drawn_gpus(self) -> int:
+        """The largest GPU demand the generator can draw when the trace extends (0 when it does not)."""
+        return drawn_gpus(bool(self.metadata.get("multi_gpu"))) if self.extendable else 0
 
     def extend(self, jobs: int) -> Trace:
         """This trace followed by the generator's next arrivals, ``jobs`` jobs in all.
