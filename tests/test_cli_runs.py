@@ -271,7 +271,7 @@ def test_every_cli_table_fits_100_columns_with_every_number_whole(uninterrupted:
                                           [k for k, _ in sim_headers], table))
     # The simulator's table with five swept settings: they fold into one wrapping setting column.
     swept = tmp_path / "swept"
-    assert sim_main(["--gpus", "8,16", "--policy", "fifo,srtf", "--cpu-per-gpu", "3,4", "--multi-gpu", "both",
+    assert sim_main(["--gpus", "16,32", "--policy", "fifo,srtf", "--cpu-per-gpu", "3,4", "--multi-gpu", "both",
                      "--load", "1,2", "--jobs", "3", "--mechanisms", "proportional", "--no-progress",
                      "--out", str(swept)]) == 0
     table = read_csv(swept / "table.csv")
