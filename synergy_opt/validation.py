@@ -484,8 +484,9 @@ def parse_json(source: tuple[str, Any], text: str, root: str = "") -> Any:
     odd: list[OutOfRange | RepeatedKey] = []
 
     def mark(literal: str) -> OutOfRange:
-        odd.append(OutOfRange(literal))
-        return odd[-1]  # type: ignore[return-value]
+        marked = OutOfRange(literal)
+        odd.append(marked)
+        return marked
 
     def object_of(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         plain = dict(pairs)

@@ -51,7 +51,7 @@ from synergy_opt.sim.progress import PROGRESS, Accounting, ExactProgress, make_a
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
 from synergy_opt.sim.state import JobArrays
 from synergy_opt.sim.throughput import ThroughputTable
-from synergy_opt.sim.trace import MAX_TRACE_JOBS, Trace, extension_text
+from synergy_opt.sim.trace import MAX_TRACE_JOBS, Trace, check_extension_fits
 from synergy_opt.validation import NON_NEGATIVE, POSITIVE, SEED, InstanceOf, Optional, boolean, checked
 
 # A dynamic trace's first fifth warms the cluster up; the JCT figures are taken over the rest by default.
@@ -173,8 +173,8 @@ def simulate(
     run = kind(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s,  # type: ignore[arg-type]
                (first, last), record_job_rounds, backfill, selector, rule)
     run.mechanism_name = mechanism_name
-    if trace.largest_drawn_gpus > run.max_job_gpus:  # else a drawn job could never run, found hours into a run
-        raise InvalidInputError("cluster", f"{run.max_job_gpus} GPUs", extension_text(trace.largest_drawn_gpus))
+    # Else a drawn job that could never run is found hours into the run.
+    check_extension_fits(trace.largest_drawn_gpus, run.max_job_gpus, "cluster", f"{run.max_job_gpus} GPUs")
     run.check_rounds_needed(max_rounds)
     run.progress = progress
     run.loop(until_s, max_rounds)

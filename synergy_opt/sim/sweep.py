@@ -17,13 +17,12 @@ import numpy as np
 import pandas as pd
 
 from synergy_opt.cli.parallel import run_in_order
-from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import GPUS_PER_SERVER, MEM_GB_PER_SERVER, JobKind
 from synergy_opt.hetero import HeteroCluster
 from synergy_opt.instance import Cluster
 from synergy_opt.sim.engine import Progress, simulate
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SUMMARY_KEYS
-from synergy_opt.sim.trace import Trace, drawn_gpus, extension_text, generate_trace
+from synergy_opt.sim.trace import Trace, check_extension_fits, drawn_gpus, generate_trace
 from synergy_opt.validation import check_arguments
 
 # What identifies a run, in CSV order; ``trace`` is "generated" or the trace file's name.
@@ -94,9 +93,8 @@ class SimSetting:
         check_arguments(generate_trace, **self.generator_arguments())
         cluster = self.cluster
         largest = max(t.total_gpus for t in cluster.types) if isinstance(cluster, HeteroCluster) else self.gpus
-        if self.load is not None and drawn_gpus(self.multi_gpu) > largest:
-            raise InvalidInputError("--types" if self.types else "--gpus", self.types or self.gpus,
-                                    extension_text(drawn_gpus(self.multi_gpu)))
+        check_extension_fits(drawn_gpus(self.multi_gpu) if self.load is not None else 0, largest,
+                             "--types" if self.types else "--gpus", self.types or self.gpus)
 
     def columns(self) -> dict[str, Any]:
         """The setting's CSV columns (``SETTING_COLUMNS`` but ``mechanism``)."""

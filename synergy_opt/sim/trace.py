@@ -54,10 +54,13 @@ TRACE_COLUMNS = ("id", "arrival_s", "gpus", "duration_s", "model", "profiling_s"
 
 
 
-def extension_text(gpus: int) -> str:
-    """Why a cluster is too small for a generated trace that extends."""
-    return (f"a generated dynamic trace draws jobs of up to {gpus} GPUs as it extends (while monitored jobs run), "
-            "more than the cluster's largest GPU type holds: give it more GPUs, single-GPU jobs or a static trace")
+def check_extension_fits(drawn: int, largest: int, field: str, value: Any) -> None:
+    """Refuse, naming ``field``, a cluster whose largest GPU type (``largest`` GPUs) cannot hold a job of
+    ``drawn`` GPUs, the largest a generated trace draws as it extends (0: it does not extend)."""
+    if drawn > largest:
+        raise InvalidInputError(field, value, f"a generated dynamic trace draws jobs of up to {drawn} GPUs as it "
+                                "extends (while monitored jobs run), more than the cluster's largest GPU type "
+                                "holds: give it more GPUs, single-GPU jobs or a static trace")
 
 
 def drawn_gpus(multi_gpu: bool) -> int:
