@@ -153,3 +153,31 @@ def test_the_type_free_ideal_finds_the_optimum_where_the_core_search_finds_no_in
     assert time.perf_counter() - start < 15
     assert result.status is Status.OPTIMAL, result.message
     assert result.objective == pytest.approx(direct.objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("big", [1e15, 1e20, 1e300])
+def test_a_grid_point_no_cluster_can_afford_is_never_a_column(big: float) -> None:
+    # A blind checker's round: CPU axis points of 1e15 and more are valid input (finite, positive) that no
+    # cluster here can give. As coefficients they broke every solver: HiGHS called 2.5 (14 of 12 CPUs) or 0.0
+    # OPTIMAL, Pyomo's HiGHS 12.8, CBC INFEASIBLE, SCIP raised. Optimum by hand: a (2 GPUs) needs its floor 1.0,
+    # only at 3 CPUs and 50 GB a GPU (6 CPUs); b (floor 0.6 at 1 CPU, 50 GB, its share being below its 4-CPU
+    # point) gets the 6 CPUs left: 1 CPU a GPU, 0.6. Total 1.6; the LP mixes b's 4-CPU config in: 2.2.
+    cluster = so.Cluster(2, 2, 6.0, 100.0)
+    a = so.Job("a", 2, so.Profile([1.0, 3.0, big], [1.0, 50.0], [[0.1, 0.5], [0.2, 1.0], [0.3, 9.0]]))
+    b = so.Job("b", 2, so.Profile([1.0, 4.0], [10.0, 50.0], [[0.5, 0.6], [0.7, 1.5]]))
+    instance = so.RoundInstance(cluster, (a, b))
+    for solver in available_solvers():
+        result = so.solve_ideal(instance, solver=solver)
+        assert result.status is Status.OPTIMAL and result.objective == pytest.approx(1.6), (solver, result.message)
+    assert so.solve_ideal(instance, method="direct").objective == pytest.approx(1.6)
+    assert so.solve_ideal(instance, relax=True).objective == pytest.approx(2.2)
+    assert so.solve_opt(instance).objective == pytest.approx(1.6)
+    assert so.solve_joint(instance).objective == pytest.approx(1.6)
+    # Across types alike: the same jobs, type-free, beside a small second type whose share (1 CPU, 10 GB a GPU)
+    # keeps neither floor (0.1 and 0.5), so both stay on the first: 1.6 again.
+    hetero = HeteroCluster((ServerType("v100", 2, 2, 6.0, 100.0), ServerType("k80", 1, 2, 2.0, 20.0)))
+    jobs = tuple(HeteroJob(job.id, job.gpus, {"v100": job.profile, "k80": job.profile}, "v100") for job in (a, b))
+    free = HeteroRound(hetero, jobs)
+    for method in ("auto", "direct"):
+        assert so.solve_ideal(free, method=method).objective == pytest.approx(1.6), method
+    assert so.solve_joint(free).objective == pytest.approx(1.6)

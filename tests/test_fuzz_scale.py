@@ -126,3 +126,36 @@ def test_tune_keeps_floors_exactly_and_the_evaluator_sees_it_at_any_scale(scale:
     alone = so.RoundInstance(so.Cluster(1, 2, 6, 125), (so.Job("A", 1, a),))
     below = so.Allocation(jobs={"A": (so.Placement(server=0, gpus=1, cpus=3.0, mem_gb=40.0),)})
     assert so.evaluate(alone, below).floors_violated == ("A",)
+
+
+def _two_jobs_on_one_server(unit: float) -> so.RoundInstance:
+    # A blind checker's round: b at 20 GB a GPU leaves a 400 GB for its 0.5 (b's 1 either way): 1.5 x unit.
+    cluster = so.Cluster(1, 8, 24.0, 500.0)
+    a = so.Job("a", 4, so.Profile([3.0], [62.5, 100.0], [[0.0, 0.5 * unit]]))
+    b = so.Job("b", 4, so.Profile([3.0], [20.0, 62.5], [[unit, unit]]))
+    return so.RoundInstance(cluster, (a, b))
+
+
+@pytest.mark.parametrize("unit", [1e-12, 1e-15, 1e12])
+def test_the_core_search_scales_with_the_throughputs(unit: float) -> None:
+    # The core search (solve_ideal's default on rounds of unlike jobs) compares values with absolute slacks: at
+    # 1e-12 it read 0.5 x 1e-12 as a tie and called 1.0 x 1e-12 OPTIMAL, its bound below the LP's.
+    small = _two_jobs_on_one_server(unit)
+    result = so.solve_ideal(small, method="core")
+    assert result.status is so.Status.OPTIMAL
+    assert result.objective / unit == pytest.approx(1.5, rel=1e-9)
+    assert result.bound / unit == pytest.approx(1.5, rel=1e-6)
+    instance = so.generate_round(gpus=64, seed=3, profile_noise=0.05)
+    reference = so.solve_ideal(instance, method="core").objective
+    assert so.solve_ideal(_scaled(instance, unit), method="core").objective / unit == pytest.approx(reference, rel=1e-6)
+
+
+@pytest.mark.parametrize("unit", [1e-12, 1e12])
+def test_the_type_free_core_search_scales_with_the_throughputs(unit: float) -> None:
+    instance = so.generate_round(types={"k80": 1, "p100": 1, "v100": 1}, seed=2, profile_noise=0.05)
+    far = _hetero_scaled(instance, unit)
+    for method, fixed in (("core", False), ("per-type", True)):  # per type: each type's (core) search
+        reference = so.solve_ideal(instance.at_baseline() if fixed else instance, method=method)
+        result = so.solve_ideal(far.at_baseline() if fixed else far, method=method)
+        assert result.status is reference.status is so.Status.OPTIMAL, method
+        assert result.objective / unit == pytest.approx(reference.objective, rel=1e-6), method

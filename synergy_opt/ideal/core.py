@@ -28,6 +28,7 @@ from synergy_opt.ideal.core_search import (
     SearchOutcome,
     check_deadline,
     core_result,
+    in_band,
     prepare,
     search,
 )
@@ -51,12 +52,13 @@ def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
     """Solve ``ideal`` (an ILP) as the module docstring says; the result reads like any backend's."""
     start = time.perf_counter()
     deadline = None if params.time_limit is None else start + params.time_limit
-    knapsack = Knapsack.of(ideal)
+    knapsack, unit = in_band(Knapsack.of(ideal))
     built = time.perf_counter()
     incumbent: CoreSolution | None = None
 
     def finish(status: Status, upper: float | None, message: str) -> SolveResult:
-        return core_result(SOLVER_NAME, knapsack.value, incumbent, status, upper, message, start, built)
+        upper = None if upper is None else upper / unit
+        return core_result(SOLVER_NAME, ideal.model.objective, incumbent, status, upper, message, start, built)
 
     if not knapsack.value.size:
         incumbent = CoreSolution(np.zeros(0), 0.0)

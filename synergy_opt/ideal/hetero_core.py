@@ -27,7 +27,14 @@ import time
 
 import numpy as np
 
-from synergy_opt.ideal.core_search import CoreSolution, SearchDeadline, SearchOutcome, check_deadline, core_result
+from synergy_opt.ideal.core_search import (
+    CoreSolution,
+    SearchDeadline,
+    SearchOutcome,
+    check_deadline,
+    core_result,
+    in_band,
+)
 from synergy_opt.ideal.hetero_knapsack import TypedKnapsack
 from synergy_opt.ideal.hetero_model import HeteroIdealModel
 from synergy_opt.ideal.hetero_search import Plan, plan, search
@@ -64,17 +71,18 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
     """Solve the type-free ILP ``ideal`` (floors fixed) as the module docstring says."""
     start = time.perf_counter()
     deadline = None if params.time_limit is None else start + params.time_limit
-    knapsack = TypedKnapsack.of(ideal)
+    knapsack, unit = in_band(TypedKnapsack.of(ideal))
     built = time.perf_counter()
     incumbent: CoreSolution | None = None
 
     def finish(status: Status, upper: float | None, message: str, exact: bool = False) -> SolveResult:
-        objective = None if incumbent is None else float(knapsack.value @ incumbent.y)
+        objective = None if incumbent is None else float(ideal.model.objective @ incumbent.y)
+        upper = None if upper is None else upper / unit
         if upper is not None and objective is not None:
             # The penalty is summed in another order than the objective: the optimum an exact search found is
             # its own bound, and no bound is below the objective.
             upper = objective if exact else max(upper, objective)
-        return core_result(SOLVER_NAME, knapsack.value, incumbent, status, upper, message, start, built)
+        return core_result(SOLVER_NAME, ideal.model.objective, incumbent, status, upper, message, start, built)
 
     if not knapsack.value.size:
         incumbent = CoreSolution(np.zeros(0), 0.0)

@@ -34,7 +34,15 @@ from functools import cached_property
 import numpy as np
 
 from synergy_opt.hetero import HeteroRound
-from synergy_opt.ideal.model import OBJECTIVE, Objective, Reductions, columns_of_jobs, config_columns, row_labels
+from synergy_opt.ideal.model import (
+    OBJECTIVE,
+    Objective,
+    Reductions,
+    columns_of_jobs,
+    config_columns,
+    fits_alone,
+    row_labels,
+)
 from synergy_opt.profile_groups import ProfileGroup
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.validation import InstanceOf, Optional, checked
@@ -184,6 +192,11 @@ def build_hetero_ideal(instance: HeteroRound, *, objective: Objective = "job",
     col_class, col_type, col_cpu, col_mem, col_tput, col_floor = (
         a[order] for a in (col_class, col_type, col_cpu, col_mem, col_tput, col_floor))
     class_gpus = gpus[representatives]
+    capacity = np.array([[t.total_gpus, t.servers * t.cpus_per_server, t.servers * t.mem_gb_per_server]
+                         for t in cluster.types], dtype=float).reshape(-1, 3)
+    held = fits_alone(class_gpus[col_class], col_cpu, col_mem, capacity[col_type, 1], capacity[col_type, 2])
+    col_class, col_type, col_cpu, col_mem, col_tput, col_floor = (
+        a[held] for a in (col_class, col_type, col_cpu, col_mem, col_tput, col_floor))
     col_gpus = class_gpus[col_class]
 
     builder = ModelBuilder("hetero_ideal_allocation", "max")
@@ -193,8 +206,6 @@ def build_hetero_ideal(instance: HeteroRound, *, objective: Objective = "job",
     columns = np.arange(y.start, y.stop)
     builder.add_rows("assign", col_class, columns, np.ones(col_class.size), lower=count, upper=count,
                      count=count.size)
-    capacity = np.array([[t.total_gpus, t.servers * t.cpus_per_server, t.servers * t.mem_gb_per_server]
-                         for t in cluster.types], dtype=float)
     for r, (name, use) in enumerate(zip(COUPLING, (col_gpus, col_gpus * col_cpu, col_gpus * col_mem), strict=True)):
         builder.add_rows(name, col_type, columns, use.astype(float), upper=capacity[:, r], count=types)
     if not reductions.fix_below_floor:

@@ -152,6 +152,8 @@ def build_ideal(
         joined(name, np.int64) for name in ("col_class", "class_count", "class_gpus", "class_jobs")
     )
     col_cpu, col_mem, col_tput = (joined(name, float) for name in ("col_cpu", "col_mem", "col_tput"))
+    held = fits_alone(class_gpus[col_class], col_cpu, col_mem, cluster.total_cpus, cluster.total_mem_gb)
+    col_class, col_cpu, col_mem, col_tput = (a[held] for a in (col_class, col_cpu, col_mem, col_tput))
     col_gpus = class_gpus[col_class]
 
     builder = ModelBuilder("ideal_allocation", "max")
@@ -237,6 +239,18 @@ def group_columns(instance: RoundInstance, group: ProfileGroup, reductions: Redu
         class_floor=floor[class_matrix],
         class_jobs=class_jobs,
     )
+
+
+def fits_alone(gpus: np.ndarray, cpu: np.ndarray, mem: np.ndarray, total_cpus: float, total_mem_gb: float
+               ) -> np.ndarray:
+    """Which columns (a job's GPUs, per-GPU CPUs and GB) fit the cluster's (or a type's) CPUs and memory by
+    themselves. A column that does not is in no feasible solution (rows 2-3 with every other use >= 0), so the
+    builders never make it, whatever the reductions: as a coefficient it only hurt (a grid point of 1e15 or
+    1e20 CPUs, which the input rules accept, made HiGHS call 2.5 OPTIMAL on a round whose optimum is 1.6 and SCIP
+    raise). A job's share column always fits (its GPUs fit). The slack only keeps a column that fills the
+    cluster exactly but for rounding."""
+    slack = 1.0 + 1e-9
+    return (gpus * cpu <= total_cpus * slack) & (gpus * mem <= total_mem_gb * slack)
 
 
 def config_columns(group: ProfileGroup, cpu_per_gpu: float, mem_gb_per_gpu: float, floors: np.ndarray,
