@@ -148,6 +148,26 @@ def _equality(integer: bool) -> LinearModel:
     return b.build()
 
 
+def cbc_preprocess_ip() -> LinearModel:
+    # An ideal ILP from a fuzzed round (four jobs of 4, 2, 1, 1 GPUs; one server's 22 CPUs and 500 GB), on which
+    # CBC 2.10 with its default preprocessing returned 3.7721 as OPTIMAL. Columns per job (value, CPUs, GB):
+    # the 4-GPU job takes 4 CPUs (its 32-CPU configs cannot fit beside the others) at 88 or 112 GB; the 2-GPU
+    # job's one config is worth 0 and takes 4 CPUs. 14 CPUs are left for the two 1-GPU jobs, of 1 or 8 CPUs
+    # each, so one takes 8: the first at 8 (1.8721) and the second at 1 (0.9997) beats the other way round
+    # (1.7838 + 0.9439 = 3.7721, CBC's answer). With the 4-GPU job's 1.0444: 3.9162.
+    value = [0.9356, 0.9439, 1.0993, 1.6019, 1.8721, 0.9997, 1.0512, 1.4306, 1.7838, 1.023, 1.0444, 1.1321, 1.4383,
+             1.89, 0.0]
+    job = [0] * 5 + [1] * 4 + [2] * 5 + [3]
+    cpu = [1, 1, 8, 8, 8, 1, 8, 8, 8, 4, 4, 32, 32, 32, 4]
+    mem = [22, 28, 22, 28, 34, 22, 22, 28, 34, 88, 112, 88, 112, 136, 125]
+    b = ModelBuilder("cbc_preprocess_ip", "max")
+    b.add_vars("y", 15, upper=1.0, integer=True, objective=np.array(value))
+    b.add_rows("assign", np.array(job), np.arange(15), np.ones(15), lower=1.0, upper=1.0, count=4)
+    b.add_rows("cpu", np.zeros(15), np.arange(15), np.array(cpu, dtype=float), upper=22.0)
+    b.add_rows("mem", np.zeros(15), np.arange(15), np.array(mem, dtype=float), upper=500.0)
+    return b.build()
+
+
 CASES: dict[str, Case] = {
     "lp_max": Case(lp_max, Status.OPTIMAL, 11.0, (3.0, 1.0)),
     "knapsack": Case(knapsack, Status.OPTIMAL, 23.0, (1.0, 1.0, 0.0, 0.0)),
@@ -158,6 +178,8 @@ CASES: dict[str, Case] = {
     "unbounded_lp": Case(unbounded_lp, Status.UNBOUNDED),
     "unbounded_ip": Case(unbounded_ip, Status.UNBOUNDED),
     "free_ip": Case(free_ip, Status.OPTIMAL, 3.0),
+    "cbc_preprocess_ip": Case(cbc_preprocess_ip, Status.OPTIMAL, 3.9162,
+                              (0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)),
     "min_lp_offset": Case(min_lp_offset, Status.OPTIMAL, 19.0, (3.0, 1.0)),
     "min_ip_decimal": Case(min_ip_decimal, Status.OPTIMAL, 12.25, (2.0, 1.0)),
     "equality_lp": Case(lambda: _equality(False), Status.OPTIMAL, 7.5, (1.5, 1.5, 1.0)),
@@ -181,6 +203,42 @@ def require(name: str, model: LinearModel | None = None) -> None:
         pytest.skip(f"{name} declares no integer support")
     if not bool(model.integer.all()) and not caps.continuous:
         pytest.skip(f"{name} declares no continuous variables; {model.name} has some")
+
+
+def huge_coefficient(big: float) -> LinearModel:
+    # max y0 + 2 y1 + 9 y2 : one of them, y0 + 3 y1 + big y2 <= 6. Optimum 2 for any big > 6; a coefficient of
+    # 1e15 or more made HiGHS keep an empty model it called OPTIMAL at 0, Pyomo's HiGHS answer 12, CBC say
+    # INFEASIBLE, SCIP's wrapper raise AttributeError.
+    b = ModelBuilder("huge_coefficient", "max")
+    b.add_vars("y", 3, upper=1.0, integer=True, objective=np.array([1.0, 2.0, 9.0]))
+    b.add_rows("assign", np.zeros(3), np.arange(3), np.ones(3), lower=1.0, upper=1.0)
+    b.add_rows("cpu", np.zeros(3), np.arange(3), np.array([1.0, 3.0, big]), upper=6.0)
+    return b.build()
+
+
+@pytest.mark.parametrize("solver", solver_names())
+def test_a_coefficient_beyond_the_backends_is_an_error_status(solver: str) -> None:
+    require(solver)
+    assert solve_model(huge_coefficient(1e14), solver).objective == pytest.approx(2.0)
+    for big in (1e15, 1e20, 1e300):
+        result = solve_model(huge_coefficient(big), solver)
+        assert result.status is Status.ERROR and result.x is None, (big, result.message)
+        assert "'cpu'" in result.message and f"{big:g}" in result.message
+
+
+def test_scip_failing_inside_mathopt_is_an_error_status() -> None:
+    require("ortools-scip")
+    from synergy_opt.solvers.ortools_backend import solve_scip  # past solve_model's guard, as a backend call
+
+    result = solve_scip(huge_coefficient(1e20), SolverParams())
+    assert result.status is Status.ERROR and "MathOpt/SCIP failed" in result.message
+
+
+def test_highs_refusing_a_model_is_an_input_error() -> None:
+    from synergy_opt.solvers.highs import to_highs
+
+    with pytest.raises(InvalidInputError, match="HiGHS refused it"):
+        to_highs(huge_coefficient(1e15))
 
 
 @pytest.mark.parametrize("case_name", list(CASES))

@@ -134,7 +134,9 @@ def to_highs(model: LinearModel) -> highspy.Highs:
             highspy.HighsVarType.kInteger if flag else highspy.HighsVarType.kContinuous for flag in model.integer
         ]
     h = quiet_highs()
-    h.passModel(lp)
+    if h.passModel(lp) == highspy.HighsStatus.kError:  # else HiGHS keeps an empty model and "solves" that
+        raise InvalidInputError("model", model.name, "HiGHS refused it: a coefficient of magnitude 1e15 or more, "
+                                "or bounds it cannot read")
     return h
 
 

@@ -401,8 +401,9 @@ def solve_scip(model: LinearModel, params: SolverParams) -> SolveResult:
     built = time.perf_counter()
     try:
         result = mathopt.solve(mo, mathopt.SolverType.GSCIP, params=solve_params)
-    except (RuntimeError, ValueError) as exc:
-        # MathOpt raises for rejected parameters or an internal failure: a fault of the solve, not of the caller.
+    except (RuntimeError, ValueError, AttributeError) as exc:
+        # MathOpt raises for rejected parameters or an internal failure: a fault of the solve, not of the caller
+        # (its wrapping of some SCIP errors raises AttributeError: 'StatusNotOk' ... 'canonical_code').
         return SolveResult(status=Status.ERROR, solver="ortools-scip", build_seconds=built - start,
                            solve_seconds=time.perf_counter() - built, message=f"MathOpt/SCIP failed: {exc}",
                            native_status="exception")

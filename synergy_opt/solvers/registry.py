@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.errors import SolverUnavailableError, UnknownNameError
-from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, find_binary
+from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, Status, find_binary
 from synergy_opt.solvers.model import LinearModel
 from synergy_opt.validation import SOLVER_SETTINGS, OneOf, Rule
 
@@ -137,6 +137,9 @@ def solve_model(model: LinearModel, solver: str = DEFAULT_SOLVER, params: Solver
         raise SolverUnavailableError(
             f"solver {solver!r} needs every variable integer; {model.name} has continuous ones"
         )
+    too_large = coefficient_out_of_range(model)
+    if too_large:
+        return SolveResult(status=Status.ERROR, solver=solver, message=too_large, native_status="not solved")
     scale = objective_scale(model)
     if scale == 1.0:
         return solve(model, params)
@@ -144,6 +147,29 @@ def solve_model(model: LinearModel, solver: str = DEFAULT_SOLVER, params: Solver
                    params)
     return replace(result, objective=None if result.objective is None else result.objective / scale,
                    bound=None if result.bound is None else result.bound / scale)
+
+
+# Constraint coefficients of this magnitude or more are refused before any backend sees them: HiGHS rejects such
+# a matrix (its large_matrix_value) and was left with an empty model it called OPTIMAL at 0, Pyomo's HiGHS
+# returned every column at 1, SCIP and CBC read 1e20 as infinite (SCIP's wrapper raised, CBC found it infeasible).
+LARGEST_COEFFICIENT = 1e15
+
+
+def coefficient_out_of_range(model: LinearModel) -> str:
+    """Why ``model`` cannot be handed to a backend (a constraint coefficient of magnitude at least
+    :data:`LARGEST_COEFFICIENT`, named by its row block), or "" when it can."""
+    matrix = model.matrix.tocoo()
+    if not matrix.nnz:
+        return ""
+    at = int(np.argmax(np.abs(matrix.data)))
+    largest = float(matrix.data[at])
+    if abs(largest) < LARGEST_COEFFICIENT:
+        return ""
+    row = int(matrix.row[at])
+    block = next((name for name, rows in model.con_blocks.items() if rows.start <= row < rows.stop), f"row {row}")
+    return (f"not solved: a coefficient of {largest:g} in the rows {block!r} of {model.name}; the backends take "
+            f"magnitudes below {LARGEST_COEFFICIENT:g} (HiGHS refuses larger ones, SCIP and CBC read 1e20 as "
+            "infinite)")
 
 
 # Objective coefficients whose largest magnitude lies outside this band are rescaled before a backend sees them:
