@@ -45,7 +45,13 @@ from synergy_opt.sim.bounds import (
     ready_time_error,
     ready_within_horizon,
 )
-from synergy_opt.sim.gavel_policies import AGNOSTIC_POLICIES, GAVEL_POLICIES, GavelSelector, gavel_weights
+from synergy_opt.sim.gavel_policies import (
+    AGNOSTIC_POLICIES,
+    GAVEL_POLICIES,
+    GavelSelector,
+    gavel_weights,
+    step_rates,
+)
 from synergy_opt.sim.policies import POLICIES, JobStates, Policy, ranking, resolve_policy
 from synergy_opt.sim.progress import PROGRESS, Accounting, ExactProgress, make_accounting
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
@@ -168,7 +174,10 @@ def simulate(
     if last > len(trace):
         trace = trace.extend(last)
     ratio = trace.metadata.get("cpu_per_gpu", 3)
-    rule = make_accounting(accounting, ratio if isinstance(ratio, int) else 3)
+    ratio = ratio if isinstance(ratio, int) else 3
+    rule = make_accounting(accounting, ratio)
+    if selector is not None:
+        selector.step_rates = step_rates(trace, ratio)
     kind = RUNS[type(cluster)]
     run = kind(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s,  # type: ignore[arg-type]
                (first, last), record_job_rounds, backfill, selector, rule)

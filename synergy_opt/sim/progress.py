@@ -28,7 +28,7 @@ from typing import Literal, Protocol, get_args
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, model_info, model_names
+from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO
 from synergy_opt.sim.trace import TraceJob
 from synergy_opt.validation import OneOf
 
@@ -106,10 +106,9 @@ class ArtifactProgress:
         return done, (total - done_iterations) * iter_time, span.copy()
 
     def _iter_time(self, position: int, job: TraceJob) -> float:
-        if job.iter_time_s is not None:
-            return job.iter_time_s
-        if job.model in model_names():
-            return model_info(job.model, self.cpu_per_gpu).iter_time_s
+        seconds = job.iteration_time(self.cpu_per_gpu)
+        if seconds is not None:
+            return seconds
         raise InvalidInputError(
             f"trace.jobs[{position}].iter_time_s", None,
             "accounting='artifact' counts whole iterations: the job needs an iteration time or a built-in model",

@@ -27,6 +27,7 @@ from synergy_opt.generate import (
     job_profiles,
 )
 from synergy_opt.instance import Profile, prefixed
+from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, model_info, model_names
 from synergy_opt.profiling.delay import METHOD, Method, profile_matrix
 from synergy_opt.profiling.measurement import MINUTES, MINUTES_PER_POINT
 from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD, THRESHOLD
@@ -103,6 +104,15 @@ class TraceJob:
     def _key(self) -> tuple[Any, ...]:
         return (self.id, self.arrival_s, self.gpus, self.duration_s, self.profile, self.model, self.profiling_s,
                 self.iter_time_s)
+
+    def iteration_time(self, cpu_per_gpu: int = DEFAULT_CPU_GPU_RATIO) -> float | None:
+        """Seconds an iteration takes at the GPU-proportional share: its own ``iter_time_s``, else its built-in
+        model's (as profiled at ``cpu_per_gpu``), else None."""
+        if self.iter_time_s is not None:
+            return self.iter_time_s
+        if self.model in model_names():
+            return model_info(self.model, cpu_per_gpu).iter_time_s
+        return None
 
 
 @dataclass(frozen=True, eq=False)
