@@ -1,0 +1,70 @@
+"""The artifact's own simulator on settings beyond Figure 9 (tests/data/artifact_runs/README.md), replayed with
+its accounting: per-job JCTs equal to the second where the artifact's rules are modelled (docs/fidelity.md,
+"Beyond Figure 9"); the two settings whose rules are not are strict xfails, so that modelling them is noticed."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+import synergy_opt as so
+from synergy_opt.sim import simulate
+from synergy_opt.sim.artifact_trace import artifact_trace
+
+RUNS = Path(__file__).parent / "data" / "artifact_runs"
+STOP_S = 120 * 3600.0  # the artifact's runner.time_limit where a run was stopped
+# NAME: (policy, mechanism, monitored positions, stopped at STOP_S, average JCT in hours the artifact reports).
+SETTINGS = {
+    "a_fifo_fair_s7_l7": ("fifo", "proportional", (1000, 1200), False, 15.0287),
+    "a_fifo_tune_s7_l7": ("fifo", "tune-artifact", (1000, 1200), False, 13.2571),
+    "b_fifo_fair_multi": ("fifo", "proportional", (150, 250), False, 20.1243),
+    "c_las_fair_multi": ("las", "proportional", (150, 250), False, 22.9976),
+    "c_srtf_fair_multi": ("srtf", "proportional", (150, 250), False, 20.7584),
+    "c_las_tune_single": ("las", "tune-artifact", (300, 400), False, 13.0436),
+    "c_srtf_tune_single": ("srtf", "tune-artifact", (300, 400), False, 13.0436),
+    "e_las_greedy_single_l20": ("las", "greedy", (300, 400), True, 4.4766),
+    "e_fifo_tune_split50_l20": ("fifo", "tune-artifact", (300, 400), True, 14.7609),
+}
+# Not modelled (docs/fidelity.md, "Beyond Figure 9"): a multi-GPU job whose best case exceeds a server (rule 3),
+# FTF's ascending order (rule 1).
+UNMODELLED = {
+    "b_fifo_tune_multi": ("fifo", "tune-artifact", (150, 250), False, 18.8151),
+    "d_ftf_fair_single_l20": ("ftf", "proportional", (300, 400), True, 17.9433),
+}
+
+
+def _replay(name: str, policy: str, mechanism: str, window: tuple[int, int], stopped: bool
+            ) -> tuple[dict[str, float], dict[str, float]]:
+    trace = artifact_trace((RUNS / f"{name}_trace.csv").read_text())
+    with (RUNS / f"{name}_jct.csv").open() as handle:
+        theirs = {row["job_id"]: float(row["jct_s"]) for row in csv.DictReader(handle)}
+    result = simulate(trace, so.Cluster(16, 8, 24, 500), policy=policy, mechanism=mechanism, round_s=300.0,
+                      monitor=window, accounting="artifact", until_s=STOP_S if stopped else None)
+    ours = result.monitored_jobs.set_index("id")["jct_s"].dropna().to_dict()
+    if stopped:  # the jobs both runs finished a while before the stop
+        arrival = {job.id: job.arrival_s for job in trace.jobs}
+        theirs = {k: v for k, v in theirs.items() if arrival[k] + v <= STOP_S - 600}
+        ours = {k: v for k, v in ours.items() if arrival[k] + v <= STOP_S - 600}
+    return theirs, ours
+
+
+def _check(name: str, setting: tuple[str, str, tuple[int, int], bool, float]) -> None:
+    policy, mechanism, window, stopped, average_h = setting
+    theirs, ours = _replay(name, policy, mechanism, window, stopped)
+    assert len(theirs) >= 27 and ours.keys() == theirs.keys()
+    assert {k: ours[k] for k in theirs} == theirs
+    if not stopped:
+        assert sum(theirs.values()) / len(theirs) / 3600 == pytest.approx(average_h, abs=1e-4)
+
+
+@pytest.mark.parametrize("name", sorted(SETTINGS))
+def test_the_artifacts_runs_replay_to_the_second(name: str) -> None:
+    _check(name, SETTINGS[name])
+
+
+@pytest.mark.parametrize("name", sorted(UNMODELLED))
+@pytest.mark.xfail(strict=True, reason="an artifact rule not modelled here (docs/fidelity.md, Beyond Figure 9)")
+def test_the_artifacts_rules_not_modelled_yet(name: str) -> None:
+    _check(name, UNMODELLED[name])
