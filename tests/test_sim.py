@@ -254,6 +254,7 @@ def test_policies_order_as_defined(states: JobStates, name: str) -> None:
         "srtf": states.remaining_s,
         "las": states.attained_gpu_s,
         "ftf": -(states.now_s - states.arrival_s + states.remaining_s) / states.duration_s,
+        "ftf-artifact": (states.now_s - states.arrival_s + states.remaining_s) / states.duration_s,
     }[name]
     for a, b in itertools.pairwise(order):
         assert (key[a], states.arrival_s[a], states.position[a]) <= (key[b], states.arrival_s[b], states.position[b])

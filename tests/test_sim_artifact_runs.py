@@ -1,6 +1,6 @@
 """The artifact's own simulator on settings beyond Figure 9 (tests/data/artifact_runs/README.md), replayed with
 its accounting: per-job JCTs equal to the second where the artifact's rules are modelled (docs/fidelity.md,
-"Beyond Figure 9"); the two settings whose rules are not are strict xfails, so that modelling them is noticed."""
+"Beyond Figure 9"); a setting whose rules are not is a strict xfail, so that modelling them is noticed."""
 
 from __future__ import annotations
 
@@ -26,12 +26,11 @@ SETTINGS = {
     "c_srtf_tune_single": ("srtf", "tune-artifact", (300, 400), False, 13.0436),
     "e_las_greedy_single_l20": ("las", "greedy", (300, 400), True, 4.4766),
     "e_fifo_tune_split50_l20": ("fifo", "tune-artifact", (300, 400), True, 14.7609),
+    "d_ftf_fair_single_l20": ("ftf-artifact", "proportional", (300, 400), True, 17.9433),
 }
-# Not modelled (docs/fidelity.md, "Beyond Figure 9"): a multi-GPU job whose best case exceeds a server (rule 3),
-# FTF's ascending order (rule 1).
+# Not modelled (docs/fidelity.md, "Beyond Figure 9"): a multi-GPU job whose best case exceeds a server (rule 3).
 UNMODELLED = {
     "b_fifo_tune_multi": ("fifo", "tune-artifact", (150, 250), False, 18.8151),
-    "d_ftf_fair_single_l20": ("ftf", "proportional", (300, 400), True, 17.9433),
 }
 
 

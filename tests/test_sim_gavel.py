@@ -13,7 +13,6 @@ import pytest
 import synergy_opt as so
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.sim import load_trace, save_trace
-from synergy_opt.sim.gavel_policies import step_rates
 from synergy_opt.sim.gavel import (
     DEFAULT_JOB_MODELS,
     GAVEL_TRACES,
@@ -23,6 +22,7 @@ from synergy_opt.sim.gavel import (
     parse_gavel_trace,
     shipped_file,
 )
+from synergy_opt.sim.gavel_policies import step_rates
 
 ED69EC = gavel_trace_file("msr_seed0_ed69ec")
 

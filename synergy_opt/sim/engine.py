@@ -107,8 +107,9 @@ def simulate(
         (:mod:`synergy_opt.sim.hetero_run`: progress in the reference type's unit, the policy choosing each
         job's type, the mechanism per type); every job's GPU demand must fit in it (in one type).
     policy
-        ``"fifo"``, ``"srtf"``, ``"las"``, ``"ftf"`` or a callable of :class:`~synergy_opt.sim.JobStates`
-        returning one priority key per job (lowest first); or one of Gavel's LP policies
+        ``"fifo"``, ``"srtf"``, ``"las"``, ``"ftf"``, ``"ftf-artifact"`` or a callable of
+        :class:`~synergy_opt.sim.JobStates` returning one priority key per job (lowest first); or one of Gavel's LP
+        policies
         (``"max_min_fairness"``, ``"finish_time_fairness"``, ``"makespan"``, ``"max_sum_throughput"``:
         :mod:`synergy_opt.sim.gavel_policies`), whose round mechanism picks each round's jobs.
     mechanism
