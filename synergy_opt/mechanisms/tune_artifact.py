@@ -26,9 +26,10 @@ Where the artifact would fail this toolkit's invariants, it is completed instead
 never get there (the Figure 9 replay is exact): the artifact calls ``sys.exit(1)`` when the last try fails
 (here :func:`~synergy_opt.packing.place.place_with_fallback` places the job, demoting peers just enough),
 and a "mixed" peer (above the share in one resource, below in the other) that reverting would grow beyond
-its server's capacity is passed over. Not modelled: the artifact's linear speedup for a multi-GPU job whose
-best case is capped at one server (here the matrix is read at the best grid point within the cap;
-docs/fidelity.md, "Beyond Figure 9", rule 3). Its per-model placement penalty is 1 for every model.
+its server's capacity is passed over. The artifact's linear speedup for a multi-GPU job whose best case is
+capped at one server is in the job's matrix when its trace is the artifact's record
+(:func:`~synergy_opt.sim.artifact_trace.artifact_profile`); its per-model placement penalty is 1 for every
+model.
 """
 
 from __future__ import annotations

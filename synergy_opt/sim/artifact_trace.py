@@ -5,20 +5,26 @@ artifact writes ``runner.record_job``'s fields as they are). A job's duration at
 is ``total_iters x`` its model's fair-share iteration time (the artifact's ``models/<model>_1.py``
 ``iter_time``, carried by the built-in profiles as ``iter_time_s``); the trace keeps that iteration time per
 job (``TraceJob.iter_time_s``), so that the artifact's accounting (``simulate(accounting="artifact")``) counts
-the same whole iterations. Job ids are the artifact's numbers as strings; trace order is file order.
+the same whole iterations. Job ids are the artifact's numbers as strings; trace order is file order. A job
+takes its model's matrix, but a multi-GPU job whose best case exceeds one of the artifact's servers takes the
+matrix the artifact runs it by (:func:`artifact_profile`: its capped demand and linear speedup).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+from functools import cache
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.files import read_text
 from synergy_opt.generate import GENERATOR_ARGUMENTS
-from synergy_opt.instance import prefixed
+from synergy_opt.instance import Cluster, Job, Profile, RoundInstance, prefixed
+from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.profiles import model_info
 from synergy_opt.sim.trace import Trace, TraceJob
 from synergy_opt.validation import checked, text
@@ -78,12 +84,54 @@ def artifact_trace(content: str, cpu_per_gpu: int = 3) -> Trace:
         except InvalidInputError as error:
             raise prefixed(error, where) from None
         iterations = _whole(where, "total_iters", cells[3], 1)
+        gpus = _whole(where, "gpus", cells[4], 1)
         jobs.append(TraceJob(
-            job_id, float(_whole(where, "arrival_s", cells[2], 0)), _whole(where, "gpus", cells[4], 1),
-            iterations * info.iter_time_s, info.profile, model=name, iter_time_s=info.iter_time_s,
+            job_id, float(_whole(where, "arrival_s", cells[2], 0)), gpus, iterations * info.iter_time_s,
+            artifact_profile(name, gpus, cpu_per_gpu), model=name, iter_time_s=info.iter_time_s,
         ))
     metadata: dict[str, Any] = {"source": SOURCE, "jobs_read": len(jobs), "cpu_per_gpu": cpu_per_gpu}
     return Trace(tuple(jobs), metadata)
+
+
+# The artifact's servers (its configs/default_cluster.ini): 8 GPUs, 8 x the CPU:GPU ratio CPUs, 500 GB.
+ARTIFACT_SERVER_GPUS = 8
+ARTIFACT_SERVER_MEM_GB = 500.0
+
+
+@cache
+def artifact_profile(name: str, gpus: int, cpu_per_gpu: int = 3) -> Profile:
+    """The matrix an artifact job of built-in model ``name`` on ``gpus`` GPUs runs by.
+
+    The model's own, but for a job of 2-8 GPUs whose best case (its model's single-GPU best-case point, times
+    its GPUs) exceeds a server's CPUs or memory: the artifact (``jobs/workload.py``, ``add_synergy_profile``) caps
+    its demand at one server's and makes its speedup a straight line in CPUs between the share (1) and its best
+    case, ``1 + (s - 1) (c_cap - c_p) / (c_best - c_p)`` (a 4-GPU AlexNet: 6 CPUs and 125 GB a GPU at 1.6467; a
+    3-GPU one: 8 CPUs at 2.078), and gives nothing between the share and that point. So its matrix here is 1 at
+    every config from the share up, that capped speedup from the capped point up (the point put on the grid),
+    and the model's below the share; its best case (:func:`~synergy_opt.mechanisms.demand.best_case_demands`) is
+    then the capped point. A job of more than 8 GPUs runs at the share at speedup 1 there, as the model's
+    matrix already gives it with the server cap.
+    """
+    info = model_info(name, cpu_per_gpu)
+    profile = info.profile
+    share_cpu, share_mem = float(cpu_per_gpu), ARTIFACT_SERVER_MEM_GB / ARTIFACT_SERVER_GPUS
+    server_cpus = ARTIFACT_SERVER_GPUS * cpu_per_gpu
+    one = RoundInstance(Cluster(1, ARTIFACT_SERVER_GPUS, server_cpus, ARTIFACT_SERVER_MEM_GB), (Job("j", 1, profile),))
+    best_cpu, best_mem = (float(v[0]) for v in best_case_demands(one))
+    cap_cpu = min(best_cpu, server_cpus / gpus)
+    cap_mem = min(best_mem, ARTIFACT_SERVER_MEM_GB / gpus)
+    if gpus <= 1 or gpus > ARTIFACT_SERVER_GPUS or (cap_cpu, cap_mem) == (best_cpu, best_mem):
+        return profile
+    speedup = info.speedup_at_best
+    if best_cpu > share_cpu:  # the artifact's line in CPUs (only memory capped: its best speedup)
+        speedup = 1.0 + (speedup - 1.0) * (cap_cpu - share_cpu) / (best_cpu - share_cpu)
+    cpu_axis = np.union1d(profile.cpu_per_gpu, [cap_cpu])
+    mem_axis = np.union1d(profile.mem_gb_per_gpu, [cap_mem])
+    cpu, mem = np.meshgrid(cpu_axis, mem_axis, indexing="ij")
+    tput = np.asarray(profile.throughput(cpu, mem), dtype=float)  # new points read the grid below them
+    tput = np.where((cpu >= share_cpu) & (mem >= share_mem), np.minimum(tput, 1.0), tput)
+    tput[(cpu >= cap_cpu) & (mem >= cap_mem)] = speedup
+    return Profile(cpu_axis, mem_axis, tput, name=f"{name}-x{gpus}-artifact")
 
 
 def _whole(where: str, name: str, cell: str, low: int) -> int:
