@@ -28,10 +28,17 @@ SETTINGS = {
     "e_fifo_tune_split50_l20": ("fifo", "tune-artifact", (300, 400), True, 14.7609),
     "d_ftf_fair_single_l20": ("ftf-artifact", "proportional", (300, 400), True, 17.9433),
     "b_fifo_tune_multi": ("fifo", "tune-artifact", (150, 250), False, 18.8151),
-}
-# Not modelled (docs/fidelity.md, "Beyond Figure 9"): LAS+tune places the largest GPU demands first (rule 4).
-UNMODELLED = {
     "c_las_tune_multi": ("las", "tune-artifact", (150, 250), False, 19.9609),
+    "c_srtf_tune_single_l20": ("srtf-artifact", "tune-artifact", (300, 400), True, 8.4139),
+    "c_srtf_tune_multi": ("srtf-artifact", "tune-artifact", (150, 250), False, 19.2401),
+    "d_ftf_tune_single_l20": ("ftf-artifact", "tune-artifact", (300, 400), True, 15.1859),
+}
+# The artifact's LAS places its round's jobs by GPU demand, largest first, when it runs TUNE.
+OPTIONS = {"c_las_tune_multi": {"sort": "gpus"}}
+# Not modelled (docs/fidelity.md, "Beyond Figure 9"): plain FIFO offers the GPUs of a job it could not place
+# to the jobs after it (rule 5).
+UNMODELLED = {
+    "e_fifo_greedy_single_l20": ("fifo", "greedy", (300, 400), True, 12.4486),
 }
 
 
@@ -41,7 +48,8 @@ def _replay(name: str, policy: str, mechanism: str, window: tuple[int, int], sto
     with (RUNS / f"{name}_jct.csv").open() as handle:
         theirs = {row["job_id"]: float(row["jct_s"]) for row in csv.DictReader(handle)}
     result = simulate(trace, so.Cluster(16, 8, 24, 500), policy=policy, mechanism=mechanism, round_s=300.0,
-                      monitor=window, accounting="artifact", until_s=STOP_S if stopped else None)
+                      monitor=window, accounting="artifact", until_s=STOP_S if stopped else None,
+                      **OPTIONS.get(name, {}))
     ours = result.monitored_jobs.set_index("id")["jct_s"].dropna().to_dict()
     if stopped:  # the jobs both runs finished a while before the stop
         arrival = {job.id: job.arrival_s for job in trace.jobs}
@@ -89,3 +97,11 @@ def test_artifact_jobs_take_the_artifacts_capped_demand_and_speedup(model: str, 
     assert (part.cpus / part.gpus, part.mem_gb / part.gpus) == pytest.approx((cpu, mem))
     assert job.profile.throughput(cpu, mem) == pytest.approx(speedup)
     assert job.profile.throughput(3.0, 62.5) == pytest.approx(1.0)
+
+
+def test_the_artifacts_policies_run_on_one_gpu_type() -> None:
+    trace = artifact_trace("0,res18,0,100,1\n")
+    cluster = so.HeteroCluster.of("k80:1,v100:1", 8, 24, 500)
+    for policy in ("srtf-artifact", "ftf-artifact"):
+        with pytest.raises(so.InvalidInputError, match="policy"):
+            simulate(trace, cluster, policy=policy, mechanism="tune-artifact")

@@ -34,6 +34,8 @@ model.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from synergy_opt.instance import RoundInstance
@@ -45,9 +47,14 @@ from synergy_opt.packing.state import ServerState
 
 
 def pack_tune_artifact(
-    instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE
+    instance: RoundInstance, order: np.ndarray, best_case_tolerance: float = DEFAULT_TOLERANCE,
+    sort: Literal["policy", "gpus"] = "policy",
 ) -> ServerState:
-    """The artifact's Synergy-TUNE on ``instance``, jobs taken in ``order`` (job indices, policy order)."""
+    """The artifact's Synergy-TUNE on ``instance``, jobs taken in ``order`` (job indices, policy order), or with
+    ``sort="gpus"`` in that order stably sorted by GPU demand, largest first: what the artifact's LAS does before
+    its TUNE places (``schedulers/las_synergy_new.py``, ``if self.tune``; docs/fidelity.md, "Beyond Figure 9")."""
+    if sort == "gpus":
+        order = order[np.argsort(-instance.gpus[order], kind="stable")]
     cpu, mem = best_case_demands(instance, best_case_tolerance)
     packer = _ArtifactTune(instance, cpu, mem)
     demand = np.column_stack((instance.gpus[order], cpu[order], mem[order]))

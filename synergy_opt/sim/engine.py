@@ -35,6 +35,7 @@ import pandas as pd
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.hetero import HeteroCluster
 from synergy_opt.instance import Cluster, Job, RoundInstance
+from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.sim.allocators import RoundPlan, TypeFreeIdeal, UserMechanism, make_allocator
 from synergy_opt.sim.bounds import (
     MAX_ROUNDS,
@@ -52,7 +53,7 @@ from synergy_opt.sim.gavel_policies import (
     gavel_weights,
     step_rates,
 )
-from synergy_opt.sim.policies import POLICIES, JobStates, Policy, ranking, resolve_policy
+from synergy_opt.sim.policies import ARTIFACT_POLICIES, POLICIES, JobStates, Policy, ranking, resolve_policy
 from synergy_opt.sim.progress import PROGRESS, Accounting, ExactProgress, make_accounting
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
 from synergy_opt.sim.state import JobArrays
@@ -107,7 +108,7 @@ def simulate(
         (:mod:`synergy_opt.sim.hetero_run`: progress in the reference type's unit, the policy choosing each
         job's type, the mechanism per type); every job's GPU demand must fit in it (in one type).
     policy
-        ``"fifo"``, ``"srtf"``, ``"las"``, ``"ftf"``, ``"ftf-artifact"`` or a callable of
+        ``"fifo"``, ``"srtf"``, ``"las"``, ``"ftf"``, ``"srtf-artifact"``, ``"ftf-artifact"`` or a callable of
         :class:`~synergy_opt.sim.JobStates` returning one priority key per job (lowest first); or one of Gavel's LP
         policies
         (``"max_min_fairness"``, ``"finish_time_fairness"``, ``"makespan"``, ``"max_sum_throughput"``:
@@ -168,6 +169,8 @@ def simulate(
         raise UnknownNameError("policy", policy, (*POLICIES, *GAVEL_POLICIES))
     else:
         policy_name, policy_fn = resolve_policy(policy)
+    if policy_name in ARTIFACT_POLICIES and isinstance(cluster, HeteroCluster):
+        raise InvalidInputError("policy", policy_name, "the artifact's policies run on one GPU type (a Cluster)")
     mechanism_name, allocate = make_allocator(mechanism, mechanism_options, seed)
     if isinstance(allocate, TypeFreeIdeal) and not isinstance(cluster, HeteroCluster):
         allocate = allocate.on_one_type()  # no type to choose: the same bound as ideal's
@@ -183,6 +186,7 @@ def simulate(
     run = kind(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s,  # type: ignore[arg-type]
                (first, last), record_job_rounds, backfill, selector, rule)
     run.mechanism_name = mechanism_name
+    run.artifact_keys = policy_name in ARTIFACT_POLICIES
     # Else a drawn job that could never run is found hours into the run.
     check_extension_fits(trace.largest_drawn_gpus, run.max_job_gpus, "cluster", f"{run.max_job_gpus} GPUs")
     run.check_rounds_needed(max_rounds)
@@ -273,6 +277,9 @@ class _Run:
         self.max_jobs = max(len(trace), min(MAX_ARRIVALS_FACTOR * self.last, MAX_TRACE_JOBS))
         self.arrivals_capped = False
         self.mechanism_name = "mechanism"
+        self.artifact_keys = False  # the policy reads JobStates.artifact_speedup
+        self.best_speedup: dict[int, float] = {}  # position -> speedup at its best case (artifact keys)
+        self.at_share = np.empty(0, dtype=np.int64)  # the positions that ran the last round at the share
         self.stopped = "done"
         self.progress: Progress | None = None
         self._grow(trace)
@@ -357,6 +364,21 @@ class _Run:
         speedup, use = self._score(runnable, plan)
         return speedup, use, plan.fallback
 
+    def _artifact_speedup(self, active: np.ndarray) -> np.ndarray:
+        """:attr:`JobStates.artifact_speedup` of the active jobs: 1 under the proportional mechanism and after a
+        round at the share, else the speedup at the job's best case (the artifact resets every job's speedup to
+        that after sorting, and its TUNE sets it to 1 when it gives the job the share)."""
+        if self.mechanism_name == "proportional":
+            return np.ones(active.size)
+        missing = [p for p in active.tolist() if p not in self.best_speedup]
+        if missing:
+            cpu, mem = best_case_demands(RoundInstance(self.cluster, tuple(self._job(p) for p in missing)))
+            at = np.array(missing, dtype=np.int64)
+            speedup = self.table.at(at, cpu, mem) / self.state.floor[at]
+            self.best_speedup.update(zip(missing, speedup.tolist(), strict=True))
+        best = np.array([self.best_speedup[p] for p in active.tolist()])
+        return np.where(np.isin(active, self.at_share), 1.0, best)
+
     def _job(self, position: int) -> Job:
         job = self.jobs[position]
         if job is None:
@@ -400,7 +422,8 @@ class _Run:
                 continue
             state = self.state
             states = JobStates(now, active, state.arrival[active], state.duration[active], state.remaining[active],
-                               state.attained[active], state.gpus[active])
+                               state.attained[active], state.gpus[active],
+                               self._artifact_speedup(active) if self.artifact_keys else None)
             runnable, key = self._select(active, states)
             solved = previous is None or not np.array_equal(key, previous)
             seconds = 0.0
@@ -419,6 +442,7 @@ class _Run:
                 self.selector.ran(running, self.state.run_s[running] - held, left - self.state.remaining[running],
                                   self.state.duration[running])
             ran_last = np.setdiff1d(running, finished, assume_unique=True)
+            self.at_share = running[rate <= 1.0 + 1e-9]
             self.rows.append((now, active.size, runnable.size, running.size, *(100 * use / self.capacity),
                               seconds, solved, fallback))
             if finished.size:

@@ -35,6 +35,11 @@ class JobStates:
         GPU-seconds run so far (GPUs x seconds held).
     gpus
         GPU demand.
+    artifact_speedup
+        What the paper's artifact divides a job's remaining time by under its TUNE and Synergy-GREEDY
+        (``jobs/job.py``, ``remaining_duration(fair=False)``): 1 after a round at the GPU-proportional share,
+        else the job's speedup at its best case; 1 under the proportional mechanism (its ``+fair``). Given to
+        the ``*-artifact`` policies only (None otherwise: ones).
     """
 
     now_s: float
@@ -44,11 +49,12 @@ class JobStates:
     remaining_s: np.ndarray
     attained_gpu_s: np.ndarray
     gpus: np.ndarray
+    artifact_speedup: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         # Read-only views: a policy cannot change the engine's state (nor the caller's arrays' flags).
         for item in fields(self):
-            if item.name != "now_s":
+            if item.name != "now_s" and getattr(self, item.name) is not None:
                 view = np.asarray(getattr(self, item.name)).view()
                 view.flags.writeable = False
                 object.__setattr__(self, item.name, view)
@@ -72,25 +78,39 @@ def las(jobs: JobStates) -> np.ndarray:
     return jobs.attained_gpu_s
 
 
-def _finish_time_ratio(jobs: JobStates) -> np.ndarray:
-    """``(time in the system + remaining time) / duration``, both times at the GPU-proportional share."""
-    return (jobs.now_s - jobs.arrival_s + jobs.remaining_s) / jobs.duration_s
+def _finish_time_ratio(jobs: JobStates, remaining_s: np.ndarray) -> np.ndarray:
+    """``(time in the system + remaining time) / duration``."""
+    return (jobs.now_s - jobs.arrival_s + remaining_s) / jobs.duration_s
 
 
 def ftf(jobs: JobStates) -> np.ndarray:
-    """Finish-time fairness (Themis): the finish-time ratio, largest first (the job worst off)."""
-    return -_finish_time_ratio(jobs)
+    """Finish-time fairness (Themis): the finish-time ratio at the GPU-proportional share, largest first (the job
+    worst off)."""
+    return -_finish_time_ratio(jobs, jobs.remaining_s)
+
+
+def _artifact_remaining(jobs: JobStates) -> np.ndarray:
+    """The artifact's remaining time: at the share over :attr:`JobStates.artifact_speedup`."""
+    return jobs.remaining_s if jobs.artifact_speedup is None else jobs.remaining_s / jobs.artifact_speedup
+
+
+def srtf_artifact(jobs: JobStates) -> np.ndarray:
+    """The paper's artifact's SRTF (msr-fiddle/synergy ``schedulers/srtf_synergy_new.py``): the remaining time
+    over the speedup it expects (:attr:`JobStates.artifact_speedup`; under the proportional mechanism ``srtf``)."""
+    return _artifact_remaining(jobs)
 
 
 def ftf_artifact(jobs: JobStates) -> np.ndarray:
-    """The paper's artifact's FTF (msr-fiddle/synergy ``schedulers/ftf_synergy_new.py``, ``FTF.schedule``): the
-    same ratio, smallest first, so newcomers run before the jobs that waited longest. Its runs with the
-    GPU-proportional share replay to the second; under its TUNE it also divides the remaining time by the job's
-    speedup, which this policy does not (docs/fidelity.md, "Beyond Figure 9")."""
-    return _finish_time_ratio(jobs)
+    """The paper's artifact's FTF (``schedulers/ftf_synergy_new.py``, ``FTF.schedule``): the finish-time ratio
+    of its remaining time (:func:`srtf_artifact`'s) smallest first, so newcomers run before the jobs that waited
+    longest (docs/fidelity.md, "Beyond Figure 9")."""
+    return _finish_time_ratio(jobs, _artifact_remaining(jobs))
 
 
-POLICIES: dict[str, Policy] = {"fifo": fifo, "srtf": srtf, "las": las, "ftf": ftf, "ftf-artifact": ftf_artifact}
+POLICIES: dict[str, Policy] = {"fifo": fifo, "srtf": srtf, "las": las, "ftf": ftf, "srtf-artifact": srtf_artifact,
+                               "ftf-artifact": ftf_artifact}
+#: The policies that read :attr:`JobStates.artifact_speedup` (the engine computes it for them only).
+ARTIFACT_POLICIES = ("srtf-artifact", "ftf-artifact")
 _POLICY = Function(1, "policy(jobs: JobStates) -> one key per job")
 
 
