@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import synergy_opt as so
@@ -20,15 +21,15 @@ SETTINGS = {
     "a_fifo_fair_s7_l7": ("fifo", "proportional", (1000, 1200), False, 15.0287),
     "a_fifo_tune_s7_l7": ("fifo", "tune-artifact", (1000, 1200), False, 13.2571),
     "b_fifo_fair_multi": ("fifo", "proportional", (150, 250), False, 20.1243),
-    "c_las_fair_multi": ("las", "proportional", (150, 250), False, 22.9976),
+    "c_las_fair_multi": ("las-artifact", "proportional", (150, 250), False, 22.9976),
     "c_srtf_fair_multi": ("srtf", "proportional", (150, 250), False, 20.7584),
-    "c_las_tune_single": ("las", "tune-artifact", (300, 400), False, 13.0436),
+    "c_las_tune_single": ("las-artifact", "tune-artifact", (300, 400), False, 13.0436),
     "c_srtf_tune_single": ("srtf", "tune-artifact", (300, 400), False, 13.0436),
     "e_las_greedy_single_l20": ("las", "greedy", (300, 400), True, 4.4766),
     "e_fifo_tune_split50_l20": ("fifo", "tune-artifact", (300, 400), True, 14.7609),
     "d_ftf_fair_single_l20": ("ftf-artifact", "proportional", (300, 400), True, 17.9433),
     "b_fifo_tune_multi": ("fifo", "tune-artifact", (150, 250), False, 18.8151),
-    "c_las_tune_multi": ("las", "tune-artifact", (150, 250), False, 19.9609),
+    "c_las_tune_multi": ("las-artifact", "tune-artifact", (150, 250), False, 19.9609),
     "c_srtf_tune_single_l20": ("srtf-artifact", "tune-artifact", (300, 400), True, 8.4139),
     "c_srtf_tune_multi": ("srtf-artifact", "tune-artifact", (150, 250), False, 19.2401),
     "d_ftf_tune_single_l20": ("ftf-artifact", "tune-artifact", (300, 400), True, 15.1859),
@@ -105,3 +106,28 @@ def test_the_artifacts_policies_run_on_one_gpu_type() -> None:
     for policy in ("srtf-artifact", "ftf-artifact"):
         with pytest.raises(so.InvalidInputError, match="policy"):
             simulate(trace, cluster, policy=policy, mechanism="tune-artifact")
+
+
+def test_the_artifacts_starvation_rule() -> None:
+    # Two 8-GPU jobs on one server (the helper's trace, run in the artifact's simulator: {0: 12000000, 1: 7800600}
+    # seconds). Job 1 arrives at 1100 h with no service, so LAS runs it and job 0 waits; 1000 h after its last run
+    # job 0 is starved for good and runs first; 1000 h later job 1 is starved too, and among starved jobs LAS's
+    # order (less service) runs job 1 to its end, then job 0. Without the rule job 1 ran to its end at once.
+    trace = artifact_trace("0,lstm,0,709072000,8\n1,lstm,3960000,381808000,8\n")
+    cluster = so.Cluster(1, 8, 24, 500)
+    jct = {policy: simulate(trace, cluster, policy=policy, mechanism="proportional", accounting="artifact")
+           .jobs.set_index("id")["jct_s"].to_dict() for policy in ("las", "las-artifact")}
+    assert jct["las-artifact"] == {"0": 12000000.0, "1": 7800600.0}
+    assert jct["las"] == {"0": 12000000.0, "1": 4440000.0}
+
+
+def test_starved_jobs_come_first_in_key_order() -> None:
+    from synergy_opt.sim import JobStates
+    from synergy_opt.sim.policies import POLICIES, ranking
+
+    states = JobStates(0.0, np.arange(4), np.zeros(4), np.full(4, 10.0), np.array([4.0, 3.0, 2.0, 1.0]),
+                       np.array([5.0, 1.0, 7.0, 3.0]), np.ones(4, dtype=np.int64),
+                       np.array([1.0, 1.0, 2.0, 1.0]), np.array([False, True, True, False]))
+    # srtf-artifact keys 4, 3, 1, 1 (job 2 at speedup 2); starved 1 and 2 first, in key order: 2, 1; then 3, 0.
+    assert ranking(POLICIES["srtf-artifact"], states).tolist() == [2, 1, 3, 0]
+    assert ranking(POLICIES["las-artifact"], states).tolist() == [1, 2, 3, 0]

@@ -53,7 +53,15 @@ from synergy_opt.sim.gavel_policies import (
     gavel_weights,
     step_rates,
 )
-from synergy_opt.sim.policies import ARTIFACT_POLICIES, POLICIES, JobStates, Policy, ranking, resolve_policy
+from synergy_opt.sim.policies import (
+    ARTIFACT_POLICIES,
+    ARTIFACT_STARVATION_S,
+    POLICIES,
+    JobStates,
+    Policy,
+    ranking,
+    resolve_policy,
+)
 from synergy_opt.sim.progress import PROGRESS, Accounting, ExactProgress, make_accounting
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
 from synergy_opt.sim.state import JobArrays
@@ -108,7 +116,8 @@ def simulate(
         (:mod:`synergy_opt.sim.hetero_run`: progress in the reference type's unit, the policy choosing each
         job's type, the mechanism per type); every job's GPU demand must fit in it (in one type).
     policy
-        ``"fifo"``, ``"srtf"``, ``"las"``, ``"ftf"``, ``"srtf-artifact"``, ``"ftf-artifact"`` or a callable of
+        ``"fifo"``, ``"srtf"``, ``"las"``, ``"ftf"``, the artifact's ``"las-artifact"``, ``"srtf-artifact"``,
+        ``"ftf-artifact"`` (docs/fidelity.md), or a callable of
         :class:`~synergy_opt.sim.JobStates` returning one priority key per job (lowest first); or one of Gavel's LP
         policies
         (``"max_min_fairness"``, ``"finish_time_fairness"``, ``"makespan"``, ``"max_sum_throughput"``:
@@ -280,6 +289,8 @@ class _Run:
         self.artifact_keys = False  # the policy reads JobStates.artifact_speedup
         self.best_speedup: dict[int, float] = {}  # position -> speedup at its best case (artifact keys)
         self.at_share = np.empty(0, dtype=np.int64)  # the positions that ran the last round at the share
+        self.last_run_end: dict[int, float] = {}  # position -> end of the last round it ran (artifact keys)
+        self.starved: set[int] = set()  # positions past the artifact's starvation rule, for good
         self.stopped = "done"
         self.progress: Progress | None = None
         self._grow(trace)
@@ -379,6 +390,14 @@ class _Run:
         best = np.array([self.best_speedup[p] for p in active.tolist()])
         return np.where(np.isin(active, self.at_share), 1.0, best)
 
+    def _mark_starved(self, now: float, active: np.ndarray) -> None:
+        """The artifact's starvation rule: a job whose last run ended (or, never run, which arrived) more than
+        ``ARTIFACT_STARVATION_S`` ago is starved for good."""
+        for position in active.tolist():
+            since = now - self.last_run_end.get(position, float(self.state.arrival[position]))
+            if since > ARTIFACT_STARVATION_S:
+                self.starved.add(position)
+
     def _job(self, position: int) -> Job:
         job = self.jobs[position]
         if job is None:
@@ -421,10 +440,13 @@ class _Run:
                 k = max(k + 1, math.ceil(ready_sorted[self.admitted] / round_s))
                 continue
             state = self.state
+            artifact = (self._artifact_speedup(active), np.isin(active, list(self.starved))) if self.artifact_keys \
+                else (None, None)
             states = JobStates(now, active, state.arrival[active], state.duration[active], state.remaining[active],
-                               state.attained[active], state.gpus[active],
-                               self._artifact_speedup(active) if self.artifact_keys else None)
+                               state.attained[active], state.gpus[active], *artifact)
             runnable, key = self._select(active, states)
+            if self.artifact_keys:  # as the artifact, after its sort: it counts from the next round on
+                self._mark_starved(now, active)
             solved = previous is None or not np.array_equal(key, previous)
             seconds = 0.0
             if solved:
@@ -443,6 +465,8 @@ class _Run:
                                   self.state.duration[running])
             ran_last = np.setdiff1d(running, finished, assume_unique=True)
             self.at_share = running[rate <= 1.0 + 1e-9]
+            if self.artifact_keys:
+                self.last_run_end.update(dict.fromkeys(running.tolist(), now + round_s))
             self.rows.append((now, active.size, runnable.size, running.size, *(100 * use / self.capacity),
                               seconds, solved, fallback))
             if finished.size:

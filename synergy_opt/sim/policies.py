@@ -40,6 +40,10 @@ class JobStates:
         (``jobs/job.py``, ``remaining_duration(fair=False)``): 1 after a round at the GPU-proportional share,
         else the job's speedup at its best case; 1 under the proportional mechanism (its ``+fair``). Given to
         the ``*-artifact`` policies only (None otherwise: ones).
+    artifact_priority
+        The artifact's starvation rule (``schedulers/*_synergy_new.py``): True for a job that once waited more
+        than 1000 hours since it last ran (or arrived), for good; its LAS, SRTF and FTF take such jobs first.
+        Given to the ``*-artifact`` policies only (None otherwise: none).
     """
 
     now_s: float
@@ -50,6 +54,7 @@ class JobStates:
     attained_gpu_s: np.ndarray
     gpus: np.ndarray
     artifact_speedup: np.ndarray | None = None
+    artifact_priority: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         # Read-only views: a policy cannot change the engine's state (nor the caller's arrays' flags).
@@ -94,23 +99,40 @@ def _artifact_remaining(jobs: JobStates) -> np.ndarray:
     return jobs.remaining_s if jobs.artifact_speedup is None else jobs.remaining_s / jobs.artifact_speedup
 
 
+def _starved_first(jobs: JobStates, key: np.ndarray) -> np.ndarray:
+    """``key`` with the jobs of :attr:`JobStates.artifact_priority` moved ahead of every other, in key order."""
+    if jobs.artifact_priority is None or not jobs.artifact_priority.any():
+        return key
+    return np.where(jobs.artifact_priority, key - 2.0 * (np.abs(key).max() + 1.0), key)
+
+
+def las_artifact(jobs: JobStates) -> np.ndarray:
+    """The paper's artifact's LAS (msr-fiddle/synergy ``schedulers/las_synergy_new.py``): ``las`` with its
+    starvation rule (:attr:`JobStates.artifact_priority`)."""
+    return _starved_first(jobs, jobs.attained_gpu_s)
+
+
 def srtf_artifact(jobs: JobStates) -> np.ndarray:
-    """The paper's artifact's SRTF (msr-fiddle/synergy ``schedulers/srtf_synergy_new.py``): the remaining time
-    over the speedup it expects (:attr:`JobStates.artifact_speedup`; under the proportional mechanism ``srtf``)."""
-    return _artifact_remaining(jobs)
+    """The paper's artifact's SRTF (``schedulers/srtf_synergy_new.py``): the remaining time over the speedup it
+    expects (:attr:`JobStates.artifact_speedup`; under the proportional mechanism the remaining time at the
+    share), starved jobs first."""
+    return _starved_first(jobs, _artifact_remaining(jobs))
 
 
 def ftf_artifact(jobs: JobStates) -> np.ndarray:
     """The paper's artifact's FTF (``schedulers/ftf_synergy_new.py``, ``FTF.schedule``): the finish-time ratio
     of its remaining time (:func:`srtf_artifact`'s) smallest first, so newcomers run before the jobs that waited
-    longest (docs/fidelity.md, "Beyond Figure 9")."""
-    return _finish_time_ratio(jobs, _artifact_remaining(jobs))
+    longest, starved jobs first (docs/fidelity.md, "Beyond Figure 9")."""
+    return _starved_first(jobs, _finish_time_ratio(jobs, _artifact_remaining(jobs)))
 
 
-POLICIES: dict[str, Policy] = {"fifo": fifo, "srtf": srtf, "las": las, "ftf": ftf, "srtf-artifact": srtf_artifact,
-                               "ftf-artifact": ftf_artifact}
-#: The policies that read :attr:`JobStates.artifact_speedup` (the engine computes it for them only).
-ARTIFACT_POLICIES = ("srtf-artifact", "ftf-artifact")
+POLICIES: dict[str, Policy] = {"fifo": fifo, "srtf": srtf, "las": las, "ftf": ftf, "las-artifact": las_artifact,
+                               "srtf-artifact": srtf_artifact, "ftf-artifact": ftf_artifact}
+#: The policies that read :attr:`JobStates.artifact_speedup` and ``artifact_priority`` (the engine computes
+#: them for these only).
+ARTIFACT_POLICIES = ("las-artifact", "srtf-artifact", "ftf-artifact")
+#: The artifact's starvation rule: a job not run for longer than this gets top priority for good.
+ARTIFACT_STARVATION_S = 1000 * 3600.0
 _POLICY = Function(1, "policy(jobs: JobStates) -> one key per job")
 
 
