@@ -33,9 +33,11 @@ SETTINGS = {
     "c_srtf_tune_single_l20": ("srtf-artifact", "tune-artifact", (300, 400), True, 8.4139),
     "c_srtf_tune_multi": ("srtf-artifact", "tune-artifact", (150, 250), False, 19.2401),
     "d_ftf_tune_single_l20": ("ftf-artifact", "tune-artifact", (300, 400), True, 15.1859),
+    "e_fifo_greedy_multi": ("fifo", "greedy", (150, 250), False, 18.8176),
 }
-# The artifact's LAS places its round's jobs by GPU demand, largest first, when it runs TUNE.
-OPTIONS = {"c_las_tune_multi": {"sort": "gpus"}}
+# The artifact's LAS places its round's jobs by GPU demand, largest first, when it runs TUNE; its Synergy-Greedy
+# takes GPUs one at a time wherever they fit.
+OPTIONS = {"c_las_tune_multi": {"sort": "gpus"}, "e_fifo_greedy_multi": {"fit": "gpu"}}
 # Not modelled (docs/fidelity.md, "Beyond Figure 9"): plain FIFO offers the GPUs of a job it could not place
 # to the jobs after it (rule 5).
 UNMODELLED = {
