@@ -254,6 +254,7 @@ def test_policies_order_as_defined(states: JobStates, name: str) -> None:
         "srtf": states.remaining_s,
         "las": states.attained_gpu_s,
         "ftf": -(states.now_s - states.arrival_s + states.remaining_s) / states.duration_s,
+        "fifo-artifact": states.arrival_s,
         "las-artifact": states.attained_gpu_s,  # artifact_priority None: no job starved
         "srtf-artifact": states.remaining_s,  # artifact_speedup None: ones
         "ftf-artifact": (states.now_s - states.arrival_s + states.remaining_s) / states.duration_s,

@@ -1,6 +1,5 @@
 """The artifact's own simulator on settings beyond Figure 9 (tests/data/artifact_runs/README.md), replayed with
-its accounting: per-job JCTs equal to the second where the artifact's rules are modelled (docs/fidelity.md,
-"Beyond Figure 9"); a setting whose rules are not is a strict xfail, so that modelling them is noticed."""
+its accounting and its rules (docs/fidelity.md, "Beyond Figure 9"): every monitored JCT equal to the second."""
 
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ SETTINGS = {
     "c_srtf_fair_multi": ("srtf", "proportional", (150, 250), False, 20.7584),
     "c_las_tune_single": ("las-artifact", "tune-artifact", (300, 400), False, 13.0436),
     "c_srtf_tune_single": ("srtf", "tune-artifact", (300, 400), False, 13.0436),
-    "e_las_greedy_single_l20": ("las", "greedy", (300, 400), True, 4.4766),
+    "e_las_greedy_single_l20": ("las-artifact", "greedy", (300, 400), True, 4.4766),
     "e_fifo_tune_split50_l20": ("fifo", "tune-artifact", (300, 400), True, 14.7609),
     "d_ftf_fair_single_l20": ("ftf-artifact", "proportional", (300, 400), True, 17.9433),
     "b_fifo_tune_multi": ("fifo", "tune-artifact", (150, 250), False, 18.8151),
@@ -33,16 +32,15 @@ SETTINGS = {
     "c_srtf_tune_single_l20": ("srtf-artifact", "tune-artifact", (300, 400), True, 8.4139),
     "c_srtf_tune_multi": ("srtf-artifact", "tune-artifact", (150, 250), False, 19.2401),
     "d_ftf_tune_single_l20": ("ftf-artifact", "tune-artifact", (300, 400), True, 15.1859),
-    "e_fifo_greedy_multi": ("fifo", "greedy", (150, 250), False, 18.8176),
+    "e_fifo_greedy_multi": ("fifo-artifact", "greedy", (150, 250), False, 18.8176),
+    "e_fifo_greedy_single_l20": ("fifo-artifact", "greedy", (300, 400), True, 12.4486),
+    "e_fifo_greedy_split50_l20": ("fifo-artifact", "greedy", (300, 400), True, 27.9348),
 }
 # The artifact's LAS places its round's jobs by GPU demand, largest first, when it runs TUNE; its Synergy-Greedy
 # takes GPUs one at a time wherever they fit.
-OPTIONS = {"c_las_tune_multi": {"sort": "gpus"}, "e_fifo_greedy_multi": {"fit": "gpu"}}
-# Not modelled (docs/fidelity.md, "Beyond Figure 9"): plain FIFO offers the GPUs of a job it could not place
-# to the jobs after it (rule 5).
-UNMODELLED = {
-    "e_fifo_greedy_single_l20": ("fifo", "greedy", (300, 400), True, 12.4486),
-}
+OPTIONS = {"c_las_tune_multi": {"sort": "gpus"}, "e_fifo_greedy_multi": {"fit": "gpu"},
+           "e_fifo_greedy_single_l20": {"fit": "gpu"}, "e_fifo_greedy_split50_l20": {"fit": "gpu"},
+           "e_las_greedy_single_l20": {"fit": "gpu"}}
 
 
 def _replay(name: str, policy: str, mechanism: str, window: tuple[int, int], stopped: bool
@@ -73,12 +71,6 @@ def _check(name: str, setting: tuple[str, str, tuple[int, int], bool, float]) ->
 @pytest.mark.parametrize("name", sorted(SETTINGS))
 def test_the_artifacts_runs_replay_to_the_second(name: str) -> None:
     _check(name, SETTINGS[name])
-
-
-@pytest.mark.parametrize("name", sorted(UNMODELLED))
-@pytest.mark.xfail(strict=True, reason="an artifact rule not modelled here (docs/fidelity.md, Beyond Figure 9)")
-def test_the_artifacts_rules_not_modelled_yet(name: str) -> None:
-    _check(name, UNMODELLED[name])
 
 
 @pytest.mark.parametrize(("model", "gpus", "cpu", "mem", "speedup"), [

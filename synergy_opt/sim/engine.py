@@ -34,7 +34,8 @@ import pandas as pd
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.hetero import HeteroCluster
-from synergy_opt.instance import Cluster, Job, RoundInstance
+from synergy_opt.instance import Cluster, Job, RoundInstance, trusted_round
+from synergy_opt.mechanisms import MECHANISMS
 from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.sim.allocators import RoundPlan, TypeFreeIdeal, UserMechanism, make_allocator
 from synergy_opt.sim.bounds import (
@@ -57,6 +58,7 @@ from synergy_opt.sim.policies import (
     ARTIFACT_POLICIES,
     ARTIFACT_STARVATION_S,
     POLICIES,
+    REFILL_POLICIES,
     JobStates,
     Policy,
     ranking,
@@ -116,8 +118,8 @@ def simulate(
         (:mod:`synergy_opt.sim.hetero_run`: progress in the reference type's unit, the policy choosing each
         job's type, the mechanism per type); every job's GPU demand must fit in it (in one type).
     policy
-        ``"fifo"``, ``"srtf"``, ``"las"``, ``"ftf"``, the artifact's ``"las-artifact"``, ``"srtf-artifact"``,
-        ``"ftf-artifact"`` (docs/fidelity.md), or a callable of
+        ``"fifo"``, ``"srtf"``, ``"las"``, ``"ftf"``, the artifact's ``"fifo-artifact"``, ``"las-artifact"``,
+        ``"srtf-artifact"``, ``"ftf-artifact"`` (docs/fidelity.md), or a callable of
         :class:`~synergy_opt.sim.JobStates` returning one priority key per job (lowest first); or one of Gavel's LP
         policies
         (``"max_min_fairness"``, ``"finish_time_fairness"``, ``"makespan"``, ``"max_sum_throughput"``:
@@ -178,7 +180,7 @@ def simulate(
         raise UnknownNameError("policy", policy, (*POLICIES, *GAVEL_POLICIES))
     else:
         policy_name, policy_fn = resolve_policy(policy)
-    if policy_name in ARTIFACT_POLICIES and isinstance(cluster, HeteroCluster):
+    if policy_name in (*ARTIFACT_POLICIES, *REFILL_POLICIES) and isinstance(cluster, HeteroCluster):
         raise InvalidInputError("policy", policy_name, "the artifact's policies run on one GPU type (a Cluster)")
     mechanism_name, allocate = make_allocator(mechanism, mechanism_options, seed)
     if isinstance(allocate, TypeFreeIdeal) and not isinstance(cluster, HeteroCluster):
@@ -196,6 +198,7 @@ def simulate(
                (first, last), record_job_rounds, backfill, selector, rule)
     run.mechanism_name = mechanism_name
     run.artifact_keys = policy_name in ARTIFACT_POLICIES
+    run.refill = policy_name in REFILL_POLICIES
     # Else a drawn job that could never run is found hours into the run.
     check_extension_fits(trace.largest_drawn_gpus, run.max_job_gpus, "cluster", f"{run.max_job_gpus} GPUs")
     run.check_rounds_needed(max_rounds)
@@ -291,6 +294,8 @@ class _Run:
         self.at_share = np.empty(0, dtype=np.int64)  # the positions that ran the last round at the share
         self.last_run_end: dict[int, float] = {}  # position -> end of the last round it ran (artifact keys)
         self.starved: set[int] = set()  # positions past the artifact's starvation rule, for good
+        self.refill = False  # a job the mechanism cannot place leaves its GPUs to the jobs after it
+        self.refilled: tuple[np.ndarray, np.ndarray] | None = None  # the last (filled, refilled) runnable sets
         self.stopped = "done"
         self.progress: Progress | None = None
         self._grow(trace)
@@ -363,11 +368,30 @@ class _Run:
         """This round's runnable positions in order, and what identifies the round's choice (the same key as
         the previous round's: its allocation is reused)."""
         if self.selector is None:
-            runnable = _fill(active[ranking(self.policy, states)], self.state.gpus, self.cluster.total_gpus,
-                             self.backfill)
+            order = active[ranking(self.policy, states)]
+            runnable = _fill(order, self.state.gpus, self.cluster.total_gpus, self.backfill)
+            if self.refill:
+                return self._refill(order, runnable), runnable
         else:
             runnable = self.selector.select(states)[0]
         return runnable, runnable
+
+    def _refill(self, order: np.ndarray, runnable: np.ndarray) -> np.ndarray:
+        """The runnable set as the artifact's FIFO finds it: every queued job tried in ``order``, each taking
+        its GPUs if enough are free and the mechanism places it. Only a mechanism that may leave a job out
+        (greedy) changes the GPU-count fill: it runs once on the whole queue (a round that may ask for more GPUs
+        than the cluster has: greedy leaves out whatever does not fit, in order, as the artifact's loop does),
+        and the jobs it placed are the round's."""
+        if MECHANISMS.get(self.mechanism_name, None) is None or MECHANISMS[self.mechanism_name].places_every_job:
+            return runnable
+        if self.refilled is not None and np.array_equal(self.refilled[0], runnable):
+            return self.refilled[1]  # the same fill as last round: the same outcome
+        queue = trusted_round(self.cluster, tuple(self._job(int(p)) for p in order), {})
+        plan = self.allocate(queue)
+        placed = set(plan.allocation.jobs) if plan.allocation is not None else set()
+        chosen = order[[job.id in placed for job in queue.jobs]]
+        self.refilled = (runnable, chosen)
+        return chosen
 
     def _allocate(self, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
         """Each runnable job's speedup, the resources in use (GPUs, CPUs, GB) and whether the fallback ran."""

@@ -99,6 +99,13 @@ def _artifact_remaining(jobs: JobStates) -> np.ndarray:
     return jobs.remaining_s if jobs.artifact_speedup is None else jobs.remaining_s / jobs.artifact_speedup
 
 
+def fifo_artifact(jobs: JobStates) -> np.ndarray:
+    """The paper's artifact's FIFO (``schedulers/fifo_synergy_new.py``): by arrival, and the engine lets a job
+    the mechanism could not place leave its GPUs to the jobs after it in the queue (the artifact's loop tries
+    every queued job in turn; only Synergy-Greedy ever fails to place one)."""
+    return jobs.arrival_s
+
+
 def _starved_first(jobs: JobStates, key: np.ndarray) -> np.ndarray:
     """``key`` with the jobs of :attr:`JobStates.artifact_priority` moved ahead of every other, in key order."""
     if jobs.artifact_priority is None or not jobs.artifact_priority.any():
@@ -126,8 +133,11 @@ def ftf_artifact(jobs: JobStates) -> np.ndarray:
     return _starved_first(jobs, _finish_time_ratio(jobs, _artifact_remaining(jobs)))
 
 
-POLICIES: dict[str, Policy] = {"fifo": fifo, "srtf": srtf, "las": las, "ftf": ftf, "las-artifact": las_artifact,
-                               "srtf-artifact": srtf_artifact, "ftf-artifact": ftf_artifact}
+POLICIES: dict[str, Policy] = {"fifo": fifo, "srtf": srtf, "las": las, "ftf": ftf, "fifo-artifact": fifo_artifact,
+                               "las-artifact": las_artifact, "srtf-artifact": srtf_artifact,
+                               "ftf-artifact": ftf_artifact}
+#: The policies whose runnable set the mechanism may refill, job by job (:func:`fifo_artifact`).
+REFILL_POLICIES = ("fifo-artifact",)
 #: The policies that read :attr:`JobStates.artifact_speedup` and ``artifact_priority`` (the engine computes
 #: them for these only).
 ARTIFACT_POLICIES = ("las-artifact", "srtf-artifact", "ftf-artifact")
