@@ -125,3 +125,60 @@ def test_starved_jobs_come_first_in_key_order() -> None:
     # srtf-artifact keys 4, 3, 1, 1 (job 2 at speedup 2); starved 1 and 2 first, in key order: 2, 1; then 3, 0.
     assert ranking(POLICIES["srtf-artifact"], states).tolist() == [2, 1, 3, 0]
     assert ranking(POLICIES["las-artifact"], states).tolist() == [1, 2, 3, 0]
+
+
+def test_fifo_artifact_gives_a_left_out_jobs_gpus_to_the_jobs_after_it() -> None:
+    # One server (8 GPUs, 24 CPUs, 500 GB). A and B take 4 GPUs and 400 GB each at their best case, C and D
+    # 4 GPUs and 80 GB. At 300 s greedy places A, cannot place B (100 GB left), and fifo-artifact lets C take
+    # the GPUs B left: C runs 300-400 s; at 600 s D does (done at 700 s). Plain fifo's runnable set is A and B
+    # by GPU count, so C waits for A (a cached refill once returned C again after it had finished).
+    big = so.Profile([3.0], [62.5, 100.0], [[1.0, 2.0]])
+    small = so.Profile([3.0], [20.0, 62.5], [[1.0, 1.0]])
+    trace = so.Trace((so.TraceJob("A", 0.0, 4, 36000.0, big), so.TraceJob("B", 1.0, 4, 36000.0, big),
+                      so.TraceJob("C", 2.0, 4, 100.0, small), so.TraceJob("D", 3.0, 4, 100.0, small)))
+    cluster = so.Cluster(1, 8, 24, 500)
+    result = simulate(trace, cluster, policy="fifo-artifact", mechanism="greedy", round_s=300.0)
+    finish = dict(zip(result.jobs.id, result.jobs.finish_s, strict=True))
+    assert (finish["C"], finish["D"], finish["A"]) == (400.0, 700.0, 18000.0)
+    assert finish["B"] == 36000.0 and result.summary["stopped"] == "done"
+    plain = simulate(trace, cluster, policy="fifo", mechanism="greedy", round_s=300.0)
+    assert dict(zip(plain.jobs.id, plain.jobs.finish_s, strict=True))["C"] > 18000.0
+
+
+@pytest.mark.parametrize("policy", ["srtf-artifact", "las-artifact", "fifo-artifact"])
+@pytest.mark.parametrize("mechanism", ["tune-artifact", "greedy"])
+def test_the_artifacts_policies_take_a_queue_larger_than_the_cluster(policy: str, mechanism: str) -> None:
+    # Three 8-GPU ResNet-18 jobs at once on one 8-GPU server: its best case capped to a server is the share
+    # (speedup 1), so they run one after another: 5625 iterations of 0.64 s, 468 whole ones a 300 s round, so
+    # 13 rounds each (the artifact's accounting); LAS takes them in turn, so all three end in rounds 37-39.
+    trace = artifact_trace("".join(f"{i},res18,0,{round(3600 / 0.64)},8\n" for i in range(3)))
+    result = simulate(trace, so.Cluster(1, 8, 24, 500), policy=policy, mechanism=mechanism, round_s=300.0,
+                      accounting="artifact")
+    expected = [11100.0, 11400.0, 11700.0] if policy == "las-artifact" else [3900.0, 7800.0, 11700.0]
+    assert sorted(result.jobs.jct_s.tolist()) == expected
+
+
+def test_fifo_artifact_with_throughputs_of_unusual_size() -> None:
+    # The whole-queue round asks for more GPUs than the cluster has; scaling it (throughputs of 1e-9) kept it.
+    def trace_at(unit: float) -> so.Trace:
+        profile = so.Profile([3.0, 6.0], [62.5], [[unit], [2 * unit]])
+        return so.Trace(tuple(so.TraceJob(f"j{i}", float(i), 4, 3600.0, profile) for i in range(4)))
+
+    runs = [simulate(trace_at(unit), so.Cluster(1, 8, 24, 500), policy="fifo-artifact", mechanism="greedy",
+                     round_s=300.0).jobs.finish_s.tolist() for unit in (1.0, 1e-9)]
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize(("ratio", "cap_cpu", "speedup"), [
+    (4, 8.0, 2.352 - (2.352 - 1) * (12 - 8) / (12 - 4)),  # 32 CPUs a server: 8 a GPU
+    (5, 10.0, 1 + (1.92 - 1) * (10 - 5) / (12 - 5)),  # 40 CPUs a server
+])
+def test_capped_profiles_at_other_cpu_ratios_keep_the_shares_unit(ratio: int, cap_cpu: float, speedup: float
+                                                                  ) -> None:
+    # The matrices of CPU:GPU ratios 4-6 keep ratio 3's unit (AlexNet at 5 CPUs: 1.53): speedups are over the
+    # share's throughput, and nothing below the share may beat it.
+    job = artifact_trace("0,alexnet,0,100,4\n", cpu_per_gpu=ratio).jobs[0]
+    floor = float(job.profile.throughput(ratio, 62.5))
+    assert job.profile.throughput(cap_cpu, 125.0) == pytest.approx(floor * speedup)
+    below = job.profile.tput[job.profile.cpu_per_gpu < ratio]
+    assert below.max() <= floor

@@ -414,3 +414,13 @@ def test_unknown_policies_list_every_kind() -> None:
     with pytest.raises(UnknownNameError) as error:
         so.simulate(so.generate_trace(3), so.Cluster(1), policy="drf")
     assert "max_min_fairness" in str(error.value) and "fifo" in str(error.value)
+
+
+@pytest.mark.parametrize("policy", ["max_min_fairness", "max_sum_throughput"])
+def test_gavel_policies_on_a_trace_that_grows(policy: str) -> None:
+    # A generated trace draws more jobs during the run: the step rates follow (they were read once, and the
+    # drawn jobs' positions fell past them).
+    trace = so.generate_trace(jobs=4, load=60, seed=1)
+    result = so.simulate(trace, so.Cluster(1, 4, 12, 250), policy=policy, mechanism="proportional", round_s=360,
+                         monitor=(0, 4))
+    assert result.summary["stopped"] == "done" and result.monitored_jobs.jct_s.notna().all()

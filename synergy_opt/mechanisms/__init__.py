@@ -15,7 +15,9 @@
 Every mechanism takes ``spend_spare`` (:mod:`~synergy_opt.mechanisms.spare`): end by giving the CPU and memory
 left idle on each server to the jobs there that gain most. Off by default for the paper's mechanisms (the
 paper's TUNE does not do it), on for ``near-opt``. greedy, tune, drf and tetris take ``best_case_tolerance``
-(:data:`~synergy_opt.mechanisms.demand.DEFAULT_TOLERANCE`; ``threshold`` is its earlier name).
+(:data:`~synergy_opt.mechanisms.demand.DEFAULT_TOLERANCE`; ``threshold`` is its earlier name). For the paper's
+artifact (docs/fidelity.md): greedy takes ``fit="gpu"`` (GPUs one at a time wherever they fit), tune-artifact
+``sort="gpus"`` (largest GPU demands first, as the artifact's LAS orders them).
 
 ``order`` is the policy's priority order of job ids (default: as listed). Every mechanism packs into one
 shared :class:`~synergy_opt.packing.state.ServerState`; every allocation is scored by

@@ -16,7 +16,7 @@ from typing import overload
 import numpy as np
 
 from synergy_opt.hetero import HeteroRound
-from synergy_opt.instance import Job, RoundInstance
+from synergy_opt.instance import Job, RoundInstance, trusted_round
 from synergy_opt.profile import Profile
 from synergy_opt.solvers.registry import band_scale
 
@@ -51,4 +51,6 @@ def scaled(instance: RoundInstance | HeteroRound, factor: float) -> RoundInstanc
             profiles[id(profile)] = Profile(profile.cpu_per_gpu, profile.mem_gb_per_gpu, profile.tput * factor,
                                             profile.name)
         jobs.append(Job(job.id, job.gpus, profiles[id(profile)], job.model, job.arrival, job.work))
-    return RoundInstance(instance.cluster, tuple(jobs), instance.metadata)
+    # Trusted: the same jobs, only their matrices scaled (the simulator's whole-queue rounds may ask for more
+    # GPUs than the cluster has, which a checked round refuses).
+    return trusted_round(instance.cluster, tuple(jobs), instance.metadata)

@@ -180,7 +180,8 @@ def simulate(
         raise UnknownNameError("policy", policy, (*POLICIES, *GAVEL_POLICIES))
     else:
         policy_name, policy_fn = resolve_policy(policy)
-    if policy_name in (*ARTIFACT_POLICIES, *REFILL_POLICIES) and isinstance(cluster, HeteroCluster):
+    artifact_rules = any(policy_fn is POLICIES[name] for name in (*ARTIFACT_POLICIES, *REFILL_POLICIES))
+    if artifact_rules and isinstance(cluster, HeteroCluster):
         raise InvalidInputError("policy", policy_name, "the artifact's policies run on one GPU type (a Cluster)")
     mechanism_name, allocate = make_allocator(mechanism, mechanism_options, seed)
     if isinstance(allocate, TypeFreeIdeal) and not isinstance(cluster, HeteroCluster):
@@ -188,17 +189,13 @@ def simulate(
     first, last = _monitor_window(trace, monitor)
     if last > len(trace):
         trace = trace.extend(last)
-    ratio = trace.metadata.get("cpu_per_gpu", 3)
-    ratio = ratio if isinstance(ratio, int) else 3
-    rule = make_accounting(accounting, ratio)
-    if selector is not None:
-        selector.step_rates = step_rates(trace, ratio)
+    rule = make_accounting(accounting, cpu_ratio(trace))
     kind = RUNS[type(cluster)]
     run = kind(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s,  # type: ignore[arg-type]
                (first, last), record_job_rounds, backfill, selector, rule)
     run.mechanism_name = mechanism_name
-    run.artifact_keys = policy_name in ARTIFACT_POLICIES
-    run.refill = policy_name in REFILL_POLICIES
+    run.artifact_keys = any(policy_fn is POLICIES[name] for name in ARTIFACT_POLICIES)  # by name or passed in
+    run.refill = any(policy_fn is POLICIES[name] for name in REFILL_POLICIES)
     # Else a drawn job that could never run is found hours into the run.
     check_extension_fits(trace.largest_drawn_gpus, run.max_job_gpus, "cluster", f"{run.max_job_gpus} GPUs")
     run.check_rounds_needed(max_rounds)
@@ -216,6 +213,12 @@ def simulate(
     summary["arrivals_capped"] = run.arrivals_capped
     summary["stopped"] = run.stopped
     return SimResult(jobs, rounds, summary, job_rounds, settings)
+
+
+def cpu_ratio(trace: Trace) -> int:
+    """The CPU:GPU ratio whose built-in profiles the trace's jobs carry (3 unless its metadata says)."""
+    ratio = trace.metadata.get("cpu_per_gpu", 3)
+    return ratio if isinstance(ratio, int) else 3
 
 
 def _monitor_window(trace: Trace, monitor: tuple[int, int] | None) -> tuple[int, int]:
@@ -295,7 +298,7 @@ class _Run:
         self.last_run_end: dict[int, float] = {}  # position -> end of the last round it ran (artifact keys)
         self.starved: set[int] = set()  # positions past the artifact's starvation rule, for good
         self.refill = False  # a job the mechanism cannot place leaves its GPUs to the jobs after it
-        self.refilled: tuple[np.ndarray, np.ndarray] | None = None  # the last (filled, refilled) runnable sets
+        self.refilled: tuple[np.ndarray, np.ndarray] | None = None  # the last (queue order, refilled set)
         self.stopped = "done"
         self.progress: Progress | None = None
         self._grow(trace)
@@ -329,6 +332,8 @@ class _Run:
                 )
         self.trace = trace
         self.size = len(trace)
+        if self.selector is not None:  # every job's, the drawn ones too
+            self.selector.step_rates = step_rates(trace, cpu_ratio(trace))
         floors, (c_p, m_p) = self._floors(trace, old)
         zero = np.flatnonzero(floors <= 0)
         if zero.size:
@@ -371,7 +376,7 @@ class _Run:
             order = active[ranking(self.policy, states)]
             runnable = _fill(order, self.state.gpus, self.cluster.total_gpus, self.backfill)
             if self.refill:
-                return self._refill(order, runnable), runnable
+                runnable = self._refill(order, runnable)
         else:
             runnable = self.selector.select(states)[0]
         return runnable, runnable
@@ -384,13 +389,13 @@ class _Run:
         and the jobs it placed are the round's."""
         if MECHANISMS.get(self.mechanism_name, None) is None or MECHANISMS[self.mechanism_name].places_every_job:
             return runnable
-        if self.refilled is not None and np.array_equal(self.refilled[0], runnable):
-            return self.refilled[1]  # the same fill as last round: the same outcome
+        if self.refilled is not None and np.array_equal(self.refilled[0], order):
+            return self.refilled[1]  # the same queue in the same order as last round: the same outcome
         queue = trusted_round(self.cluster, tuple(self._job(int(p)) for p in order), {})
         plan = self.allocate(queue)
         placed = set(plan.allocation.jobs) if plan.allocation is not None else set()
         chosen = order[[job.id in placed for job in queue.jobs]]
-        self.refilled = (runnable, chosen)
+        self.refilled = (order, chosen)
         return chosen
 
     def _allocate(self, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
@@ -407,7 +412,8 @@ class _Run:
             return np.ones(active.size)
         missing = [p for p in active.tolist() if p not in self.best_speedup]
         if missing:
-            cpu, mem = best_case_demands(RoundInstance(self.cluster, tuple(self._job(p) for p in missing)))
+            # Trusted: the jobs arrived together may ask for more GPUs than the cluster has (each fits it).
+            cpu, mem = best_case_demands(trusted_round(self.cluster, tuple(self._job(p) for p in missing), {}))
             at = np.array(missing, dtype=np.int64)
             speedup = self.table.at(at, cpu, mem) / self.state.floor[at]
             self.best_speedup.update(zip(missing, speedup.tolist(), strict=True))
@@ -488,8 +494,8 @@ class _Run:
                 self.selector.ran(running, self.state.run_s[running] - held, left - self.state.remaining[running],
                                   self.state.duration[running])
             ran_last = np.setdiff1d(running, finished, assume_unique=True)
-            self.at_share = running[rate <= 1.0 + 1e-9]
             if self.artifact_keys:
+                self.at_share = running[rate <= 1.0 + 1e-9]
                 self.last_run_end.update(dict.fromkeys(running.tolist(), now + round_s))
             self.rows.append((now, active.size, runnable.size, running.size, *(100 * use / self.capacity),
                               seconds, solved, fallback))
@@ -504,6 +510,8 @@ class _Run:
             if running.size == 0 and self.admitted < self.size:
                 # Nothing can progress until the next arrival changes the runnable set.
                 k = max(k + 1, math.ceil(self.state.ready[self.ready_order[self.admitted]] / round_s))
+                if self.artifact_keys:  # the rounds skipped would have marked starved jobs (marks only add)
+                    self._mark_starved((k - 1) * round_s, active)
             else:
                 k += 1
         self.end_s = k * round_s

@@ -99,7 +99,7 @@ class GavelSelector:
     agnostic: bool = False
     seed: int = 0
     # Trace position -> steps per second at the reference type's proportional share (NaN: not known); the
-    # engine sets it from the trace it runs (:func:`step_rates`).
+    # engine sets it from the trace it runs, again each time the trace grows (:func:`step_rates`).
     step_rates: np.ndarray | None = None
     rounds: RoundMechanism = field(init=False)
     members: frozenset[int] = field(default=frozenset(), init=False)
@@ -147,9 +147,10 @@ class GavelSelector:
         # adds throughputs up, so units matter there: Gavel sums steps per second (jobs per second favoured
         # short jobs: 34.3 h against Gavel's 45.0 h of average JCT on msr_seed0_ed69ec, 3 x 16 GPUs).
         throughputs = self._speeds(states.position) / states.duration_s[:, None]
-        rates = None if self.step_rates is None else self.step_rates[states.position]
-        if self.name == "max_sum_throughput" and rates is not None and np.isfinite(rates).all():
-            throughputs = self._speeds(states.position) * rates[:, None]
+        if self.name == "max_sum_throughput" and self.step_rates is not None:
+            rates = self.step_rates[states.position]
+            if np.isfinite(rates).all():
+                throughputs = self._speeds(states.position) * rates[:, None]
         problem = PolicyProblem(throughputs, states.gpus, np.array(self.gpus),
                                 priority_weights=np.array([self.weights.get(p, 1.0) for p in positions]),
                                 types=self.types, job_ids=tuple(map(str, positions)))

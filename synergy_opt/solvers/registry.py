@@ -158,13 +158,11 @@ LARGEST_COEFFICIENT = 1e15
 def coefficient_out_of_range(model: LinearModel) -> str:
     """Why ``model`` cannot be handed to a backend (a constraint coefficient of magnitude at least
     :data:`LARGEST_COEFFICIENT`, named by its row block), or "" when it can."""
+    if float(np.max(np.abs(model.matrix.data), initial=0.0)) < LARGEST_COEFFICIENT:
+        return ""  # the usual case, without converting the matrix
     matrix = model.matrix.tocoo()
-    if not matrix.nnz:
-        return ""
     at = int(np.argmax(np.abs(matrix.data)))
     largest = float(matrix.data[at])
-    if abs(largest) < LARGEST_COEFFICIENT:
-        return ""
     row = int(matrix.row[at])
     block = next((name for name, rows in model.con_blocks.items() if rows.start <= row < rows.stop), f"row {row}")
     return (f"not solved: a coefficient of {largest:g} in the rows {block!r} of {model.name}; the backends take "
