@@ -86,3 +86,14 @@ def test_a_gavel_trace_is_read_with_run_times_on_the_clusters_reference_type(tmp
     assert int(row["jobs"]) == len(trace) == 7
     for key in ("avg_jct_h", "makespan_h"):
         assert float(row[key]) == result.summary[key], key
+
+
+def test_policy_all_leaves_out_the_artifacts_variants() -> None:
+    # They replay the paper's artifact on one GPU type; with --types, 'all' ran them and the sweep stopped.
+    from synergy_opt.sim.gavel_policies import GAVEL_POLICIES
+    from synergy_opt.sim.policies import ARTIFACT_POLICIES, REFILL_POLICIES
+
+    args, _ = parse(["--types", "k80:1,v100:1", "--policy", "all"])
+    assert args.policy == ["fifo", "srtf", "las", "ftf", *GAVEL_POLICIES]
+    assert not set(args.policy) & {*ARTIFACT_POLICIES, *REFILL_POLICIES}
+    assert parse(["--policy", "fifo-artifact,las-artifact"])[0].policy == ["fifo-artifact", "las-artifact"]

@@ -103,12 +103,13 @@ def profile_noise(text: str) -> float:
     return noise
 
 
-def names_of(kind: str, known: Sequence[str]) -> Callable[[str], list[str]]:
-    """A parser of comma-separated names among ``known`` (or ``all``), duplicates dropped, order kept."""
+def names_of(kind: str, known: Sequence[str], everything: Sequence[str] | None = None) -> Callable[[str], list[str]]:
+    """A parser of comma-separated names among ``known`` (or ``all``: ``everything``, default every known name),
+    duplicates dropped, order kept."""
 
     def parse(text: str) -> list[str]:
         if text == "all":
-            return list(known)
+            return list(known if everything is None else everything)
         names = items(text)
         unknown = [name for name in names if name not in known]
         if not names or unknown:

@@ -51,7 +51,7 @@ from synergy_opt.sim.gavel import SOURCE as GAVEL_SOURCE
 from synergy_opt.sim.gavel_policies import GAVEL_POLICIES
 from synergy_opt.sim.outputs import JOURNAL, file_digest, print_summary, run_fields, to_record, write_folder
 from synergy_opt.sim.philly import SOURCE as PHILLY_SOURCE
-from synergy_opt.sim.policies import POLICIES
+from synergy_opt.sim.policies import ARTIFACT_POLICIES, POLICIES, REFILL_POLICIES
 from synergy_opt.sim.sweep import PRELOAD, SimRun, SimSetting, run_one
 from synergy_opt.sim.trace import MAX_TRACE_JOBS, Trace
 from synergy_opt.sim.trace_io import load_trace
@@ -174,9 +174,12 @@ def build_parser() -> _Parser:
     sweep = parser.add_argument_group("the cluster and the trace (comma-separated lists sweep)")
     sweep.add_argument("--gpus", type=cli_args.gpu_sizes, help="cluster size(s) in GPUs, multiples of 8 (128)")
     sweep.add_argument("--cpu-per-gpu", type=_ratios, help="CPU:GPU ratio(s) of the servers and profiles: 3-6 (3)")
-    sweep.add_argument("--policy", type=cli_args.names_of("policy", (*POLICIES, *GAVEL_POLICIES)),
-                       help=f"scheduling policy(ies): {', '.join(POLICIES)}, or Gavel's {', '.join(GAVEL_POLICIES)} "
-                            "(fifo)")
+    # 'all' leaves out the artifact's variants (replaying its runs, one GPU type only: docs/fidelity.md).
+    researchers = [name for name in POLICIES if name not in (*ARTIFACT_POLICIES, *REFILL_POLICIES)]
+    sweep.add_argument("--policy", type=cli_args.names_of("policy", (*POLICIES, *GAVEL_POLICIES),
+                                                          (*researchers, *GAVEL_POLICIES)),
+                       help=f"scheduling policy(ies): {', '.join(POLICIES)}, or Gavel's {', '.join(GAVEL_POLICIES)}; "
+                            "'all': all but the artifact's (fifo)")
     sweep.add_argument("--types", type=_type_text, metavar="TYPE:SERVERS,...",
                        help="a heterogeneous cluster, servers of 8 GPUs per GPU type, e.g. k80:2,p100:2,v100:2 "
                             "(--gpus is their total); the policy picks each job's type")
