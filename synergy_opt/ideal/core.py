@@ -28,13 +28,13 @@ from synergy_opt.ideal.core_search import (
     SearchOutcome,
     check_deadline,
     core_result,
-    in_band,
     prepare,
     search,
 )
 from synergy_opt.ideal.lagrangian import Dual, Knapsack, solve_dual
 from synergy_opt.ideal.model import IdealModel
 from synergy_opt.solvers.base import SolveResult, SolverParams, Status
+from synergy_opt.solvers.registry import objective_scale
 
 SOLVER_NAME = "highs-core"
 # States kept per step by the incumbent's beam searches: a narrow one, and a wider one at the same threshold.
@@ -52,7 +52,11 @@ def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
     """Solve ``ideal`` (an ILP) as the module docstring says; the result reads like any backend's."""
     start = time.perf_counter()
     deadline = None if params.time_limit is None else start + params.time_limit
-    knapsack, unit = in_band(Knapsack.of(ideal))
+    # The searches compare values with absolute slacks (1e-9, 1e-10): at throughputs of 1e-12 they read every gain
+    # as a tie (a third below the optimum, called OPTIMAL). So they run on the objective solve_model would hand a
+    # backend, brought into the solvers' band by a power of two, which changes no comparison.
+    unit = objective_scale(ideal.model)
+    knapsack = Knapsack.of(ideal, unit)
     built = time.perf_counter()
     incumbent: CoreSolution | None = None
 

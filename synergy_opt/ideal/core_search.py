@@ -15,15 +15,12 @@ incumbent, not a proof.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
-from typing import TypeVar
+from dataclasses import dataclass
 
 import numpy as np
 
-from synergy_opt.ideal.hetero_knapsack import TypedKnapsack
 from synergy_opt.ideal.lagrangian import Dual, Knapsack
 from synergy_opt.solvers.base import SolveResult, Status
-from synergy_opt.solvers.registry import band_scale
 
 # Half-width of the exact CPU cost-to-go table; outside it the bound is 0 (still a valid bound).
 CPU_WINDOW = 128
@@ -47,19 +44,6 @@ def check_deadline(deadline: float | None) -> None:
     """Raise :class:`SearchDeadline` when ``deadline`` (a ``time.perf_counter`` time) has passed."""
     if deadline is not None and time.perf_counter() > deadline:
         raise SearchDeadline
-
-
-AnyKnapsack = TypeVar("AnyKnapsack", Knapsack, TypedKnapsack)
-
-
-def in_band(knapsack: AnyKnapsack) -> tuple[AnyKnapsack, float]:
-    """``knapsack`` with every value times the power of two that brings the largest to ``[1, 2)`` when it lies
-    outside the solvers' band (:func:`~synergy_opt.solvers.registry.band_scale`, as ``solve_model`` scales the
-    objectives it hands a backend), and that factor (1.0 when inside). The searches compare values with absolute
-    slacks (``1e-9``, ``1e-10``): at throughputs of ``1e-12`` they read every difference as a tie and reported a
-    solution a third below the optimum as OPTIMAL. A power of two changes no comparison between values."""
-    unit = band_scale(float(np.max(np.abs(knapsack.value), initial=0.0)))
-    return (knapsack if unit == 1.0 else replace(knapsack, value=knapsack.value * unit)), unit
 
 
 def core_result(

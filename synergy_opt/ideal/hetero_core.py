@@ -33,7 +33,6 @@ from synergy_opt.ideal.core_search import (
     SearchOutcome,
     check_deadline,
     core_result,
-    in_band,
 )
 from synergy_opt.ideal.hetero_knapsack import TypedKnapsack
 from synergy_opt.ideal.hetero_model import HeteroIdealModel
@@ -41,6 +40,7 @@ from synergy_opt.ideal.hetero_search import Plan, plan, search
 from synergy_opt.ideal.hetero_split import split_rules_out
 from synergy_opt.ideal.lagrangian import Dual, solve_dual
 from synergy_opt.solvers.base import SolveResult, SolverParams, Status
+from synergy_opt.solvers.registry import objective_scale
 
 SOLVER_NAME = "highs-hetero-core"
 # Kelley's smoothing and stopping rule on the 3T rows (measured: 0.7 halves the cuts at 1024 and 16384 GPUs).
@@ -71,7 +71,8 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
     """Solve the type-free ILP ``ideal`` (floors fixed) as the module docstring says."""
     start = time.perf_counter()
     deadline = None if params.time_limit is None else start + params.time_limit
-    knapsack, unit = in_band(TypedKnapsack.of(ideal))
+    unit = objective_scale(ideal.model)  # in the solvers' band, as the one-type core search (ideal/core.py)
+    knapsack = TypedKnapsack.of(ideal, unit)
     built = time.perf_counter()
     incumbent: CoreSolution | None = None
 

@@ -33,13 +33,14 @@ class TypedKnapsack:
     types: int
 
     @classmethod
-    def of(cls, ideal: HeteroIdealModel) -> TypedKnapsack:
+    def of(cls, ideal: HeteroIdealModel, unit: float = 1.0) -> TypedKnapsack:
+        """``ideal``'s columns, their values times ``unit`` (the core search's power of two)."""
         model = ideal.model
         offsets = np.concatenate([[0], np.cumsum(ideal.class_count)[:-1]]).astype(np.int64)
         class_gpus = ideal.instance.gpus[ideal.class_jobs[offsets]] if ideal.num_classes else np.zeros(0)
         gpus = class_gpus[ideal.col_class].astype(float)
         return cls(
-            value=model.objective, col_type=ideal.col_type, gpu=gpus, cpu=gpus * ideal.col_cpu,
+            value=model.objective * unit, col_type=ideal.col_type, gpu=gpus, cpu=gpus * ideal.col_cpu,
             mem=gpus * ideal.col_mem, col_class=ideal.col_class, class_count=ideal.class_count.astype(float),
             capacity=model.row_upper[ideal.coupling_rows].astype(float), types=len(ideal.instance.cluster.types),
         )

@@ -77,12 +77,13 @@ class Knapsack:
     capacity: np.ndarray  # (CPUs, GB)
 
     @classmethod
-    def of(cls, ideal: IdealModel) -> Knapsack:
+    def of(cls, ideal: IdealModel, unit: float = 1.0) -> Knapsack:
+        """``ideal``'s columns, their values times ``unit`` (the core search's power of two)."""
         model = ideal.model
         rows = [model.con_blocks[name].start for name in ("cpu", "mem")]
         usage = model.matrix[rows].toarray()
         return cls(
-            value=model.objective,
+            value=model.objective * unit,
             cpu=usage[0],
             mem=usage[1],
             col_class=ideal.col_class,

@@ -107,10 +107,10 @@ def artifact_profile(name: str, gpus: int, cpu_per_gpu: int = 3) -> Profile:
     its demand at one server's and makes its speedup a straight line in CPUs between the share (1) and its best
     case, ``1 + (s - 1) (c_cap - c_p) / (c_best - c_p)`` (a 4-GPU AlexNet: 6 CPUs and 125 GB a GPU at 1.6467; a
     3-GPU one: 8 CPUs at 2.078), and gives nothing between the share and that point. So its matrix here is 1 at
-    every config from the share up, that capped speedup from the capped point up (both times the share's
-    throughput, 1 at 3 CPUs a GPU) (the point put on the grid),
-    and the model's below the share; its best case (:func:`~synergy_opt.mechanisms.demand.best_case_demands`) is
-    then the capped point. A job of more than 8 GPUs runs at the share at speedup 1 there, as the model's
+    every config from the share up, that capped speedup from the capped point up (the point put on the grid;
+    both times the share's throughput, which is 1 at 3 CPUs a GPU), and the model's below the share; its best
+    case (:func:`~synergy_opt.mechanisms.demand.best_case_demands`) is then the capped point. A job of more than
+    8 GPUs runs at the share at speedup 1 there, as the model's
     matrix already gives it with the server cap.
     """
     info = model_info(name, cpu_per_gpu)

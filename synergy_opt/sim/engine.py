@@ -180,8 +180,10 @@ def simulate(
         raise UnknownNameError("policy", policy, (*POLICIES, *GAVEL_POLICIES))
     else:
         policy_name, policy_fn = resolve_policy(policy)
-    artifact_rules = any(policy_fn is POLICIES[name] for name in (*ARTIFACT_POLICIES, *REFILL_POLICIES))
-    if artifact_rules and isinstance(cluster, HeteroCluster):
+    # The artifact's policies by name or passed in as functions.
+    artifact_keys = any(policy_fn is POLICIES[name] for name in ARTIFACT_POLICIES)
+    refill = any(policy_fn is POLICIES[name] for name in REFILL_POLICIES)
+    if (artifact_keys or refill) and isinstance(cluster, HeteroCluster):
         raise InvalidInputError("policy", policy_name, "the artifact's policies run on one GPU type (a Cluster)")
     mechanism_name, allocate = make_allocator(mechanism, mechanism_options, seed)
     if isinstance(allocate, TypeFreeIdeal) and not isinstance(cluster, HeteroCluster):
@@ -194,8 +196,7 @@ def simulate(
     run = kind(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s,  # type: ignore[arg-type]
                (first, last), record_job_rounds, backfill, selector, rule)
     run.mechanism_name = mechanism_name
-    run.artifact_keys = any(policy_fn is POLICIES[name] for name in ARTIFACT_POLICIES)  # by name or passed in
-    run.refill = any(policy_fn is POLICIES[name] for name in REFILL_POLICIES)
+    run.artifact_keys, run.refill = artifact_keys, refill
     # Else a drawn job that could never run is found hours into the run.
     check_extension_fits(trace.largest_drawn_gpus, run.max_job_gpus, "cluster", f"{run.max_job_gpus} GPUs")
     run.check_rounds_needed(max_rounds)
@@ -387,7 +388,8 @@ class _Run:
         (greedy) changes the GPU-count fill: it runs once on the whole queue (a round that may ask for more GPUs
         than the cluster has: greedy leaves out whatever does not fit, in order, as the artifact's loop does),
         and the jobs it placed are the round's."""
-        if MECHANISMS.get(self.mechanism_name, None) is None or MECHANISMS[self.mechanism_name].places_every_job:
+        mechanism = MECHANISMS.get(self.mechanism_name)
+        if mechanism is None or mechanism.places_every_job:
             return runnable
         if self.refilled is not None and np.array_equal(self.refilled[0], order):
             return self.refilled[1]  # the same queue in the same order as last round: the same outcome
