@@ -182,3 +182,22 @@ def test_capped_profiles_at_other_cpu_ratios_keep_the_shares_unit(ratio: int, ca
     assert job.profile.throughput(cap_cpu, 125.0) == pytest.approx(floor * speedup)
     below = job.profile.tput[job.profile.cpu_per_gpu < ratio]
     assert below.max() <= floor
+
+
+def test_the_artifacts_speedup_reads_the_mechanisms_best_case_tolerance() -> None:
+    # One server of 2 GPUs and 12 CPUs (6 a GPU). E (10 s) runs first; A and B (100 s each) wait for the other GPU,
+    # taken by the smaller remaining time over the speedup srtf-artifact expects at the job's best case. A reaches
+    # 1.5 at 12 CPUs and 1.4 at 9, B 1.45 at 9: at tolerance 0 A's best case is 12 CPUs (100/1.5 before B's
+    # 100/1.45), at 0.1 it is 9 CPUs (100/1.4 after B's). The speedup must be read at the mechanism's tolerance.
+    a = so.Profile([6.0, 9.0, 12.0], [50.0], [[1.0], [1.4], [1.5]])
+    b = so.Profile([6.0, 9.0], [50.0], [[1.0], [1.45]])
+    trace = so.Trace((so.TraceJob("E", 0.0, 1, 10.0, a), so.TraceJob("A", 0.0, 1, 100.0, a),
+                      so.TraceJob("B", 0.0, 1, 100.0, b)))
+    cluster = so.Cluster(1, 2, 12, 100)
+    first = {}
+    for tolerance in (0.0, 0.1):
+        result = simulate(trace, cluster, policy="srtf-artifact", mechanism="tune", round_s=300.0,
+                          best_case_tolerance=tolerance)
+        finish = dict(zip(result.jobs.id, result.jobs.finish_s, strict=True))
+        first[tolerance] = min("AB", key=lambda job: finish[job])
+    assert first == {0.0: "A", 0.1: "B"}

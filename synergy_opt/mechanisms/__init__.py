@@ -133,9 +133,9 @@ def run_mechanism(
         The policy's priority order: every job id once, highest priority first (default: as listed).
     **options
         Passed to the mechanism: ``spend_spare=True`` for any (idle CPU and memory to the jobs that gain most;
-        near-opt's default), ``best_case_tolerance=0.05`` for greedy, tune, drf, tetris and near-opt (how
-        close to the maximum a best-case demand must come), ``skip=True`` for drf and tetris (jobs that do not
-        fit wait).
+        near-opt's default), ``best_case_tolerance`` for greedy, tune, drf, tetris and near-opt (how close to
+        the maximum a best-case demand must come; default ``DEFAULT_TOLERANCE``, 0.035), ``skip=True`` for drf
+        and tetris (jobs that do not fit wait).
 
     Returns
     -------

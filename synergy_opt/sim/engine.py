@@ -36,7 +36,7 @@ from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.hetero import HeteroCluster
 from synergy_opt.instance import Cluster, Job, RoundInstance, trusted_round
 from synergy_opt.mechanisms import MECHANISMS
-from synergy_opt.mechanisms.demand import best_case_demands
+from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.sim.allocators import RoundPlan, TypeFreeIdeal, UserMechanism, make_allocator
 from synergy_opt.sim.bounds import (
     MAX_ROUNDS,
@@ -197,6 +197,9 @@ def simulate(
                (first, last), record_job_rounds, backfill, selector, rule)
     run.mechanism_name = mechanism_name
     run.artifact_keys, run.refill = artifact_keys, refill
+    # The artifact's keys read the speedup at the best case the mechanism uses (``threshold``: its earlier name).
+    run.best_case_tolerance = mechanism_options.get("best_case_tolerance",
+                                                    mechanism_options.get("threshold", DEFAULT_TOLERANCE))
     # Else a drawn job that could never run is found hours into the run.
     check_extension_fits(trace.largest_drawn_gpus, run.max_job_gpus, "cluster", f"{run.max_job_gpus} GPUs")
     run.check_rounds_needed(max_rounds)
@@ -295,6 +298,7 @@ class _Run:
         self.mechanism_name = "mechanism"
         self.artifact_keys = False  # the policy reads JobStates.artifact_speedup
         self.best_speedup: dict[int, float] = {}  # position -> speedup at its best case (artifact keys)
+        self.best_case_tolerance = DEFAULT_TOLERANCE  # the mechanism's, for those best cases
         self.at_share = np.empty(0, dtype=np.int64)  # the positions that ran the last round at the share
         self.last_run_end: dict[int, float] = {}  # position -> end of the last round it ran (artifact keys)
         self.starved: set[int] = set()  # positions past the artifact's starvation rule, for good
@@ -415,7 +419,8 @@ class _Run:
         missing = [p for p in active.tolist() if p not in self.best_speedup]
         if missing:
             # Trusted: the jobs arrived together may ask for more GPUs than the cluster has (each fits it).
-            cpu, mem = best_case_demands(trusted_round(self.cluster, tuple(self._job(p) for p in missing), {}))
+            cpu, mem = best_case_demands(trusted_round(self.cluster, tuple(self._job(p) for p in missing), {}),
+                                         self.best_case_tolerance)
             at = np.array(missing, dtype=np.int64)
             speedup = self.table.at(at, cpu, mem) / self.state.floor[at]
             self.best_speedup.update(zip(missing, speedup.tolist(), strict=True))
