@@ -145,3 +145,20 @@ def test_a_trace_that_extends_must_fit_its_largest_draw() -> None:
         assert error.value.field == "cluster" and "16 GPUs" in str(error.value)
     assert so.simulate(trace, so.Cluster(2), policy="srtf", mechanism="proportional").summary["unfinished"] == 0
     assert so.generate_trace(jobs=8, load=None, multi_gpu=True, seed=8055).largest_drawn_gpus == 0
+
+
+def test_fifo_without_backfilling_passes_over_a_job_that_fits_only_types_it_cannot_use(tmp_path) -> None:
+    # Gavel's FIFO (perf mode) on k80:1,v100:1: three 8-GPU jobs at once. j0 takes the V100s; j1 (ResNet-50 at
+    # batch size 128, no K80 throughput at 8 GPUs) has room only on the K80s, which it cannot use, so it is passed
+    # over and j2 runs on the K80s from the start (Gavel's simulator: j2's JCT 4323 s). Only a job no type has room
+    # for ends the runnable set.
+    lines = [("ResNet-18 (batch size 64)", 200000), ("ResNet-50 (batch size 128)", 20000),
+             ("Transformer (batch size 256)", 20000)]
+    path = tmp_path / "three.trace"
+    path.write_text("".join(f"{kind}\tcmd\t--num_steps\t1\t{steps}\t0.000000\t8\n" for kind, steps in lines))
+    flat = {"ResNet-18": "gnmt", "ResNet-50": "gnmt"}
+    trace = load_trace(path, job_models=flat)
+    result = so.simulate(trace, HeteroCluster.of("k80:1,v100:1", 8, 24, 500), policy="fifo",
+                         mechanism="proportional", round_s=360.0, backfill=False)
+    start = dict(zip(result.jobs.id, result.jobs.first_start_s, strict=True))
+    assert start == {"j0": 0.0, "j1": 1080.0, "j2": 0.0}

@@ -7,7 +7,8 @@
   (:mod:`synergy_opt.sim.gavel_policies`) do so through their round mechanism; the greedy policies (FIFO, SRTF,
   LAS, FTF, a callable) take the jobs in their order and give each the type where it runs fastest at the
   proportional share among those with enough free GPUs (ties: the cluster's order); a job that fits no type is
-  passed over (``backfill``) or ends the set.
+  passed over (``backfill``) or ends the set; one with room only on types it cannot use is passed over (as
+  Gavel's FIFO does).
 - **Mechanisms per type.** The jobs on each type form that type's round (its servers, their matrices there),
   and the mechanism allocates it as on a one-type cluster: CPU and memory are shared on the chosen types.
   ``ideal-type-free`` instead takes the whole round at once: the type-free ideal ILP (issue 20) with every job
@@ -106,7 +107,9 @@ class HeteroRun(_Run):
             speed = np.where((free >= need) & (self.speeds[position] > 0), self.speeds[position], -np.inf)
             best = int(np.argmax(speed))
             if speed[best] == -np.inf:
-                if not self.backfill:
+                # Without backfilling only a job no type has room for ends the set; one with room only on types
+                # it cannot use is passed over (Gavel's FIFO: it drops a job whose best free type gives 0).
+                if not self.backfill and not (free >= need).any():
                     break
                 continue
             chosen.append(int(position))
