@@ -52,10 +52,9 @@ from synergy_opt.profiling import (
     profile_exhaustive,
     profile_job,
     profile_matrix,
-    with_profiling_delay,
 )
 from synergy_opt.profiling.sampler import PARAMETER_SPREAD
-from synergy_opt.sim import Trace, generate_trace, simulate
+from synergy_opt.sim import Trace, generate_trace, simulate, with_profiling_delay
 
 RESULTS = Path(__file__).resolve().parent / "results"
 GRIDS = {

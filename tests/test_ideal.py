@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import synergy_opt as so
 from synergy_opt.ideal.model import Reductions, build_ideal, row_labels
 from synergy_opt.profile_groups import group_profiles, subset_groups
-from synergy_opt.solvers import Status, available_solvers, backend, write_model
+from synergy_opt.solvers import Status, available_solvers, backend, solve_model, write_model
 from tests.random_instances import brute_force_ideal, random_instance
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -165,6 +165,19 @@ def test_models_export_to_mps_and_lp(tmp_path: Path) -> None:
         assert path.stat().st_size > 0
     with pytest.raises(so.InvalidInputError, match="suffix"):
         write_model(model, tmp_path / "ideal.txt")
+
+
+def test_a_built_model_exports_and_solves_as_its_linear_model(tmp_path: Path) -> None:
+    # What build_ideal returns (an IdealModel) raised a raw AttributeError in write_model and solve_model.
+    built = build_ideal(so.generate_round(32, seed=3, profile_noise=0.05))
+    assert write_model(built, tmp_path / "ideal.lp").read_text() == write_model(built.model, tmp_path / "m.lp"
+                                                                                 ).read_text()
+    assert solve_model(built).objective == pytest.approx(solve_model(built.model).objective, rel=1e-9)
+    for bad in ("round.json", None, built.instance):
+        with pytest.raises(so.InvalidInputError, match="model"):
+            solve_model(bad)
+        with pytest.raises(so.InvalidInputError, match="model"):
+            write_model(bad, tmp_path / "bad.mps")
 
 
 @pytest.mark.parametrize("nudge", [-1, 0, 1])

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.files import atomic_path
-from synergy_opt.solvers.model import LinearModel
+from synergy_opt.solvers.model import LinearModel, as_linear_model
 
 SUFFIXES = (".mps", ".lp")
 
 
-def write_model(model: LinearModel, path: str | os.PathLike[str]) -> Path:
-    """Write ``model`` as MPS (``.mps``) or CPLEX LP (``.lp``), by the file's suffix; returns the path."""
+def write_model(model: LinearModel | Any, path: str | os.PathLike[str]) -> Path:
+    """Write ``model`` (a :class:`LinearModel`, or a built model holding one, as ``build_ideal``'s does) as MPS
+    (``.mps``) or CPLEX LP (``.lp``), by the file's suffix; returns the path."""
+    model = as_linear_model(model)
     target = Path(path)
     if target.suffix not in SUFFIXES:
         raise InvalidInputError("path", str(target), "the suffix must be .mps or .lp")

@@ -12,6 +12,8 @@ from typing import Literal
 import numpy as np
 import scipy.sparse as sp
 
+from synergy_opt.errors import InvalidInputError
+
 Sense = Literal["max", "min"]
 
 
@@ -151,3 +153,15 @@ class ModelBuilder:
             var_blocks=dict(self.var_blocks),
             con_blocks=dict(self.con_blocks),
         )
+
+
+def as_linear_model(value: object, field: str = "model") -> LinearModel:
+    """``value`` if it is a :class:`LinearModel`, or the one a formulation's built model holds (``build_ideal``'s
+    ``IdealModel.model``, say), so that solving or exporting what a builder returned works either way."""
+    if isinstance(value, LinearModel):
+        return value
+    inner = getattr(value, "model", None)
+    if isinstance(inner, LinearModel):
+        return inner
+    raise InvalidInputError(field, type(value).__name__, "must be a LinearModel, or a built model holding one as "
+                            ".model (build_ideal's, say)")

@@ -16,7 +16,7 @@ import numpy as np
 
 from synergy_opt.errors import SolverUnavailableError, UnknownNameError
 from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, Status, find_binary
-from synergy_opt.solvers.model import LinearModel
+from synergy_opt.solvers.model import LinearModel, as_linear_model
 from synergy_opt.validation import SOLVER_SETTINGS, OneOf, Rule
 
 DEFAULT_SOLVER = "highs"
@@ -125,8 +125,10 @@ def backend(name: str) -> BackendSpec:
     return _REGISTRY[name]
 
 
-def solve_model(model: LinearModel, solver: str = DEFAULT_SOLVER, params: SolverParams | None = None) -> SolveResult:
-    """Solve a neutral model with the named backend."""
+def solve_model(model: LinearModel | Any, solver: str = DEFAULT_SOLVER, params: SolverParams | None = None
+                ) -> SolveResult:
+    """Solve a neutral model (or the one a built model holds, as ``build_ideal``'s does) with the named backend."""
+    model = as_linear_model(model)
     spec = backend(solver)
     solve = spec.load()
     params = params or SolverParams()
