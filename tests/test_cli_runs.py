@@ -169,6 +169,21 @@ def test_resume_takes_only_the_flags_that_do_not_change_the_results(uninterrupte
     assert "holds a sweep of 'sim'" in capsys.readouterr().err
 
 
+def test_a_new_run_refuses_the_other_tools_folder(uninterrupted: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # A bench run into a simulator's folder overwrote its command.json ("tool": "sim" became "bench"), and the
+    # sweep could no longer be resumed; the same the other way round.
+    command = (uninterrupted / "command.json").read_text()
+    assert bench_main([*BENCH, "--mechanisms", "proportional", "--out", str(uninterrupted)]) == 2
+    assert "holds a sweep of 'sim', not of 'bench'" in capsys.readouterr().err
+    assert (uninterrupted / "command.json").read_text() == command
+    bench_folder = tmp_path / "bench"
+    assert bench_main([*BENCH, "--mechanisms", "proportional", "--out", str(bench_folder)]) == 0
+    capsys.readouterr()
+    assert sim_main([*SWEEP, "--out", str(bench_folder)]) == 2
+    assert "holds a sweep of 'bench', not of 'sim'" in capsys.readouterr().err
+
+
 def test_a_long_single_run_shows_progress_within_the_run(tmp_path: Path) -> None:
     process = _start("sim", ["--gpus", "16", "--jobs", "40", "--load", "1", "--mechanisms", "tune",
                              "--out", str(tmp_path / "one")])
@@ -316,3 +331,22 @@ def test_experiments_are_listed_in_natural_order(capsys: pytest.CaptureFixture[s
     assert sim_main(["--experiment", "list"]) == 0
     listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert listed == [*experiment_names(), "fig9-fidelity"]  # the fidelity experiment has no TOML; listed last
+
+
+def test_a_script_without_a_main_guard_is_told_why_its_workers_died(tmp_path: Path) -> None:
+    # Worker processes import the main script; one that calls run_grid at import starts its own pool there and
+    # every worker dies. The error said "killed, or out of memory" only.
+    script = tmp_path / "sweep.py"
+    script.write_text(
+        "from synergy_opt.bench import build_grid, generated_specs, run_grid\n"
+        "from synergy_opt.bench.cells import RunOptions\n"
+        "cells, _ = build_grid(generated_specs([16], seeds=range(2)), ['proportional'], ['highs'])\n"
+        "print(len(run_grid(cells, RunOptions(time_limit=10), workers=2)))\n")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode != 0
+    assert "WorkerDiedError" in run.stderr and 'if __name__ == "__main__":' in run.stderr, run.stderr[-2000:]
+    guarded = script.read_text().replace("cells, _ =", "if __name__ == '__main__':\n    cells, _ =").replace(
+        "print(len(", "    print(len(")
+    script.write_text(guarded)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 0 and run.stdout.strip() == "4", run.stderr[-2000:]  # 2 seeds x 2 traces

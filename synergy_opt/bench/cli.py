@@ -44,7 +44,15 @@ from synergy_opt.bench.table import print_table, write_folder
 from synergy_opt.bench.table import title as table_title
 from synergy_opt.cli import args as cli_args
 from synergy_opt.cli.errors import OneLineParser, run_cli
-from synergy_opt.cli.journal import Journal, read_command, recorded_argv, run_journaled, run_key, write_command
+from synergy_opt.cli.journal import (
+    Journal,
+    out_folder_problem,
+    read_command,
+    recorded_argv,
+    run_journaled,
+    run_key,
+    write_command,
+)
 from synergy_opt.cli.parallel import MAX_WORKERS
 from synergy_opt.cli.table import TABLE_WIDTH
 from synergy_opt.errors import SynergyError
@@ -193,16 +201,10 @@ def plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
     if out.suffix == ".csv":
         parser.error(f"--out {out}: --out is a folder (as the simulator's), where rows.csv and medians.csv go; "
                      f"give e.g. --out {out.with_suffix('')}")
-    if args.resume is None and Journal(out, JOURNAL).exists():
-        parser.error(f"--out {out} holds the cells of an earlier run ({JOURNAL}.jsonl): continue it with "
-                     f"--resume {out}, or give another folder")
-    try:  # fail now, in one line, rather than after the whole grid has run
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.touch()
-        probe.unlink()
-    except OSError as error:
-        parser.error(f"--out {out}: cannot write there ({error.strerror})")
+    # Fail now, in one line, rather than after the whole grid has run.
+    problem = out_folder_problem(out, TOOL, JOURNAL, args.resume is not None, "the cells of an earlier run")
+    if problem:
+        parser.error(problem)
     options = RunOptions(time_limit=args.time_limit, opt_placement=args.opt_placement,
                          joint_consolidate=args.joint_consolidate,
                          spend_spare=None if args.spend_spare is None else args.spend_spare == "on",

@@ -171,6 +171,29 @@ def read_command(folder: Path, tool: str) -> list[str]:
     return argv
 
 
+def out_folder_problem(out: Path, tool: str, journal: str, resume: bool, what: str) -> str | None:
+    """Why ``out`` cannot take ``tool``'s run (None: it can; it then exists and is writable): a folder of the other
+    command line's (starting here would overwrite its ``command.json``, and it could no longer be resumed), or,
+    unless resuming, one holding an earlier run's journal (``what``: "the cells of an earlier run", say)."""
+    try:
+        recorded = json.loads(read_text(out / COMMAND_FILE))
+    except (OSError, ValueError):
+        recorded = None
+    other = recorded.get("tool") if isinstance(recorded, dict) else None
+    if isinstance(other, str) and other != tool:
+        return f"--out {out} holds a sweep of {other!r}, not of {tool!r}: give another folder"
+    if not resume and Journal(out, journal).exists():
+        return f"--out {out} holds {what} ({journal}.jsonl): continue it with --resume {out}, or give another folder"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.touch()
+        probe.unlink()
+    except OSError as error:
+        return f"--out {out}: cannot write there ({error.strerror})"
+    return None
+
+
 class SweepInterrupted(KeyboardInterrupt):
     """Ctrl-C during a sweep, with what was kept (``run_cli`` prints it as one line)."""
 

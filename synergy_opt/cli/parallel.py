@@ -99,7 +99,8 @@ def _run_processes(
             unfinished = sum(1 for result in results if result is None)
             raise WorkerDiedError(
                 f"a worker process died (killed, or out of memory) with {unfinished} of {len(items)} items "
-                "unfinished"
+                "unfinished; or none could start: worker processes import the main script, so a script that "
+                "runs several workers must do so under `if __name__ == \"__main__\":`"
             ) from None
     except BaseException:
         _stop(pool, futures)

@@ -35,7 +35,15 @@ from tqdm import tqdm
 
 from synergy_opt.cli import args as cli_args
 from synergy_opt.cli.errors import OneLineParser, run_cli
-from synergy_opt.cli.journal import Journal, read_command, recorded_argv, run_journaled, run_key, write_command
+from synergy_opt.cli.journal import (
+    Journal,
+    out_folder_problem,
+    read_command,
+    recorded_argv,
+    run_journaled,
+    run_key,
+    write_command,
+)
 from synergy_opt.cli.parallel import MAX_WORKERS
 from synergy_opt.errors import InvalidInputError, SynergyError
 from synergy_opt.generate import JOB_KIND
@@ -372,16 +380,10 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
             runs.append(SimRun(setting, mechanism, trace, run_options))
     keys = [run_key(run_fields(run, digest)) for run in runs]
     out = args.out or Path("results") / f"sim-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    if args.resume is None and Journal(out, JOURNAL).exists():
-        parser.error(f"--out {out} holds the runs of an earlier sweep ({JOURNAL}.jsonl): continue it with "
-                     f"--resume {out}, or give another folder")
-    try:  # fail now, in one line, rather than after the whole sweep has run
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.touch()
-        probe.unlink()
-    except OSError as error:
-        parser.error(f"--out {out}: cannot write there ({error.strerror})")
+    # Fail now, in one line, rather than after the whole sweep has run.
+    problem = out_folder_problem(out, TOOL, JOURNAL, args.resume is not None, "the runs of an earlier sweep")
+    if problem:
+        parser.error(problem)
     return Plan(runs, keys, out)
 
 
