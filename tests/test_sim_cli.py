@@ -58,6 +58,7 @@ def test_rows_match_direct_simulate_calls(serial: Path) -> None:
         for key in ("avg_jct_h", "p95_jct_h", "p99_jct_h", "makespan_h"):
             assert float(row[key]) == result.summary[key], (row, key)
         assert int(row["jobs"]) == result.summary["jobs"] and int(row["rounds"]) == result.summary["rounds"]
+        assert row["stopped"] == result.summary["stopped"] == "done"  # why a run ended is in the CSV
         mine = jobs[(jobs["load"] == float(row["load"])) & (jobs["seed"] == int(row["seed"]))
                     & (jobs["mechanism"] == row["mechanism"])]
         assert mine["id"].tolist() == result.jobs["id"].tolist()

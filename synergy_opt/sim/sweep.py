@@ -32,7 +32,7 @@ SETTING_COLUMNS = (
 )
 SUMMARY_COLUMNS = (
     *SETTING_COLUMNS, "monitor_first", "monitor_last", "preemption_overhead_s", "backfill", *SUMMARY_KEYS,
-    "arrivals_capped",
+    "arrivals_capped", "stopped",
     "proportional_ratio",
 )
 PER_JOB_COLUMNS = (*SETTING_COLUMNS, *JOB_COLUMNS)
