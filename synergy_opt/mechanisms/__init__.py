@@ -102,7 +102,8 @@ MECHANISMS: dict[str, Mechanism] = {
     for m in (
         Mechanism("proportional", _packed(pack_proportional), True, "GPU-proportional shares, GPUs best-fit"),
         Mechanism("greedy", _packed(pack_greedy), False, "Synergy-GREEDY: first fit of best-case demands"),
-        Mechanism("tune", _packed(pack_tune), True, "Synergy-TUNE: best fit, proportional fallback, demotion"),
+        Mechanism("tune", _packed(pack_tune), True,
+                  "Synergy-TUNE: spread fit (most free resources), proportional fallback, demotion"),
         Mechanism("tune-artifact", _packed(pack_tune_artifact), True,
                   "Synergy-TUNE as the paper's artifact: policy order, first fit, best case or share"),
         Mechanism("drf", _packed(pack_drf), True, "DRF: dominant-share order, static best-case demands"),

@@ -2,4 +2,5 @@
 
 from synergy_opt.profiling.fit import main
 
-main()
+if __name__ == "__main__":
+    main()

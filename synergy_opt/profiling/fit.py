@@ -298,7 +298,8 @@ def _write(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Refit the built-in job models and print their fit errors.")
+    parser = argparse.ArgumentParser(prog="python -m synergy_opt.profiling",
+                                     description="Refit the built-in job models and print their fit errors.")
     parser.add_argument("--write", action="store_true", help=f"rewrite synergy_opt/{_DATA}")
     args = parser.parse_args(argv)
     if args.write:
