@@ -241,7 +241,9 @@ def job_states(draw: st.DrawFn) -> JobStates:
     remaining = duration * np.array(draw(st.lists(st.floats(0.01, 1), min_size=n, max_size=n)))
     attained = np.array(draw(st.lists(st.sampled_from([0.0, 100.0, 300.0]), min_size=n, max_size=n)))
     gpus = np.array(draw(st.lists(st.sampled_from([1, 2, 4, 8]), min_size=n, max_size=n)))
-    return JobStates(50.0 + draw(values), np.arange(n) * 3, arrival, duration, remaining, attained, gpus)
+    shares = np.array(draw(st.lists(st.floats(0, 1), min_size=3 * n, max_size=3 * n))).reshape(n, 3)
+    return JobStates(50.0 + draw(values), np.arange(n) * 3, arrival, duration, remaining, attained, gpus,
+                     artifact_demand_share=shares)
 
 
 @settings(max_examples=150, deadline=None)
@@ -258,6 +260,8 @@ def test_policies_order_as_defined(states: JobStates, name: str) -> None:
         "las-artifact": states.attained_gpu_s,  # artifact_priority None: no job starved
         "srtf-artifact": states.remaining_s,  # artifact_speedup None: ones
         "ftf-artifact": (states.now_s - states.arrival_s + states.remaining_s) / states.duration_s,
+        "drf-artifact": states.artifact_demand_share.max(axis=1),
+        "tetris-artifact": states.artifact_demand_share.sum(axis=1) * states.remaining_s,
     }[name]
     for a, b in itertools.pairwise(order):
         assert (key[a], states.arrival_s[a], states.position[a]) <= (key[b], states.arrival_s[b], states.position[b])

@@ -35,12 +35,27 @@ SETTINGS = {
     "e_fifo_greedy_multi": ("fifo-artifact", "greedy", (150, 250), False, 18.8176),
     "e_fifo_greedy_single_l20": ("fifo-artifact", "greedy", (300, 400), True, 12.4486),
     "e_fifo_greedy_split50_l20": ("fifo-artifact", "greedy", (300, 400), True, 27.9348),
+    # Its DRF and TETRIS: job orders, placed by the mechanism the suffix names (plain: Synergy-Greedy).
+    "f_drf_multi": ("drf-artifact", "greedy", (150, 250), False, 19.3384),
+    "f_drf_fair_multi": ("drf-artifact", "proportional", (150, 250), False, 21.0984),
+    "f_drf_tune_multi": ("drf-artifact", "tune-artifact", (150, 250), False, 18.9834),
+    "f_tetris_multi": ("tetris-artifact", "greedy", (150, 250), False, 19.5709),
+    "f_tetris_fair_multi": ("tetris-artifact", "proportional", (150, 250), False, 21.0309),
+    "f_tetris_tune_multi": ("tetris-artifact", "tune-artifact", (150, 250), False, 19.4768),
+    "f_drf_single_l20": ("drf-artifact", "greedy", (300, 400), True, 9.9954),
+    "f_drf_fair_single_l20": ("drf-artifact", "proportional", (300, 400), True, 9.8666),
+    "f_drf_tune_single_l20": ("drf-artifact", "tune-artifact", (300, 400), True, 9.8590),
+    "f_tetris_single_l20": ("tetris-artifact", "greedy", (300, 400), True, 8.3793),
+    "f_tetris_fair_single_l20": ("tetris-artifact", "proportional", (300, 400), True, 8.6003),
+    "f_tetris_tune_single_l20": ("tetris-artifact", "tune-artifact", (300, 400), True, 8.6114),
 }
 # The artifact's LAS places its round's jobs by GPU demand, largest first, when it runs TUNE; its Synergy-Greedy
 # takes GPUs one at a time wherever they fit.
 OPTIONS = {"c_las_tune_multi": {"sort": "gpus"}, "e_fifo_greedy_multi": {"fit": "gpu"},
            "e_fifo_greedy_single_l20": {"fit": "gpu"}, "e_fifo_greedy_split50_l20": {"fit": "gpu"},
-           "e_las_greedy_single_l20": {"fit": "gpu"}}
+           "e_las_greedy_single_l20": {"fit": "gpu"},
+           **{name: {"fit": "gpu"} for name in ("f_drf_multi", "f_tetris_multi", "f_drf_single_l20",
+                                                "f_tetris_single_l20")}}
 
 
 def _replay(name: str, policy: str, mechanism: str, window: tuple[int, int], stopped: bool

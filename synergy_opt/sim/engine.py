@@ -38,6 +38,7 @@ from synergy_opt.instance import Cluster, Job, RoundInstance, trusted_round
 from synergy_opt.mechanisms import MECHANISMS
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
 from synergy_opt.sim.allocators import RoundPlan, TypeFreeIdeal, UserMechanism, make_allocator
+from synergy_opt.sim.artifact_trace import artifact_demands
 from synergy_opt.sim.bounds import (
     MAX_ROUNDS,
     ROUND_S,
@@ -119,7 +120,8 @@ def simulate(
         job's type, the mechanism per type); every job's GPU demand must fit in it (in one type).
     policy
         ``"fifo"``, ``"srtf"``, ``"las"``, ``"ftf"``, the artifact's ``"fifo-artifact"``, ``"las-artifact"``,
-        ``"srtf-artifact"``, ``"ftf-artifact"`` (docs/fidelity.md), or a callable of
+        ``"srtf-artifact"``, ``"ftf-artifact"``, ``"drf-artifact"``, ``"tetris-artifact"`` (docs/fidelity.md), or a
+        callable of
         :class:`~synergy_opt.sim.JobStates` returning one priority key per job (lowest first); or one of Gavel's LP
         policies
         (``"max_min_fairness"``, ``"finish_time_fairness"``, ``"makespan"``, ``"max_sum_throughput"``:
@@ -297,7 +299,8 @@ class _Run:
         self.arrivals_capped = False
         self.mechanism_name = "mechanism"
         self.artifact_keys = False  # the policy reads JobStates.artifact_speedup
-        self.best_speedup: dict[int, float] = {}  # position -> speedup at its best case (artifact keys)
+        # position -> speedup at its best case and demand shares (artifact keys)
+        self.best_case: dict[int, tuple[float, np.ndarray]] = {}
         self.best_case_tolerance = DEFAULT_TOLERANCE  # the mechanism's, for those best cases
         self.at_share = np.empty(0, dtype=np.int64)  # the positions that ran the last round at the share
         self.last_run_end: dict[int, float] = {}  # position -> end of the last round it ran (artifact keys)
@@ -410,22 +413,27 @@ class _Run:
         speedup, use = self._score(runnable, plan)
         return speedup, use, plan.fallback
 
-    def _artifact_speedup(self, active: np.ndarray) -> np.ndarray:
-        """:attr:`JobStates.artifact_speedup` of the active jobs: 1 under the proportional mechanism and after a
-        round at the share, else the speedup at the job's best case (the artifact resets every job's speedup to
-        that after sorting, and its TUNE sets it to 1 when it gives the job the share)."""
-        if self.mechanism_name == "proportional":
-            return np.ones(active.size)
-        missing = [p for p in active.tolist() if p not in self.best_speedup]
+    def _artifact_keys(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:class:`JobStates`' ``artifact_speedup``, ``artifact_priority`` and ``artifact_demand_share`` of the
+        active jobs. The speedup is 1 under the proportional mechanism and after a round at the share, else the
+        speedup at the job's best case (the artifact resets every job's speedup to that after sorting, and its
+        TUNE sets it to 1 when it gives the job the share)."""
+        missing = [p for p in active.tolist() if p not in self.best_case]
         if missing:
             # Trusted: the jobs arrived together may ask for more GPUs than the cluster has (each fits it).
-            cpu, mem = best_case_demands(trusted_round(self.cluster, tuple(self._job(p) for p in missing), {}),
-                                         self.best_case_tolerance)
+            queue = trusted_round(self.cluster, tuple(self._job(p) for p in missing), {})
+            cpu, mem = best_case_demands(queue, self.best_case_tolerance)
             at = np.array(missing, dtype=np.int64)
             speedup = self.table.at(at, cpu, mem) / self.state.floor[at]
-            self.best_speedup.update(zip(missing, speedup.tolist(), strict=True))
-        best = np.array([self.best_speedup[p] for p in active.tolist()])
-        return np.where(np.isin(active, self.at_share), 1.0, best)
+            shares = artifact_demands(queue, self.best_case_tolerance)
+            self.best_case.update(zip(missing, zip(speedup.tolist(), shares, strict=True), strict=True))
+        best = [self.best_case[p] for p in active.tolist()]
+        shares = np.array([share for _, share in best]).reshape(active.size, 3)
+        if self.mechanism_name == "proportional":
+            speedup = np.ones(active.size)
+        else:
+            speedup = np.where(np.isin(active, self.at_share), 1.0, np.array([s for s, _ in best]))
+        return speedup, np.isin(active, list(self.starved)), shares
 
     def _mark_starved(self, now: float, active: np.ndarray) -> None:
         """The artifact's starvation rule: a job whose last run ended (or, never run, which arrived) more than
@@ -477,8 +485,7 @@ class _Run:
                 k = max(k + 1, math.ceil(ready_sorted[self.admitted] / round_s))
                 continue
             state = self.state
-            artifact = (self._artifact_speedup(active), np.isin(active, list(self.starved))) if self.artifact_keys \
-                else (None, None)
+            artifact = self._artifact_keys(active) if self.artifact_keys else (None, None, None)
             states = JobStates(now, active, state.arrival[active], state.duration[active], state.remaining[active],
                                state.attained[active], state.gpus[active], *artifact)
             runnable, key = self._select(active, states)

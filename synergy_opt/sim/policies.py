@@ -44,6 +44,11 @@ class JobStates:
         The artifact's starvation rule (``schedulers/*_synergy_new.py``): True for a job that once waited more
         than 1000 hours since it last ran (or arrived), for good; its LAS, SRTF and FTF take such jobs first.
         Given to the ``*-artifact`` policies only (None otherwise: none).
+    artifact_demand_share
+        Each job's demand as the artifact's DRF and TETRIS read it (``jobs/job.py``, ``get_dominant_share``,
+        ``get_remaining_weighted_duration``): its GPUs, and its CPUs and GB at its best case, each over the
+        cluster's total, one row ``(gpu, cpu, mem)`` per job (:func:`~synergy_opt.sim.artifact_trace.artifact_demands`).
+        Given to the ``*-artifact`` policies only (None otherwise).
     """
 
     now_s: float
@@ -55,6 +60,7 @@ class JobStates:
     gpus: np.ndarray
     artifact_speedup: np.ndarray | None = None
     artifact_priority: np.ndarray | None = None
+    artifact_demand_share: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         # Read-only views: a policy cannot change the engine's state (nor the caller's arrays' flags).
@@ -133,14 +139,38 @@ def ftf_artifact(jobs: JobStates) -> np.ndarray:
     return _starved_first(jobs, _finish_time_ratio(jobs, _artifact_remaining(jobs)))
 
 
+def _demand_share(jobs: JobStates) -> np.ndarray:
+    if jobs.artifact_demand_share is None:
+        raise InvalidInputError("policy", "drf-artifact/tetris-artifact", "reads JobStates.artifact_demand_share, "
+                                "which the simulator gives the artifact's policies only")
+    return jobs.artifact_demand_share
+
+
+def drf_artifact(jobs: JobStates) -> np.ndarray:
+    """The paper's artifact's DRF (``schedulers/drf.py``): a job order, not an allocator. Smallest dominant share
+    first: the largest of the job's GPUs, CPUs and GB at its best case over the cluster's
+    (:attr:`JobStates.artifact_demand_share`), with the starvation rule; the mechanism its suffix names places
+    the jobs, refilling as :func:`fifo_artifact` (the artifact's ``DRF`` is Synergy-GREEDY, ``DRF+tune`` TUNE)."""
+    return _starved_first(jobs, _demand_share(jobs).max(axis=1))
+
+
+def tetris_artifact(jobs: JobStates) -> np.ndarray:
+    """The paper's artifact's TETRIS (``schedulers/tetris.py``): a job order, smallest first of the sum of the
+    job's demand shares (:attr:`JobStates.artifact_demand_share`) times its remaining time over the speedup it
+    expects (:func:`srtf_artifact`'s), with the starvation rule; placed and refilled as :func:`drf_artifact`."""
+    return _starved_first(jobs, _demand_share(jobs).sum(axis=1) * _artifact_remaining(jobs))
+
+
 POLICIES: dict[str, Policy] = {"fifo": fifo, "srtf": srtf, "las": las, "ftf": ftf, "fifo-artifact": fifo_artifact,
                                "las-artifact": las_artifact, "srtf-artifact": srtf_artifact,
-                               "ftf-artifact": ftf_artifact}
-#: The policies whose runnable set the mechanism may refill, job by job (:func:`fifo_artifact`).
-REFILL_POLICIES = ("fifo-artifact",)
+                               "ftf-artifact": ftf_artifact, "drf-artifact": drf_artifact,
+                               "tetris-artifact": tetris_artifact}
+#: The policies whose runnable set the mechanism may refill, job by job (:func:`fifo_artifact`): the artifact's
+#: FIFO, DRF and TETRIS loops try every queued job in order.
+REFILL_POLICIES = ("fifo-artifact", "drf-artifact", "tetris-artifact")
 #: The policies that read :attr:`JobStates.artifact_speedup` and ``artifact_priority`` (the engine computes
 #: them for these only).
-ARTIFACT_POLICIES = ("las-artifact", "srtf-artifact", "ftf-artifact")
+ARTIFACT_POLICIES = ("las-artifact", "srtf-artifact", "ftf-artifact", "drf-artifact", "tetris-artifact")
 #: The artifact's starvation rule: a job not run for longer than this gets top priority for good.
 ARTIFACT_STARVATION_S = 1000 * 3600.0
 _POLICY = Function(1, "policy(jobs: JobStates) -> one key per job")
