@@ -182,6 +182,11 @@ def test_a_new_run_refuses_the_other_tools_folder(uninterrupted: Path, tmp_path:
     capsys.readouterr()
     assert sim_main([*SWEEP, "--out", str(bench_folder)]) == 2
     assert "holds a sweep of 'bench', not of 'sim'" in capsys.readouterr().err
+    # A command.json that is no record (too deeply nested to parse, say) is a folder a new run may take.
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / "command.json").write_text("[" * 200_000)
+    assert bench_main([*BENCH, "--mechanisms", "proportional", "--out", str(odd)]) == 0
 
 
 def test_a_long_single_run_shows_progress_within_the_run(tmp_path: Path) -> None:

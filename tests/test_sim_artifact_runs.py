@@ -48,6 +48,10 @@ SETTINGS = {
     "f_tetris_single_l20": ("tetris-artifact", "greedy", (300, 400), True, 8.3793),
     "f_tetris_fair_single_l20": ("tetris-artifact", "proportional", (300, 400), True, 8.6003),
     "f_tetris_tune_single_l20": ("tetris-artifact", "tune-artifact", (300, 400), True, 8.6114),
+    # Its OPT (+opt): the pooled ideal ILP over each job's own matrix (artifact_trace(capped=False)).
+    "g_fifo_opt_multi": ("fifo", "ideal", (30, 60), False, 21.4345),
+    "g_fifo_opt_single": ("fifo", "ideal", (30, 60), False, 21.4266),
+    "g_srtf_opt_multi": ("srtf-artifact", "ideal", (30, 60), False, 21.4345),
 }
 # The artifact's LAS places its round's jobs by GPU demand, largest first, when it runs TUNE; its Synergy-Greedy
 # takes GPUs one at a time wherever they fit.
@@ -60,7 +64,7 @@ OPTIONS = {"c_las_tune_multi": {"sort": "gpus"}, "e_fifo_greedy_multi": {"fit": 
 
 def _replay(name: str, policy: str, mechanism: str, window: tuple[int, int], stopped: bool
             ) -> tuple[dict[str, float], dict[str, float]]:
-    trace = artifact_trace((RUNS / f"{name}_trace.csv").read_text())
+    trace = artifact_trace((RUNS / f"{name}_trace.csv").read_text(), capped=mechanism not in ("ideal", "opt"))
     with (RUNS / f"{name}_jct.csv").open() as handle:
         theirs = {row["job_id"]: float(row["jct_s"]) for row in csv.DictReader(handle)}
     result = simulate(trace, so.Cluster(16, 8, 24, 500), policy=policy, mechanism=mechanism, round_s=300.0,
@@ -216,3 +220,26 @@ def test_the_artifacts_speedup_reads_the_mechanisms_best_case_tolerance() -> Non
         finish = dict(zip(result.jobs.id, result.jobs.finish_s, strict=True))
         first[tolerance] = min("AB", key=lambda job: finish[job])
     assert first == {0.0: "A", 0.1: "B"}
+    # Read before the mechanism checks it, a bad value is still named as given (threshold: the earlier name).
+    for name in ("threshold", "best_case_tolerance"):
+        with pytest.raises(so.InvalidInputError, match=f"^{name}=1.5"):
+            simulate(trace, cluster, policy="srtf-artifact", mechanism="tune", **{name: 1.5})
+
+
+def test_the_artifacts_opt_reads_uncapped_matrices_and_keeps_its_speedup_key() -> None:
+    # Two of the artifact's +opt rules (its simulator on hand-made traces, a helper's run of 2026-12-05). Its OPT
+    # is the pooled ideal ILP (``ideal`` here) over each job's own matrix, not the capped one of its TUNE:
+    # FIFO+opt on two servers gives 6,900 and 14,700 s (with the capped matrices 7,500 and 15,900).
+    two = artifact_trace("0,alexnet,0,20000,4\n1,lstm,0,20000,4\n2,res50,0,20000,8\n", capped=False)
+    result = simulate(two, so.Cluster(2, 8, 24, 500), policy="fifo", mechanism="ideal", accounting="artifact")
+    assert dict(zip(result.jobs.id, result.jobs.jct_s, strict=True)) == {"0": 6900.0, "1": 300.0, "2": 14700.0}
+    assert two.metadata["capped"] is False and artifact_trace("0,alexnet,0,10,4\n").metadata["capped"] is True
+    # And it never sets a job's speedup to 1, so SRTF's key stays the remaining time over the best case's speedup
+    # even after a round at the share: eight AlexNets and an LSTM on one server, 6,000 s each and 10,199 s (when
+    # the key fell to 1 after a round at the share: 5,700 / 6,600 s and 4,499 s).
+    nine = artifact_trace("".join(f"{i},alexnet,0,10000,1\n" for i in range(8)) + "8,lstm,1,363636,1\n",
+                          capped=False)
+    result = simulate(nine, so.Cluster(1, 8, 24, 500), policy="srtf-artifact", mechanism="ideal",
+                      accounting="artifact")
+    assert dict(zip(result.jobs.id, result.jobs.jct_s, strict=True)) == {
+        **{str(i): 6000.0 for i in range(8)}, "8": 10199.0}

@@ -160,7 +160,7 @@ def read_command(folder: Path, tool: str) -> list[str]:
         raise InvalidInputError("--resume", str(folder), f"holds no {COMMAND_FILE}: not a result folder of a sweep")
     try:
         data = json.loads(read_text(path))
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("argv"), list) \
             or not all(isinstance(arg, str) for arg in data["argv"]):
@@ -177,7 +177,7 @@ def out_folder_problem(out: Path, tool: str, journal: str, resume: bool, what: s
     unless resuming, one holding an earlier run's journal (``what``: "the cells of an earlier run", say)."""
     try:
         recorded = json.loads(read_text(out / COMMAND_FILE))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # none, or not a record: a new run writes its own
         recorded = None
     other = recorded.get("tool") if isinstance(recorded, dict) else None
     if isinstance(other, str) and other != tool:

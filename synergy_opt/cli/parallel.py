@@ -97,10 +97,13 @@ def _run_processes(
             done(futures[future], future.result())
         if broken is not None:
             unfinished = sum(1 for result in results if result is None)
+            # Nothing finished: maybe no worker could start (each imports the main script).
+            hint = ("; or none could start: worker processes import the main script, so a script that runs "
+                    "several workers must do so under `if __name__ == \"__main__\":`"
+                    ) if unfinished == len(items) else ""
             raise WorkerDiedError(
                 f"a worker process died (killed, or out of memory) with {unfinished} of {len(items)} items "
-                "unfinished; or none could start: worker processes import the main script, so a script that "
-                "runs several workers must do so under `if __name__ == \"__main__\":`"
+                f"unfinished{hint}"
             ) from None
     except BaseException:
         _stop(pool, futures)

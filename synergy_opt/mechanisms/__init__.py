@@ -14,8 +14,9 @@
 
 Every mechanism takes ``spend_spare`` (:mod:`~synergy_opt.mechanisms.spare`): end by giving the CPU and memory
 left idle on each server to the jobs there that gain most. Off by default for the paper's mechanisms (the
-paper's TUNE does not do it), on for ``near-opt``. greedy, tune, drf and tetris take ``best_case_tolerance``
-(:data:`~synergy_opt.mechanisms.demand.DEFAULT_TOLERANCE`; ``threshold`` is its earlier name). For the paper's
+paper's TUNE does not do it), on for ``near-opt``. greedy, tune, tune-artifact, drf, tetris and near-opt take
+``best_case_tolerance`` (:data:`~synergy_opt.mechanisms.demand.DEFAULT_TOLERANCE`; ``threshold`` is its earlier
+name). For the paper's
 artifact (docs/fidelity.md): greedy takes ``fit="gpu"`` (GPUs one at a time wherever they fit), tune-artifact
 ``sort="gpus"`` (largest GPU demands first, as the artifact's LAS orders them).
 
@@ -36,7 +37,7 @@ import numpy as np
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.io import any_round
-from synergy_opt.mechanisms.demand import TOLERANCE
+from synergy_opt.mechanisms.demand import tolerance_option
 from synergy_opt.mechanisms.drf import pack_drf
 from synergy_opt.mechanisms.greedy import pack_greedy
 from synergy_opt.mechanisms.hetero import run_hetero_mechanism
@@ -67,9 +68,8 @@ def _renamed_threshold(pack: Callable[..., ServerState], own: dict[str, Any]) ->
     """``threshold=`` (the earlier name) as ``best_case_tolerance=``, checked and named as given."""
     if "threshold" not in own or "best_case_tolerance" not in inspect.signature(pack).parameters:
         return own  # a mechanism without the option rejects it by its own name
-    own = dict(own)
-    own.setdefault("best_case_tolerance", TOLERANCE("threshold", own.pop("threshold")))
-    return own
+    tolerance = tolerance_option(own)
+    return {**{key: value for key, value in own.items() if key != "threshold"}, "best_case_tolerance": tolerance}
 
 
 def _packed(pack: Callable[..., ServerState]) -> Callable[..., Allocation]:
@@ -134,9 +134,9 @@ def run_mechanism(
         The policy's priority order: every job id once, highest priority first (default: as listed).
     **options
         Passed to the mechanism: ``spend_spare=True`` for any (idle CPU and memory to the jobs that gain most;
-        near-opt's default), ``best_case_tolerance`` for greedy, tune, drf, tetris and near-opt (how close to
-        the maximum a best-case demand must come; default ``DEFAULT_TOLERANCE``, 0.035), ``skip=True`` for drf
-        and tetris (jobs that do not fit wait).
+        near-opt's default), ``best_case_tolerance`` for greedy, tune, tune-artifact, drf, tetris and near-opt
+        (how close to the maximum a best-case demand must come; default ``DEFAULT_TOLERANCE``, 0.035),
+        ``skip=True`` for drf and tetris (jobs that do not fit wait).
 
     Returns
     -------

@@ -26,6 +26,9 @@ Public API
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from synergy_opt.instance import RoundInstance
@@ -38,6 +41,15 @@ DEFAULT_TOLERANCE = 0.035
 TOLERANCE = Number(0, 1, high_open=True)
 # Relative slack when comparing configs with caps and targets (grid values such as 20.83 are not exact).
 _TOLERANCE = 1e-9
+
+
+def tolerance_option(options: Mapping[str, Any]) -> float:
+    """The best-case tolerance a mechanism's ``options`` give: ``best_case_tolerance``, else ``threshold`` (its
+    earlier name), else :data:`DEFAULT_TOLERANCE`; each checked and named as given."""
+    threshold = TOLERANCE("threshold", options["threshold"]) if "threshold" in options else DEFAULT_TOLERANCE
+    if "best_case_tolerance" in options:
+        return float(TOLERANCE("best_case_tolerance", options["best_case_tolerance"]))
+    return float(threshold)
 
 
 def best_case_demands(

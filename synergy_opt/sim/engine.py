@@ -36,7 +36,7 @@ from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.hetero import HeteroCluster
 from synergy_opt.instance import Cluster, Job, RoundInstance, trusted_round
 from synergy_opt.mechanisms import MECHANISMS
-from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands
+from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands, tolerance_option
 from synergy_opt.sim.allocators import RoundPlan, TypeFreeIdeal, UserMechanism, make_allocator
 from synergy_opt.sim.artifact_trace import artifact_demands
 from synergy_opt.sim.bounds import (
@@ -77,6 +77,8 @@ WARMUP_FRACTION = 0.2
 # A generated trace draws arrivals up to this many times the monitored window's end, then arrivals stop: an
 # overloaded cluster under a policy that starves old jobs (LAS) would otherwise never finish them.
 MAX_ARRIVALS_FACTOR = 10
+# The mechanisms standing for the paper's OPT (the artifact's ``+opt`` is the pooled ideal ILP: ``ideal``).
+OPT_MECHANISMS = ("ideal", "opt")
 # simulate(progress=...): called after each round with (time_s, monitored jobs finished, monitored jobs).
 Progress = Callable[[float, int, int], None]
 
@@ -152,7 +154,8 @@ def simulate(
         jobs cannot finish in is refused up front, and a run that reaches it stops.
     backfill
         True: a job that does not fit the free GPUs is passed over and the jobs behind it may run; False: the
-        runnable set ends at the first job that does not fit (Gavel's FIFO, and many schedulers').
+        runnable set ends at the first job that does not fit (Gavel's FIFO, and many schedulers'); on a
+        ``HeteroCluster`` a job with free GPUs only on types it cannot use is passed over either way.
     progress
         Called after every simulated round with ``(time_s, monitored jobs finished, monitored jobs)``: what a
         progress bar shows during a long run (the command line's).
@@ -200,8 +203,7 @@ def simulate(
     run.mechanism_name = mechanism_name
     run.artifact_keys, run.refill = artifact_keys, refill
     # The artifact's keys read the speedup at the best case the mechanism uses (``threshold``: its earlier name).
-    run.best_case_tolerance = mechanism_options.get("best_case_tolerance",
-                                                    mechanism_options.get("threshold", DEFAULT_TOLERANCE))
+    run.best_case_tolerance = tolerance_option(mechanism_options)
     # Else a drawn job that could never run is found hours into the run.
     check_extension_fits(trace.largest_drawn_gpus, run.max_job_gpus, "cluster", f"{run.max_job_gpus} GPUs")
     run.check_rounds_needed(max_rounds)
@@ -417,7 +419,8 @@ class _Run:
         """:class:`JobStates`' ``artifact_speedup``, ``artifact_priority`` and ``artifact_demand_share`` of the
         active jobs. The speedup is 1 under the proportional mechanism and after a round at the share, else the
         speedup at the job's best case (the artifact resets every job's speedup to that after sorting, and its
-        TUNE sets it to 1 when it gives the job the share)."""
+        TUNE sets it to 1 when it gives the job the share; its OPT, ``allocate_round``, never does: under
+        ``ideal`` and ``opt`` it stays the best case)."""
         missing = [p for p in active.tolist() if p not in self.best_case]
         if missing:
             # Trusted: the jobs arrived together may ask for more GPUs than the cluster has (each fits it).
@@ -425,12 +428,14 @@ class _Run:
             cpu, mem = best_case_demands(queue, self.best_case_tolerance)
             at = np.array(missing, dtype=np.int64)
             speedup = self.table.at(at, cpu, mem) / self.state.floor[at]
-            shares = artifact_demands(queue, self.best_case_tolerance)
+            shares = artifact_demands(queue, cpu, mem)
             self.best_case.update(zip(missing, zip(speedup.tolist(), shares, strict=True), strict=True))
         best = [self.best_case[p] for p in active.tolist()]
         shares = np.array([share for _, share in best]).reshape(active.size, 3)
         if self.mechanism_name == "proportional":
             speedup = np.ones(active.size)
+        elif self.mechanism_name in OPT_MECHANISMS:  # the artifact's OPT never sets a speedup to 1
+            speedup = np.array([s for s, _ in best])
         else:
             speedup = np.where(np.isin(active, self.at_share), 1.0, np.array([s for s, _ in best]))
         return speedup, np.isin(active, list(self.starved)), shares
