@@ -25,6 +25,7 @@ from synergy_opt.bench.compare import compare_table as bench_compare_table
 from synergy_opt.bench.table import headers as bench_headers
 from synergy_opt.bench.table import render_table as bench_render
 from synergy_opt.bench.table import title as bench_title
+from synergy_opt.cli.journal import write_command
 from synergy_opt.cli.table import fitted_columns, read_csv, render_table
 from synergy_opt.sim.cli import main as sim_main
 from synergy_opt.sim.compare import compare_table
@@ -182,6 +183,15 @@ def test_a_new_run_refuses_the_other_tools_folder(uninterrupted: Path, tmp_path:
     capsys.readouterr()
     assert sim_main([*SWEEP, "--out", str(bench_folder)]) == 2
     assert "holds a sweep of 'bench', not of 'sim'" in capsys.readouterr().err
+    # --experiment fig9-fidelity (which resumes its own folder) refuses a sweep's, and a sweep refuses its.
+    assert sim_main(["--experiment", "fig9-fidelity", "--out", str(uninterrupted)]) == 2
+    assert "holds a sweep of 'sim', not of 'fig9-fidelity'" in capsys.readouterr().err
+    assert (uninterrupted / "command.json").read_text() == command
+    fidelity = tmp_path / "fidelity"
+    fidelity.mkdir()
+    write_command(fidelity, "fig9-fidelity", ["--experiment", "fig9-fidelity"])
+    assert sim_main([*SWEEP, "--out", str(fidelity)]) == 2
+    assert "holds a sweep of 'fig9-fidelity', not of 'sim'" in capsys.readouterr().err
     # A command.json that is no record (too deeply nested to parse, say) is a folder a new run may take.
     odd = tmp_path / "odd"
     odd.mkdir()

@@ -41,6 +41,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from synergy_opt.cli.journal import out_folder_problem, write_command
 from synergy_opt.cli.parallel import run_in_order
 from synergy_opt.cli.table import print_table, read_csv, write_csv
 from synergy_opt.files import atomic_open
@@ -322,10 +323,11 @@ def cli_main(args: Any, error: Callable[[str], Any]) -> int:
         error(f"--experiment {NAME} has a fixed setting; it takes only --out, --workers, --seeds and "
               f"--no-progress, not --{given[0].replace('_', '-')}")
     out = args.out or DEFAULT_OUT
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as failure:
-        error(f"--out {out}: cannot write there ({failure.strerror})")
+    # Its own folder resumes (runs/); a sweep's folder of either command line is refused, as they refuse its.
+    problem = out_folder_problem(out, NAME, NAME, True, "")
+    if problem:
+        error(problem)
+    write_command(out, NAME, getattr(args, "recorded", []))
     return main(out, args.workers or 1, args.seeds, not args.no_progress)
 
 
