@@ -202,7 +202,8 @@ def plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
         parser.error(f"--out {out}: --out is a folder (as the simulator's), where rows.csv and medians.csv go; "
                      f"give e.g. --out {out.with_suffix('')}")
     # Fail now, in one line, rather than after the whole grid has run.
-    problem = out_folder_problem(out, TOOL, JOURNAL, args.resume is not None, "the cells of an earlier run")
+    earlier = None if args.resume is not None else (JOURNAL, "the cells of an earlier run")
+    problem = out_folder_problem(out, TOOL, earlier)
     if problem:
         parser.error(problem)
     options = RunOptions(time_limit=args.time_limit, opt_placement=args.opt_placement,

@@ -158,10 +158,7 @@ def read_command(folder: Path, tool: str) -> list[str]:
         raise InvalidInputError("--resume", str(folder), "is not a folder")
     if not path.is_file():
         raise InvalidInputError("--resume", str(folder), f"holds no {COMMAND_FILE}: not a result folder of a sweep")
-    try:
-        data = json.loads(read_text(path))
-    except (ValueError, RecursionError):
-        data = None
+    data = _command_record(path)
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("argv"), list) \
             or not all(isinstance(arg, str) for arg in data["argv"]):
         raise InvalidInputError("--resume", str(path), "is not a command record of this toolkit")
@@ -171,19 +168,28 @@ def read_command(folder: Path, tool: str) -> list[str]:
     return argv
 
 
-def out_folder_problem(out: Path, tool: str, journal: str, resume: bool, what: str) -> str | None:
-    """Why ``out`` cannot take ``tool``'s run (None: it can; it then exists and is writable): a folder of the other
-    command line's (starting here would overwrite its ``command.json``, and it could no longer be resumed), or,
-    unless resuming, one holding an earlier run's journal (``what``: "the cells of an earlier run", say)."""
+def _command_record(path: Path) -> Any:
+    """The JSON in ``path`` (a ``command.json``), or None when it is not JSON this reads (too deeply nested too)."""
     try:
-        recorded = json.loads(read_text(out / COMMAND_FILE))
-    except (OSError, ValueError, RecursionError):  # none, or not a record: a new run writes its own
+        return json.loads(read_text(path))
+    except (ValueError, RecursionError):
+        return None
+
+
+def out_folder_problem(out: Path, tool: str, earlier: tuple[str, str] | None = None) -> str | None:
+    """Why ``out`` cannot take ``tool``'s run (None: it can; it then exists and is writable): a folder of another
+    tool's sweep (starting here would overwrite its ``command.json``, and it could no longer be resumed), or one
+    holding an earlier run's journal, ``earlier = (journal name, what it holds)`` (None: a run that resumes)."""
+    try:
+        recorded = _command_record(out / COMMAND_FILE)
+    except OSError:  # none (or unreadable): a new run writes its own
         recorded = None
     other = recorded.get("tool") if isinstance(recorded, dict) else None
     if isinstance(other, str) and other != tool:
         return f"--out {out} holds a sweep of {other!r}, not of {tool!r}: give another folder"
-    if not resume and Journal(out, journal).exists():
-        return f"--out {out} holds {what} ({journal}.jsonl): continue it with --resume {out}, or give another folder"
+    if earlier is not None and Journal(out, earlier[0]).exists():
+        return (f"--out {out} holds {earlier[1]} ({earlier[0]}.jsonl): continue it with --resume {out}, or give "
+                "another folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".write-test"

@@ -381,7 +381,8 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
     keys = [run_key(run_fields(run, digest)) for run in runs]
     out = args.out or Path("results") / f"sim-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     # Fail now, in one line, rather than after the whole sweep has run.
-    problem = out_folder_problem(out, TOOL, JOURNAL, args.resume is not None, "the runs of an earlier sweep")
+    earlier = None if args.resume is not None else (JOURNAL, "the runs of an earlier sweep")
+    problem = out_folder_problem(out, TOOL, earlier)
     if problem:
         parser.error(problem)
     return Plan(runs, keys, out)

@@ -430,14 +430,15 @@ class _Run:
             speedup = self.table.at(at, cpu, mem) / self.state.floor[at]
             shares = artifact_demands(queue, cpu, mem)
             self.best_case.update(zip(missing, zip(speedup.tolist(), shares, strict=True), strict=True))
-        best = [self.best_case[p] for p in active.tolist()]
-        shares = np.array([share for _, share in best]).reshape(active.size, 3)
+        cached = [self.best_case[p] for p in active.tolist()]
+        best = np.array([speed for speed, _ in cached])
+        shares = np.array([share for _, share in cached]).reshape(active.size, 3)
         if self.mechanism_name == "proportional":
             speedup = np.ones(active.size)
         elif self.mechanism_name in OPT_MECHANISMS:  # the artifact's OPT never sets a speedup to 1
-            speedup = np.array([s for s, _ in best])
+            speedup = best
         else:
-            speedup = np.where(np.isin(active, self.at_share), 1.0, np.array([s for s, _ in best]))
+            speedup = np.where(np.isin(active, self.at_share), 1.0, best)
         return speedup, np.isin(active, list(self.starved)), shares
 
     def _mark_starved(self, now: float, active: np.ndarray) -> None:

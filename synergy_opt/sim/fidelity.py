@@ -324,7 +324,7 @@ def cli_main(args: Any, error: Callable[[str], Any]) -> int:
               f"--no-progress, not --{given[0].replace('_', '-')}")
     out = args.out or DEFAULT_OUT
     # Its own folder resumes (runs/); a sweep's folder of either command line is refused, as they refuse its.
-    problem = out_folder_problem(out, NAME, NAME, True, "")
+    problem = out_folder_problem(out, NAME)
     if problem:
         error(problem)
     write_command(out, NAME, getattr(args, "recorded", []))
