@@ -139,6 +139,30 @@ def test_a_core_search_that_gives_up_says_so_and_auto_hands_the_round_to_highs(m
     assert auto.status is Status.OPTIMAL and auto.objective == pytest.approx(direct.objective, rel=1e-9)
 
 
+def test_the_core_proof_runs_each_search_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # With no state allowed, every proof attempt at the unchanged incumbent asks for the same search again; a
+    # search is deterministic in its threshold, beam and state limit, so it is run once and its outcome reused
+    # (a noisy 96-job round ran one 0.35 s search three times).
+    from synergy_opt.ideal import hetero_core
+
+    instance = so.generate_round(types={"k80": 1, "p100": 1, "v100": 1}, multi_gpu=True, seed=0, profile_noise=0.05)
+    for name, limit in (("INCUMBENT_STATE_LIMIT", 0), ("INCUMBENT_STEPS", 10), ("EXACT_STATE_LIMIT", 0),
+                        ("PROOF_STATE_LIMIT", 0)):
+        monkeypatch.setattr(hetero_core, name, limit)
+    searches: list[tuple[float, int | None, int | None]] = []
+    run = hetero_core.search
+
+    def counted(plan, *, beam=None, deadline=None, state_limit=None):  # type: ignore[no-untyped-def]
+        searches.append((plan.threshold, beam, state_limit))
+        return run(plan, beam=beam, deadline=deadline, state_limit=state_limit)
+
+    monkeypatch.setattr(hetero_core, "search", counted)
+    result = so.solve_ideal(instance, method="core", mip_gap=0.0)
+    assert result.status is Status.FEASIBLE and "passed its state limit" in result.message
+    proof = [key for key in searches if key[2] == 0]
+    assert len(proof) >= 2 and len(searches) == len(set(searches))
+
+
 @pytest.mark.parametrize(("seed", "multi", "fix_below_floor"),
                          [(0, False, True), (1, True, True), (2, True, False), (3, False, False)])
 def test_the_lp_by_prices_is_the_whole_lps_optimum(seed: int, multi: bool, fix_below_floor: bool) -> None:

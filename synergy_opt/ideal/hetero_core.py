@@ -143,19 +143,27 @@ class _Searcher:
         self.searches = 0
         self.max_states = 0
         self.core_jobs = 0
+        # Searches are deterministic in (threshold, beam, state limit): the proof's attempts repeat one at an
+        # unchanged incumbent (a small noisy round ran the same 0.35 s search three times), so each runs once.
+        self._outcomes: dict[tuple[float, int | None, int | None], SearchOutcome] = {}
+        self._not_ruled_out: set[float] = set()  # thresholds the split relaxation did not rule out
 
     def __str__(self) -> str:
         return (f"{self.dual.iterations} cuts, {self.searches} searches, a core of {self.core_jobs} jobs at most, "
                 f"{self.max_states} states at most")
 
     def _run(self, threshold: float, beam: int | None = None, state_limit: int | None = None) -> SearchOutcome:
+        known = self._outcomes.get((threshold, beam, state_limit))
+        if known is not None:
+            return known
         if self._plan is None or self._plan.threshold != threshold:
             self._plan = plan(self.knapsack, self.dual, threshold)  # thresholds only move on: keep the last
         outcome = search(self._plan, beam=beam, deadline=self.deadline, state_limit=state_limit)
         self.searches += 1
         self.max_states = max(self.max_states, outcome.max_states)
         self.core_jobs = max(self.core_jobs, outcome.core_jobs)
-        check_deadline(self.deadline)
+        check_deadline(self.deadline)  # a search the deadline cut short raises here, before it is kept
+        self._outcomes[(threshold, beam, state_limit)] = outcome
         return outcome
 
     def exact(self, threshold: float, state_limit: int | None = None) -> SearchOutcome:
@@ -175,11 +183,15 @@ class _Searcher:
         """True when no solution has penalty ``<= threshold``: ruled out before, or by the split relaxation."""
         if threshold <= self.ruled_out:
             return True
+        if threshold in self._not_ruled_out:
+            return False
         empty = split_rules_out(self.knapsack, self.dual, threshold, deadline=self.deadline,
                                 state_limit=EXACT_STATE_LIMIT)
         check_deadline(self.deadline)
         if empty:
             self.ruled_out = threshold
+        else:
+            self._not_ruled_out.add(threshold)
         return empty
 
     def incumbent(self, mip_gap: float) -> tuple[CoreSolution | None, bool]:
