@@ -48,7 +48,8 @@ def test_greedy_policies_give_each_job_its_fastest_free_type() -> None:
     assert first["gpu_util_pct.k80"] == 100.0 and first["gpu_util_pct.v100"] == 100.0
 
 
-@pytest.mark.parametrize("policy", ["fifo", "las", "max_min_fairness", "max_min_fairness_agnostic"])
+@pytest.mark.parametrize("policy", ["fifo", "las", "max_min_fairness", "max_min_fairness_agnostic",
+                                    "max_min_fairness_water_filling"])
 @pytest.mark.parametrize("mechanism", ["proportional", "tune", "ideal-type-free"])
 def test_work_is_conserved_and_types_respected(policy: str, mechanism: str) -> None:
     trace = so.generate_trace(16, load=None, multi_gpu=False, seed=2)

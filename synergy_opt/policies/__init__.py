@@ -10,6 +10,7 @@ from synergy_opt.policies.linear import solve_makespan, solve_max_sum_throughput
 from synergy_opt.policies.max_min import build_max_min_fairness, solve_max_min_fairness
 from synergy_opt.policies.problem import PolicyProblem
 from synergy_opt.policies.result import PolicyResult
+from synergy_opt.policies.water_filling import solve_water_filling
 
 __all__ = [
     "PolicyProblem",
@@ -19,4 +20,5 @@ __all__ = [
     "solve_makespan",
     "solve_max_min_fairness",
     "solve_max_sum_throughput",
+    "solve_water_filling",
 ]

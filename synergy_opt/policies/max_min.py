@@ -22,7 +22,15 @@ import numpy as np
 from synergy_opt.policies.decomposed import Requirements, solve_decomposed
 from synergy_opt.policies.problem import PolicyProblem, add_time_fractions, job_classes
 from synergy_opt.policies.result import PolicyResult
-from synergy_opt.policies.solve import METHODS, decomposes, large_lp_options, lp_params, policy_result, solve_lp
+from synergy_opt.policies.solve import (
+    METHODS,
+    decomposes,
+    idle_result,
+    large_lp_options,
+    lp_params,
+    policy_result,
+    solve_lp,
+)
 from synergy_opt.solvers import DEFAULT_SOLVER
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
@@ -102,6 +110,8 @@ def solve_max_min_fairness(
     """
     started = time.perf_counter()
     coefficients, rows, class_of, counts, counted = max_min_classes(problem, aggregate)
+    if not counted.size:
+        return idle_result("max_min_fairness", problem, started)
     if decomposes(method, counted.size):
         req = Requirements(coefficients[counted], np.zeros(counted.size),
                            (problem.scale_factors[rows] * counts)[counted].astype(float), problem.gpus.astype(float))

@@ -12,7 +12,7 @@ import numpy as np
 from synergy_opt.errors import SolverUnavailableError
 from synergy_opt.policies.problem import PolicyProblem
 from synergy_opt.policies.result import PolicyResult
-from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, backend, solve_model
+from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, backend, solve_model
 from synergy_opt.solvers.model import LinearModel
 
 
@@ -82,3 +82,11 @@ def policy_result(name: str, problem: PolicyProblem, solved: Solved, class_of: n
         value = objective(float(solved.result.objective))
     return PolicyResult(name, problem, allocation, value, solved.result, iterations, solved.build_seconds,
                         solved.solve_seconds)
+
+
+def idle_result(name: str, problem: PolicyProblem, started: float) -> PolicyResult:
+    """A max-min policy's result when no job can run anywhere: nothing to share, every fraction 0, no least
+    value (its LP would have a ``z`` bounded by no row: unbounded), no LP solved."""
+    solve = SolveResult(Status.OPTIMAL, DEFAULT_SOLVER, objective=None, message="no job can run on any type")
+    return PolicyResult(name, problem, np.zeros(problem.throughputs.shape), None, solve, 0, 0.0,
+                        time.perf_counter() - started)

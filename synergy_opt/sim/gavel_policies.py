@@ -10,7 +10,9 @@ afterwards is told how long each ran. The runnable set is then handed to the mec
 
 Names (:data:`GAVEL_POLICIES`): ``max_min_fairness`` (Gavel's LAS over normalised throughput, weights from a
 Gavel trace's priority weights, else 1), ``max_min_fairness_agnostic`` (Gavel's ``max_min_fairness``: every type
-alike, the same as ``max_min_fairness`` on one type), ``finish_time_fairness`` (Gavel's definition: the time a job would
+alike, the same as ``max_min_fairness`` on one type), ``max_min_fairness_water_filling`` (Gavel's
+``max_min_fairness_water_filling_perf`` as its simulator runs it, without entities: every job raised as far as
+it can, the least first), ``finish_time_fairness`` (Gavel's definition: the time a job would
 have run alone on its isolated share accumulates round by round, as Gavel's does), ``makespan``,
 ``max_sum_throughput``.
 """
@@ -30,6 +32,7 @@ from synergy_opt.policies import (
     solve_makespan,
     solve_max_min_fairness,
     solve_max_sum_throughput,
+    solve_water_filling,
 )
 from synergy_opt.policies.rounds import RoundMechanism
 from synergy_opt.sim.policies import JobStates
@@ -53,6 +56,10 @@ def _max_min(data: PolicyInput) -> PolicyResult:
     return solve_max_min_fairness(data.problem)
 
 
+def _water_filling(data: PolicyInput) -> PolicyResult:
+    return solve_water_filling(data.problem)
+
+
 def _finish_time(data: PolicyInput) -> PolicyResult:
     s = data.states
     return solve_finish_time_fairness(data.problem, s.remaining_s / s.duration_s, s.now_s - s.arrival_s,
@@ -70,6 +77,7 @@ def _max_sum(data: PolicyInput) -> PolicyResult:
 GAVEL_POLICIES: dict[str, Callable[[PolicyInput], PolicyResult]] = {
     "max_min_fairness": _max_min,
     "max_min_fairness_agnostic": _max_min,
+    "max_min_fairness_water_filling": _water_filling,
     "finish_time_fairness": _finish_time,
     "makespan": _makespan,
     "max_sum_throughput": _max_sum,

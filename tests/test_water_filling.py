@@ -1,0 +1,138 @@
+"""Gavel's water-filling max-min fairness (formulations/policies.md, rows W1-W3): a hand case, the leximin
+definition checked by LPs written here with SciPy (not the toolkit's models), max-min's value as the first
+level, every LP backend, and the exactness of solving alike jobs as one class."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+from synergy_opt.errors import UnknownNameError
+from synergy_opt.policies import PolicyProblem, solve_max_min_fairness, solve_water_filling
+from synergy_opt.policies.max_min import normalised_coefficients
+from synergy_opt.solvers import Status
+from tests.test_policies import LP_SOLVERS, TOL, check_base_rows, require
+
+
+def levels(problem: PolicyProblem, x: np.ndarray) -> np.ndarray:
+    """What water filling levels: each job's ``sum_t c[i, t] x[i, t]`` (row M2's normalised throughput)."""
+    return np.asarray((normalised_coefficients(problem) * x).sum(axis=1))
+
+
+def highest_alone(problem: PolicyProblem, job: int, kept: np.ndarray) -> float:
+    """The most job ``job`` can have while every job ``j`` with ``kept[j]`` stays at or above ``kept_level[j]``:
+    SciPy's HiGHS on the base rows B1-B3, built here from the problem's arrays."""
+    c = normalised_coefficients(problem)
+    jobs, types = c.shape
+    n = jobs * types
+    rows, rhs = [], []
+    for t in range(types):  # sum_i s_i x_it <= W_t
+        row = np.zeros(n)
+        row[np.arange(jobs) * types + t] = problem.scale_factors
+        rows.append(row)
+        rhs.append(float(problem.gpus[t]))
+    for i in range(jobs):  # sum_t x_it <= 1
+        row = np.zeros(n)
+        row[i * types:(i + 1) * types] = 1.0
+        rows.append(row)
+        rhs.append(1.0)
+    for j in np.flatnonzero(~np.isnan(kept)):  # -v_j <= -kept_j
+        row = np.zeros(n)
+        row[j * types:(j + 1) * types] = -c[j]
+        rows.append(row)
+        rhs.append(-kept[j])
+    objective = np.zeros(n)
+    objective[job * types:(job + 1) * types] = -c[job]
+    bounds = [(0.0, None if problem.throughputs[i, t] > 0 else 0.0) for i in range(jobs) for t in range(types)]
+    solved = linprog(objective, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=bounds, method="highs")
+    assert solved.status == 0
+    return float(-solved.fun)
+
+
+def check_leximin(problem: PolicyProblem, x: np.ndarray) -> None:
+    """The max-min fair vector's definition (Bertsekas & Gallager, Data Networks, 6.5.2): no job can rise
+    unless some job at or below its level falls."""
+    v = levels(problem, x)
+    for i in range(problem.num_jobs):
+        kept = np.where((v <= v[i] * (1 + 1e-9)) & (np.arange(v.size) != i), v * (1 - 1e-9), np.nan)
+        assert highest_alone(problem, i, kept) <= v[i] * (1 + 1e-5) + 1e-9, f"job {i} can rise"
+
+
+def random_problem(seed: int) -> PolicyProblem:
+    """2-7 jobs on 2-3 types: scale factors 1, 2 or 4, some throughputs 0 (a type a job cannot use), weights 1-3."""
+    rng = np.random.default_rng(seed)
+    jobs, types = int(rng.integers(2, 8)), int(rng.integers(2, 4))
+    throughputs = rng.uniform(0.5, 4.0, (jobs, types)) * (rng.random((jobs, types)) > 0.2)
+    throughputs[throughputs.sum(axis=1) == 0, 0] = 1.0
+    return PolicyProblem(throughputs, rng.choice([1, 2, 4], jobs), rng.integers(1, 6, types),
+                         priority_weights=rng.choice([1.0, 2.0, 3.0], jobs))
+
+
+def test_by_hand_on_one_type() -> None:
+    # Three GPUs; A (weight 1), B (weight 2: owed twice), C (2 GPUs); every throughput 1, so c = s / w and the
+    # levels are x_A, x_B / 2, 2 x_C. Level 1: x_A = z, x_B = 2z, x_C = z/2 use 4z GPUs, but x_B <= 1 caps z at
+    # 1/2: B is the bottleneck (frozen at 1/2, its whole time). Level 2: x_A = z and x_C = z/2 share the 2 GPUs
+    # left: 2z = 2, z = 1. Max-min stops at 1/2 and may leave A and C there.
+    problem = PolicyProblem([[1.0], [1.0], [1.0]], [1, 1, 2], [3], priority_weights=[1.0, 2.0, 1.0])
+    result = solve_water_filling(problem)
+    assert result.status is Status.OPTIMAL and result.objective == pytest.approx(0.5, rel=TOL)
+    assert levels(problem, result.allocation) == pytest.approx([1.0, 0.5, 1.0], rel=TOL)
+    assert result.allocation[:, 0] == pytest.approx([1.0, 1.0, 0.5], abs=TOL)
+    assert solve_max_min_fairness(problem).objective == pytest.approx(0.5, rel=TOL)
+
+
+def test_on_gavels_two_type_hand_case_every_job_is_one_bottleneck() -> None:
+    # test_policies' hand case: max-min's unique optimum equalises all three jobs at 48/55, so water filling
+    # stops at its first level with the same fractions.
+    problem = PolicyProblem([[1.0, 4.0], [3.0, 1.0], [2.0, 2.0]], [1, 1, 1], [1, 1])
+    result = solve_water_filling(problem)
+    assert levels(problem, result.allocation) == pytest.approx([48 / 55] * 3, rel=TOL)
+    assert result.allocation == pytest.approx(np.array([[0, 6 / 11], [32 / 55, 0], [23 / 55, 5 / 11]]), abs=TOL)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_levels_meet_the_definition_and_start_at_max_mins_optimum(seed: int) -> None:
+    problem = random_problem(seed)
+    result = solve_water_filling(problem)
+    assert result.status is Status.OPTIMAL and result.allocation is not None
+    check_base_rows(problem, result.allocation)
+    check_leximin(problem, result.allocation)
+    counted = normalised_coefficients(problem).any(axis=1)
+    assert result.objective == pytest.approx(levels(problem, result.allocation)[counted].min(), rel=1e-6)
+    assert result.objective == pytest.approx(solve_max_min_fairness(problem).objective, rel=1e-6)
+
+
+@pytest.mark.parametrize("solver", LP_SOLVERS)
+def test_every_lp_backend_gives_the_same_levels(solver: str) -> None:
+    require(solver)
+    for seed in range(3):
+        problem = random_problem(seed)
+        reference = levels(problem, solve_water_filling(problem).allocation)
+        result = solve_water_filling(problem, solver)
+        assert result.status is Status.OPTIMAL
+        assert levels(problem, result.allocation) == pytest.approx(reference, rel=1e-5, abs=1e-7)
+
+
+def test_alike_jobs_solved_as_one_class_get_the_same_levels() -> None:
+    rng = np.random.default_rng(3)
+    base = rng.uniform(0.5, 4.0, (4, 3))
+    pick = rng.integers(4, size=30)
+    problem = PolicyProblem(base[pick], 1 + (pick == 2), [5, 6, 4], priority_weights=1.0 + (pick == 1))
+    together = solve_water_filling(problem)
+    apart = solve_water_filling(problem, aggregate=False)
+    assert levels(problem, together.allocation) == pytest.approx(levels(problem, apart.allocation), rel=1e-6)
+    check_leximin(problem, together.allocation)
+
+
+def test_jobs_that_can_run_nowhere_and_bad_names() -> None:
+    nowhere = PolicyProblem([[0.0, 0.0], [1.0, 2.0]], [1, 1], [1, 1])
+    result = solve_water_filling(nowhere)
+    assert result.allocation[0] == pytest.approx([0.0, 0.0]) and levels(nowhere, result.allocation)[1] > 0
+    # No job can run anywhere: nothing to share (max-min's LP alone would be unbounded: z in no row).
+    for solve in (solve_water_filling, solve_max_min_fairness):
+        idle = solve(PolicyProblem([[0.0], [0.0]], [1, 1], [1]))
+        assert idle.status is Status.OPTIMAL and idle.iterations == 0 and idle.objective is None
+        assert idle.allocation == pytest.approx(np.zeros((2, 1)))
+    with pytest.raises(UnknownNameError, match="solver"):
+        solve_water_filling(nowhere, "no-such-solver")
