@@ -17,8 +17,9 @@ form a convex set). Level by level:
   level's solution.
 
 Gavel finds the bottlenecks by a MILP (GLPK) with a relative slack of 1e-4; here a job counts as lifted when it
-rises by ``RISE`` (1e-5) of the level. Jobs alike in ``c``, scale factor and usable types are one class
-(``aggregate``): exact, as the leximin optimum is unique and so gives alike jobs alike values.
+rises by ``RISE`` (1e-6) of the level, and levels are kept exactly (``GIVES``). Jobs alike in ``c``, scale
+factor and usable types are one class (``aggregate``): exact, as the leximin optimum is unique and so gives
+alike jobs alike values.
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
 from synergy_opt.validation import InstanceOf, boolean, checked
 
-# Levels are asked of later LPs this much below their value (relative): a backend's optimum may pass the true
-# one by its feasibility tolerance (CBC found a level's next LP infeasible at 1e-9).
-GIVE = 1e-7
-# A job is lifted (not a bottleneck) when it can rise this much above the level, relative to the level: well
-# above GIVE, which lets a bottleneck rise that much.
-RISE = 1e-5
+# Levels are asked of later LPs exactly (a loosened floor frees room that a lift can take: 1e-9 of every floor
+# let one job of a near-degenerate problem rise 2e-5 above its true level, so one level split in two); only when
+# a backend does not solve that LP, which is feasible (the last solution meets it) but for its tolerances, is it
+# solved again with the floors this much lower (relative), in turn.
+GIVES = (0.0, 1e-9, 1e-7)
+# A job is lifted (not a bottleneck) when it can rise this much above the level, relative to the level.
+RISE = 1e-6
 POLICY = "max_min_fairness_water_filling"
 
 
@@ -92,13 +94,20 @@ def solve_water_filling(
     solves: list[tuple[LinearModel, Solved]] = []
 
     def solve(lower: np.ndarray, lifted: np.ndarray, *, shared: bool, cap: float = np.inf) -> np.ndarray | None:
-        """The lifts of the LP's optimum (None when it does not end optimal)."""
-        built = time.perf_counter()
-        model = _levels_model(problem, coefficients, rows, counts, counted, lower, lifted, shared, cap)
-        left = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
-        params = lp_params(left, mip_gap, threads, seed, verbose, options)
-        solved = solve_lp(model, problem.num_types, solver, params, time.perf_counter() - built)
-        solves.append((model, solved))
+        """The lifts of the LP's optimum (None when it does not end optimal), the floors ``lower`` given
+        a little in turn while the backend does not solve it (``GIVES``)."""
+        for give in GIVES:
+            built = time.perf_counter()
+            model = _levels_model(problem, coefficients, rows, counts, counted, lower * (1 - give), lifted, shared,
+                                  cap)
+            left = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+            params = lp_params(left, mip_gap, threads, seed, verbose, options)
+            solved = solve_lp(model, problem.num_types, solver, params, time.perf_counter() - built)
+            solves.append((model, solved))
+            # Not optimal and not for the time limit: a backend's tolerances (HiGHS: infeasible; GLPK: no
+            # solution; CBC: an "optimal" point 1.2 off the rows, refused by the backend as an error).
+            if solved.result.status is Status.OPTIMAL or (deadline is not None and time.perf_counter() >= deadline):
+                break
         if solved.result.status is not Status.OPTIMAL:
             return None
         return np.asarray(solved.result.values(model, "lift"))
@@ -107,14 +116,14 @@ def solve_water_filling(
     least = None
     while np.isnan(frozen).any():
         free = np.flatnonzero(np.isnan(frozen))
-        floors = np.where(np.isnan(frozen), 0.0, frozen * (1 - GIVE))
+        floors = np.where(np.isnan(frozen), 0.0, frozen)
         lift = solve(floors, free, shared=True)  # W1
         if lift is None:
             level_solve = None
             break
         level_solve, level = len(solves) - 1, float(lift[0])
         least = level if least is None else least
-        floors[free] = level * (1 - GIVE)
+        floors[free] = level
         stuck = _bottlenecks(free, level, partial(solve, floors, shared=False, cap=max(level, RISE)))
         if stuck is None:
             level_solve = None
