@@ -439,3 +439,24 @@ def test_pulps_cbc_is_found_where_pulp_keeps_it_without_importing_pulp() -> None
     expected = os.path.realpath(pulp_cbc_path) if os.access(pulp_cbc_path, os.X_OK) else None
     found = _pulp_cbc()
     assert (found and os.path.realpath(found)) == expected
+
+
+def test_highs_reports_an_lps_row_duals_and_the_others_none() -> None:
+    # max 3x + 2y s.t. x + y <= 4, x + 3y <= 6: the optimum (4, 0) is on the first row only; its dual is 3
+    # (x's cost per unit of the row), the slack second row's 0.
+    b = ModelBuilder("duals", "max")
+    b.add_vars("x", 2, objective=np.array([3.0, 2.0]))
+    b.add_rows("rows", np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]), np.array([1.0, 1.0, 1.0, 3.0]),
+               upper=np.array([4.0, 6.0]), count=2)
+    model = b.build()
+    result = solve_model(model, "highs")
+    assert result.row_duals is not None and result.row_duals == pytest.approx([3.0, 0.0], abs=1e-9)
+    assert result.objective == pytest.approx(12.0)
+    integer = ModelBuilder("duals_mip", "max")
+    integer.add_vars("x", 2, objective=np.array([3.0, 2.0]), integer=True)
+    integer.add_rows("rows", np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]), np.array([1.0, 1.0, 1.0, 3.0]),
+                     upper=np.array([4.0, 6.0]), count=2)
+    assert solve_model(integer.build(), "highs").row_duals is None
+    for other in ("pyomo-highs", "ortools-scip"):
+        if not backend(other).missing():
+            assert solve_model(model, other).row_duals is None

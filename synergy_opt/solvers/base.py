@@ -111,6 +111,9 @@ class SolveResult:
     # True: x is a basic (vertex) solution; False: it may be interior; None: not an LP or not known.
     is_vertex: bool | None = None
     native_status: str = ""
+    # An LP's row duals at its optimum, in the model's row order, from a backend that reports them (HiGHS);
+    # None otherwise.
+    row_duals: np.ndarray | None = None
 
     @property
     def has_solution(self) -> bool:

@@ -178,6 +178,9 @@ def solve(model: LinearModel, params: SolverParams) -> SolveResult:
     else:
         bound = objective if status is Status.OPTIMAL else None
         is_vertex = bool(h.getBasis().valid) if status.has_solution else None
+    valid_duals = info.dual_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
+    row_duals = (np.array(h.getSolution().row_dual, dtype=float)
+                 if status is Status.OPTIMAL and not model.is_mip and valid_duals else None)
     return SolveResult(
         status=status,
         solver="highs",
@@ -189,5 +192,6 @@ def solve(model: LinearModel, params: SolverParams) -> SolveResult:
         message=message,
         is_vertex=is_vertex,
         native_status=str(native),
+        row_duals=row_duals,
     )
 
