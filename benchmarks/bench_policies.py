@@ -29,6 +29,11 @@ seconds, the load average at the start of each size and inputs recorded beside t
 - ``highs-whole-lp``: the same with ``method="lp"`` (the whole LP);
 - ``highs-per-job``: the defaults with ``aggregate=False`` (a row per job).
 
+Water filling (``max_min_fairness_water_filling``) has no Gavel column (Gavel's needs a MILP solver, GLPK_MI,
+that the bench extra does not install; a helper compared the two on 35 problems, docs/sim.md); its methods are
+``highs`` (bottlenecks from the level LP's duals), ``highs-per-job`` and ``pyomo-highs`` (no duals reported:
+each level's dual LP solved too, formulations/policies.md W2).
+
 Each method's objective is recorded and its relative difference to ``highs`` (makespan: Gavel's is within 5%).
 Results go to ``benchmarks/results/policies.csv``; the rows of (policy, jobs) not run this time are kept.
 """
@@ -56,6 +61,7 @@ from synergy_opt.policies import (
     solve_makespan,
     solve_max_min_fairness,
     solve_max_sum_throughput,
+    solve_water_filling,
 )
 from synergy_opt.policies.max_min import normalised_coefficients
 from synergy_opt.policies.problem import job_classes
@@ -66,7 +72,8 @@ NOISE = 0.05
 RESULTS = Path(__file__).resolve().parent / "results" / "policies.csv"
 SCALE_FACTORS = (1, 2, 4, 8)
 SCALE_PROBABILITIES = (0.7, 0.1, 0.15, 0.05)
-POLICIES = ("max_min_fairness", "makespan", "finish_time_fairness", "max_sum_throughput")
+POLICIES = ("max_min_fairness", "makespan", "finish_time_fairness", "max_sum_throughput",
+            "max_min_fairness_water_filling")
 
 
 @dataclass(frozen=True)
@@ -203,6 +210,8 @@ def ours(policy: str, **settings: Any) -> Callable[[Inputs], float]:
             result = solve_max_min_fairness(data.problem, **settings)
         elif policy == "makespan":
             result = solve_makespan(data.problem, data.remaining, **settings)
+        elif policy == "max_min_fairness_water_filling":
+            result = solve_water_filling(data.problem, **settings)
         elif policy == "finish_time_fairness":
             result = solve_finish_time_fairness(data.problem, data.remaining, data.elapsed, data.elapsed, **settings)
         else:
@@ -214,6 +223,9 @@ def ours(policy: str, **settings: Any) -> Callable[[Inputs], float]:
 
 
 def methods(policy: str) -> dict[str, Callable[[Inputs], float]]:
+    if policy == "max_min_fairness_water_filling":  # Gavel's needs a MILP solver (GLPK_MI): not in the bench extra
+        return {"highs": ours(policy), "highs-per-job": ours(policy, aggregate=False),
+                "pyomo-highs": ours(policy, solver="pyomo-highs")}
     table = {"gavel-cvxpy-ecos": GAVEL[policy], "highs": ours(policy),
              "highs-whole-lp": ours(policy, method="lp"), "highs-per-job": ours(policy, aggregate=False)}
     if policy == "max_sum_throughput":
@@ -226,6 +238,8 @@ def classes(policy: str, data: Inputs) -> int:
     problem = data.problem
     columns: tuple[np.ndarray, ...] = {
         "max_min_fairness": (normalised_coefficients(problem), problem.scale_factors, problem.throughputs > 0),
+        "max_min_fairness_water_filling": (normalised_coefficients(problem), problem.scale_factors,
+                                           problem.throughputs > 0),
         "makespan": (problem.throughputs, problem.scale_factors, data.remaining),
         "finish_time_fairness": (problem.throughputs, problem.scale_factors, data.remaining, data.elapsed),
         "max_sum_throughput": (problem.throughputs, problem.scale_factors),

@@ -452,6 +452,9 @@ def test_highs_reports_an_lps_row_duals_and_the_others_none() -> None:
     result = solve_model(model, "highs")
     assert result.row_duals is not None and result.row_duals == pytest.approx([3.0, 0.0], abs=1e-9)
     assert result.objective == pytest.approx(12.0)
+    # An objective of tiny coefficients is scaled into the solvers' band and back: its duals too.
+    tiny = solve_model(replace(model, objective=model.objective * 1e-7), "highs")
+    assert tiny.row_duals is not None and tiny.row_duals == pytest.approx([3e-7, 0.0], abs=1e-15)
     integer = ModelBuilder("duals_mip", "max")
     integer.add_vars("x", 2, objective=np.array([3.0, 2.0]), integer=True)
     integer.add_rows("rows", np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]), np.array([1.0, 1.0, 1.0, 3.0]),

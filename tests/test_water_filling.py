@@ -55,18 +55,21 @@ def check_leximin(problem: PolicyProblem, x: np.ndarray) -> None:
     unless some job at or below its level falls."""
     v = levels(problem, x)
     for i in range(problem.num_jobs):
-        kept = np.where((v <= v[i] * (1 + 1e-9)) & (np.arange(v.size) != i), v * (1 - 1e-9), np.nan)
-        assert highest_alone(problem, i, kept) <= v[i] * (1 + 1e-5) + 1e-9, f"job {i} can rise"
+        # Kept at their own values, not a little below: room freed so is taken by the job tested, many times
+        # over when weights span decades (1e-9 below let a job rise 1.6e-4 on the wide problems).
+        kept = np.where((v <= v[i] * (1 + 1e-9)) & (np.arange(v.size) != i), v, np.nan)
+        assert highest_alone(problem, i, kept) <= v[i] * (1 + 1e-7) + 1e-12, f"job {i} can rise"
 
 
-def random_problem(seed: int) -> PolicyProblem:
-    """2-7 jobs on 2-3 types: scale factors 1, 2 or 4, some throughputs 0 (a type a job cannot use), weights 1-3."""
+def random_problem(seed: int, wide: bool = False) -> PolicyProblem:
+    """2-7 jobs on 2-3 types: scale factors 1, 2 or 4, some throughputs 0 (a type a job cannot use), weights 1-3
+    (``wide``: 1e-3 to 1e3)."""
     rng = np.random.default_rng(seed)
     jobs, types = int(rng.integers(2, 8)), int(rng.integers(2, 4))
     throughputs = rng.uniform(0.5, 4.0, (jobs, types)) * (rng.random((jobs, types)) > 0.2)
     throughputs[throughputs.sum(axis=1) == 0, 0] = 1.0
-    return PolicyProblem(throughputs, rng.choice([1, 2, 4], jobs), rng.integers(1, 6, types),
-                         priority_weights=rng.choice([1.0, 2.0, 3.0], jobs))
+    weights = 10.0 ** rng.uniform(-3, 3, jobs) if wide else rng.choice([1.0, 2.0, 3.0], jobs)
+    return PolicyProblem(throughputs, rng.choice([1, 2, 4], jobs), rng.integers(1, 6, types), priority_weights=weights)
 
 
 def test_by_hand_on_one_type() -> None:
@@ -91,9 +94,10 @@ def test_on_gavels_two_type_hand_case_every_job_is_one_bottleneck() -> None:
     assert result.allocation == pytest.approx(np.array([[0, 6 / 11], [32 / 55, 0], [23 / 55, 5 / 11]]), abs=TOL)
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_the_levels_meet_the_definition_and_start_at_max_mins_optimum(seed: int) -> None:
-    problem = random_problem(seed)
+@pytest.mark.parametrize(("seed", "wide"), [*((seed, False) for seed in range(12)),
+                                            *((seed, True) for seed in range(6))])
+def test_the_levels_meet_the_definition_and_start_at_max_mins_optimum(seed: int, wide: bool) -> None:
+    problem = random_problem(seed, wide)
     result = solve_water_filling(problem)
     assert result.status is Status.OPTIMAL and result.allocation is not None
     check_base_rows(problem, result.allocation)
@@ -143,9 +147,13 @@ def test_near_degenerate_levels_stay_exact(problem: PolicyProblem, expected: lis
 @pytest.mark.parametrize("solver", LP_SOLVERS)
 def test_every_lp_backend_gives_the_same_levels(solver: str) -> None:
     require(solver)
-    # Seeds 4 and 5 take CBC through the floors' give: the exact floors' LP came back 1.2 off its rows.
-    for seed in range(6):
-        problem = random_problem(seed)
+    # Seeds 4 and 5 take CBC through the floors' give: the exact floors' LP came back 1.2 off its rows. Weights
+    # over six decades (wide) only on the backends that keep them (CBC and GLPK can end in an error there: their
+    # points 5e-6 off the rows, refused by the backend).
+    cases = [(seed, False) for seed in range(6)]
+    cases += [(seed, True) for seed in range(4)] if solver in ("highs", "pyomo-highs", "ortools-scip") else []
+    for seed, wide in cases:
+        problem = random_problem(seed, wide)
         reference = levels(problem, solve_water_filling(problem).allocation)
         result = solve_water_filling(problem, solver)
         assert result.status is Status.OPTIMAL
@@ -174,3 +182,17 @@ def test_jobs_that_can_run_nowhere_and_bad_names() -> None:
         assert idle.allocation == pytest.approx(np.zeros((2, 1)))
     with pytest.raises(UnknownNameError, match="solver"):
         solve_water_filling(nowhere, "no-such-solver")
+
+
+def test_a_time_limit_ends_the_sequence_with_a_status() -> None:
+    # The limit spans the whole sequence; once it has passed, no LP is started (a run handed the backend a
+    # limit of 0 s, which the parameter check refused with an error naming a value the caller never gave).
+    rng = np.random.default_rng(1)
+    throughputs = rng.uniform(0.5, 4, (60, 3)) * (rng.random((60, 3)) > 0.5)
+    throughputs[throughputs.sum(axis=1) == 0, 0] = 1.0
+    problem = PolicyProblem(throughputs, rng.choice([1, 2, 4], 60), [9, 6, 12],
+                            priority_weights=10 ** rng.uniform(-1, 1, 60))
+    assert solve_water_filling(problem).status is Status.OPTIMAL
+    stopped = solve_water_filling(problem, time_limit=1e-6)
+    assert stopped.status is Status.NO_SOLUTION and stopped.allocation is None and stopped.objective is None
+    assert "time limit" in stopped.solve.message

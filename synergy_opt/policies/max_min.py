@@ -111,7 +111,7 @@ def solve_max_min_fairness(
     started = time.perf_counter()
     coefficients, rows, class_of, counts, counted = max_min_classes(problem, aggregate)
     if not counted.size:
-        return idle_result("max_min_fairness", problem, started)
+        return idle_result("max_min_fairness", problem, solver, started)
     if decomposes(method, counted.size):
         req = Requirements(coefficients[counted], np.zeros(counted.size),
                            (problem.scale_factors[rows] * counts)[counted].astype(float), problem.gpus.astype(float))

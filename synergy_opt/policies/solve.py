@@ -39,11 +39,13 @@ IPM_FROM_ROWS = 1000
 IPM_OPTIONS: Mapping[str, Any] = {"solver": "ipm", "run_crossover": "off"}
 
 
-def large_lp_options(model: LinearModel, solver: str, options: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """The user's options, or for HiGHS on a large LP without any, its interior-point method."""
+def large_lp_options(model: LinearModel, solver: str, options: Mapping[str, Any] | None, vertex: bool = False
+                     ) -> Mapping[str, Any]:
+    """The user's options, or for HiGHS on a large LP without any, its interior-point method (with crossover
+    to a vertex when ``vertex``: a basis, whose duals water filling reads)."""
     if options or solver != DEFAULT_SOLVER or model.num_cons <= IPM_FROM_ROWS:
         return dict(options or {})
-    return dict(IPM_OPTIONS)
+    return {**IPM_OPTIONS, "run_crossover": "on"} if vertex else dict(IPM_OPTIONS)
 
 
 # method= of the policies' solves: "lp" the whole LP, "decomposed" with most jobs fixed at the types' prices
@@ -84,9 +86,9 @@ def policy_result(name: str, problem: PolicyProblem, solved: Solved, class_of: n
                         solved.solve_seconds)
 
 
-def idle_result(name: str, problem: PolicyProblem, started: float) -> PolicyResult:
+def idle_result(name: str, problem: PolicyProblem, solver: str, started: float) -> PolicyResult:
     """A max-min policy's result when no job can run anywhere: nothing to share, every fraction 0, no least
     value (its LP would have a ``z`` bounded by no row: unbounded), no LP solved."""
-    solve = SolveResult(Status.OPTIMAL, DEFAULT_SOLVER, objective=None, message="no job can run on any type")
+    solve = SolveResult(Status.OPTIMAL, solver, objective=None, message="no job can run on any type")
     return PolicyResult(name, problem, np.zeros(problem.throughputs.shape), None, solve, 0, 0.0,
                         time.perf_counter() - started)

@@ -148,7 +148,8 @@ def solve_model(model: LinearModel | Any, solver: str = DEFAULT_SOLVER, params: 
     result = solve(replace(model, objective=model.objective * scale, objective_offset=model.objective_offset * scale),
                    params)
     return replace(result, objective=None if result.objective is None else result.objective / scale,
-                   bound=None if result.bound is None else result.bound / scale)
+                   bound=None if result.bound is None else result.bound / scale,
+                   row_duals=None if result.row_duals is None else result.row_duals / scale)
 
 
 # Constraint coefficients of this magnitude or more are refused before any backend sees them: HiGHS rejects such
