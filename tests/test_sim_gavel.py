@@ -394,7 +394,7 @@ def test_heterogeneous_policies_against_gavels_simulator(policy: str) -> None:
     cluster = so.HeteroCluster.of("k80:2,p100:2,v100:2", 8, 24, 500)
     result = so.simulate(trace, cluster, policy=policy, mechanism="proportional", round_s=360,
                          monitor=(0, len(trace)))
-    # Measured: +0.17%, -0.24% and -0.03% (what is left: which of equal LP optima each solver returns, and the
+    # Measured: +0.17%, -0.24% and -0.05% (what is left: which of equal LP optima each solver returns, and the
     # rounds' timing; docs/sim.md).
     assert result.summary["avg_jct_h"] == pytest.approx(GAVEL_HETERO_JCT_H[policy], rel=0.01)
 
