@@ -74,15 +74,25 @@ def build_max_min_fairness(problem: PolicyProblem, aggregate: bool = True) -> Ma
     builder = ModelBuilder("max_min_fairness", "max")
     x = add_time_fractions(builder, problem, counts, rows)
     z = builder.add_vars("z", 1, objective=1.0)  # M1
-    types = problem.num_types
     # M2: sum_t c[i, t] x[i, t] - z >= 0 for every class that can run somewhere.
-    local = np.arange(counted.size)
-    cols = x.start + (counted[:, None] * types + np.arange(types)).ravel()
-    row_ids = np.concatenate([np.repeat(local, types), local])
-    col_ids = np.concatenate([cols, np.full(counted.size, z.start)])
-    values = np.concatenate([coefficients[counted].ravel(), -np.ones(counted.size)])
-    builder.add_rows("fairness", row_ids, col_ids, values, lower=0.0, count=counted.size)
+    add_level_rows(builder, "fairness", x, z, coefficients, counted, np.arange(counted.size), 0.0)
     return MaxMinModel(builder.build(), class_of, coefficients, time.perf_counter() - started)
+
+
+def add_level_rows(builder: ModelBuilder, name: str, x: slice, z: slice, coefficients: np.ndarray,
+                   counted: np.ndarray, lifted: np.ndarray, lower: float | np.ndarray,
+                   equilibrate: bool = False) -> slice:
+    """Row M2's form, one row per counted class ``k`` (its position in ``counted``): ``sum_t c[k, t] x[k, t]``,
+    minus ``z`` in the rows of ``lifted``, at least ``lower`` (max-min: every row lifted, 0; water filling's
+    levels: the free rows lifted, the frozen ones at their levels)."""
+    types = coefficients.shape[1]
+    local = np.arange(counted.size)
+    return builder.add_rows(
+        name, np.concatenate([np.repeat(local, types), lifted]),
+        np.concatenate([x.start + (counted[:, None] * types + np.arange(types)).ravel(),
+                        np.full(lifted.size, z.start)]),
+        np.concatenate([coefficients[counted].ravel(), -np.ones(lifted.size)]), lower=lower, count=counted.size,
+        equilibrate=equilibrate)
 
 
 @checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, method=OneOf(METHODS), **SOLVER_ARGUMENTS)

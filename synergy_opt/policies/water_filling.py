@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from synergy_opt.policies.max_min import max_min_classes
+from synergy_opt.policies.max_min import add_level_rows, max_min_classes
 from synergy_opt.policies.problem import PolicyProblem, add_time_fractions
 from synergy_opt.policies.result import PolicyResult
 from synergy_opt.policies.solve import Solved, idle_result, large_lp_options, lp_params, solve_lp
@@ -57,14 +57,8 @@ def _level_model(problem: PolicyProblem, coefficients: np.ndarray, rows: np.ndar
     ``free``, else ``v_k >= floors[k]``; maximise ``z`` (the block ``z``; the level rows are the block ``levels``)."""
     builder = ModelBuilder("water_filling", "max")
     x = add_time_fractions(builder, problem, counts, rows)
-    types = problem.num_types
     z = builder.add_vars("z", 1, objective=1.0)
-    local = np.arange(counted.size)
-    builder.add_rows(
-        "levels", np.concatenate([np.repeat(local, types), free]),
-        np.concatenate([x.start + (counted[:, None] * types + np.arange(types)).ravel(), np.full(free.size, z.start)]),
-        np.concatenate([coefficients[counted].ravel(), -np.ones(free.size)]), lower=floors, count=counted.size,
-        equilibrate=True)
+    add_level_rows(builder, "levels", x, z, coefficients, counted, free, floors, equilibrate=True)
     return builder.build()
 
 
@@ -154,8 +148,8 @@ def solve_water_filling(
             z, duals, last = found
             least = z if least is None else least
             # W3; the free duals sum to 1, so some pass DUAL but for a backend's tolerance: then the largest
-            stuck = duals > DUAL if (duals > DUAL).any() else duals == duals.max()
-            frozen[free[stuck]] = z
+            stuck = duals > DUAL
+            frozen[free[stuck if stuck.any() else duals == duals.max()]] = z
     except _OutOfTime:
         message = f"time limit ({time_limit} s) reached before level {len(solves)}'s LP"
         solves.append(Solved(SolveResult(Status.NO_SOLUTION, solver, message=message), None, 0.0, 0.0))
