@@ -6,6 +6,7 @@ allocations round by round, as Gavel's scheduler does. The exact forms: formulat
 """
 
 from synergy_opt.policies.finish_time import solve_finish_time_fairness
+from synergy_opt.policies.hierarchy import Entities
 from synergy_opt.policies.linear import solve_makespan, solve_max_sum_throughput
 from synergy_opt.policies.max_min import build_max_min_fairness, solve_max_min_fairness
 from synergy_opt.policies.problem import PolicyProblem
@@ -13,6 +14,7 @@ from synergy_opt.policies.result import PolicyResult
 from synergy_opt.policies.water_filling import solve_water_filling
 
 __all__ = [
+    "Entities",
     "PolicyProblem",
     "PolicyResult",
     "build_max_min_fairness",

@@ -56,12 +56,12 @@ def normalised_coefficients(problem: PolicyProblem) -> np.ndarray:
     return np.asarray(problem.throughputs * scale[:, None])
 
 
-def max_min_classes(problem: PolicyProblem, aggregate: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                      np.ndarray, np.ndarray]:
+def max_min_classes(problem: PolicyProblem, aggregate: bool, *keys: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Row M2's coefficients per class, the classes' jobs, each job's class, the class sizes, and the classes
-    that count (those that can run somewhere)."""
+    that count (those that can run somewhere); ``keys``: further per-job columns that jobs of a class share."""
     c = normalised_coefficients(problem)
-    rows, class_of, counts = job_classes(aggregate, c, problem.scale_factors, problem.throughputs > 0)
+    rows, class_of, counts = job_classes(aggregate, c, problem.scale_factors, problem.throughputs > 0, *keys)
     coefficients = c[rows]
     return coefficients, rows, class_of, counts, np.flatnonzero(coefficients.any(axis=1))
 
