@@ -163,3 +163,29 @@ def test_fifo_without_backfilling_passes_over_a_job_that_fits_only_types_it_cann
                          mechanism="proportional", round_s=360.0, backfill=False)
     start = dict(zip(result.jobs.id, result.jobs.first_start_s, strict=True))
     assert start == {"j0": 0.0, "j1": 1080.0, "j2": 0.0}
+
+
+def test_the_type_free_bound_offers_a_job_only_the_types_that_hold_it() -> None:
+    # A 16-GPU job fits the k80s (16 GPUs) but not the v100 server (8): the type-free round once offered it the
+    # v100 too, and HeteroRound refused the round in the first round ("more than type 'v100''s 8 GPUs").
+    cluster = HeteroCluster.of("k80:2,v100:1")
+    trace = so.Trace((so.TraceJob("big", 0.0, 16, 3600.0, so.builtin_profile("gnmt"), model="gnmt"),
+                      so.TraceJob("small", 0.0, 1, 3600.0, so.builtin_profile("res18"), model="res18")))
+    finish = {}
+    for mechanism in ("ideal", "ideal-type-free"):
+        result = so.simulate(trace, cluster, policy="fifo", mechanism=mechanism)
+        assert result.summary["stopped"] == "done"
+        finish[mechanism] = dict(zip(result.jobs.id, result.jobs.finish_s, strict=True))
+    # On its only type the big job gets what the per-type ideal gives it; the small one runs on the v100 alone.
+    assert finish["ideal-type-free"]["big"] == pytest.approx(finish["ideal"]["big"], rel=1e-9)
+
+
+def test_a_job_no_usable_type_can_hold_is_refused_before_the_run(tmp_path) -> None:
+    # Gavel's ResNet-50 (batch 128) has no throughput on k80s at 8 GPUs; the v100 server holds 4 GPUs: the job
+    # could never run (it once ended the run "stuck"). Refused up front, as a job larger than every type.
+    path = tmp_path / "h.trace"
+    path.write_text("ResNet-50 (batch size 128)\tcmd\t--num_steps\tTrue\t1000\t0\t8\n"
+                    "ResNet-18 (batch size 32)\tcmd\t--num_steps\tTrue\t1000\t10\t1\n")
+    cluster = HeteroCluster((ServerType("k80", 1, 8, 24, 500), ServerType("v100", 1, 4, 12, 250)))
+    with pytest.raises(so.InvalidInputError, match=r"trace.jobs\[0\].gpus=8: more than any GPU type it can run on"):
+        so.simulate(load_trace(path), cluster, policy="fifo", mechanism="tune", monitor=(0, 2))

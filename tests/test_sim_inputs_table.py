@@ -313,6 +313,10 @@ def loop_cases() -> Iterator[Case]:
     def at_one_cpu(instance: so.RoundInstance) -> Allocation:
         return Allocation({instance.jobs[0].id: (Placement(0, 1, 1.0, 62.5),)})
 
+    # Whole iterations per round: an iteration longer than the round never completes (once blamed on rounding).
+    yield rejects("an iteration longer than a round under the artifact's accounting",
+                  lambda t: sim(alone(iter_time_s=400.0, duration_s=1000.0), accounting="artifact"),
+                  "trace.jobs[0].iter_time_s", "credits whole iterations per round")
     yield rejects("a round that makes no progress in floating point",
                   lambda t: simulate(alone(profile=crawl, model=None), ONE_GPU, mechanism=at_one_cpu),
                   "mechanism", "never finish")

@@ -44,6 +44,21 @@ def test_a_loaded_generated_trace_extends_as_the_generator_would(tmp_path: Path)
         simulate(trace, so.Cluster(1), mechanism="tune").jobs)
 
 
+
+def test_an_edited_generated_trace_goes_on_from_its_last_generated_job() -> None:
+    # Extending once took the generator's jobs from position len(trace) on: with j3 dropped (19 jobs) it drew j19
+    # again, and the run raised "duplicate job id" once every held job was admitted.
+    trace = generate_trace(20, load=9.0, seed=1)
+    dropped = Trace(trace.jobs[:3] + trace.jobs[4:], trace.metadata)
+    longer = generate_trace(40, load=9.0, seed=1)
+    assert dropped.extend(30).jobs == dropped.jobs + longer.jobs[20:31]
+    assert dropped.extend(30).metadata["jobs"] == 31
+    assert Trace(trace.jobs[10:], trace.metadata).extend(15).jobs == longer.jobs[10:25]  # a suffix
+    assert Trace(trace.jobs[:10], trace.metadata).extend(12).jobs == longer.jobs[:12]  # a prefix
+    assert trace.extend(40).jobs == longer.jobs  # untouched: as before
+    result = simulate(dropped, so.Cluster(2))  # its monitored jobs need arrivals past its end
+    assert result.summary["stopped"] == "done" and result.jobs.id.is_unique
+
 def _philly_job(jobid: str, submitted: str, attempts: list, status: str = "Pass") -> dict:
     return {"jobid": jobid, "submitted_time": submitted, "status": status, "vc": "vc1", "user": "u",
             "attempts": attempts}

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from synergy_opt.errors import InvalidInputError
 from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, normalise
 from synergy_opt.instance import Job, RoundInstance
 from synergy_opt.profile import Profile
@@ -84,6 +85,16 @@ class HeteroRun(_Run):
         floors = at_share[:, self.reference]
         with np.errstate(divide="ignore", invalid="ignore"):
             self.speeds = np.where(floors[:, None] > 0, at_share / np.where(floors > 0, floors, 1.0)[:, None], 0.0)
+        gpus = np.array([job.gpus for job in trace.jobs[old:]], dtype=np.int64)
+        fits = (self.speeds[old:] > 0) & (self.type_gpus[None, :] >= gpus[:, None])
+        stranded = np.flatnonzero(~fits.any(axis=1) & (floors[old:] > 0))
+        if stranded.size:  # it would wait for ever: refused as a job larger than every type is
+            j = old + int(stranded[0])
+            usable = [f"{name} ({gpus_of} GPUs)" for name, gpus_of, speed
+                      in zip(self.names, self.type_gpus, self.speeds[j], strict=True) if speed > 0]
+            raise InvalidInputError(f"trace.jobs[{j}].gpus", int(gpus[stranded[0]]),
+                                    f"more than any GPU type it can run on holds ({', '.join(usable)}): the job "
+                                    "could never run")
         if self.selector is not None:
             self.selector.speeds = self.speeds
         ref = self.hetero.reference_type
@@ -154,12 +165,13 @@ class HeteroRun(_Run):
 
 
     def _hetero_job(self, position: int, baseline: int) -> HeteroJob:
-        """The job free to take every type it can use (speed > 0), at baseline ``baseline``, its matrices in the
-        reference type's unit (the type-free ILP sums throughputs across jobs and types, D5)."""
+        """The job free to take every type it can use (speed > 0, GPUs enough for it), at baseline ``baseline``,
+        its matrices in the reference type's unit (the type-free ILP sums throughputs across jobs and types, D5)."""
         profiles = self.unit_profiles.get(position)
         if profiles is None:
-            usable = {name: self.profiles[position][name] for t, name in enumerate(self.names)
-                      if self.speeds[position, t] > 0}
+            fits = self.speeds[position] > 0
+            fits &= self.type_gpus >= self.trace.jobs[position].gpus
+            usable = {name: self.profiles[position][name] for t, name in enumerate(self.names) if fits[t]}
             profiles = normalise({**usable, self.names[self.reference]: self.profiles[position][
                 self.names[self.reference]]}, self.hetero.reference_type)
             profiles = {name: profiles[name] for name in usable}

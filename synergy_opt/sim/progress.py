@@ -99,6 +99,15 @@ class ArtifactProgress:
         # The artifact's own arithmetic (jobs/job.py): iteration time over the speedup, then whole iterations.
         credited = np.floor(span / (iter_time / rate)).astype(np.int64)
         total = self.total[running]
+        stuck = np.flatnonzero((credited == 0) & (self.done[running] < total))
+        if stuck.size:  # the engine's stall check would blame rounding: name the cause
+            k = int(stuck[0])
+            raise InvalidInputError(
+                f"trace.jobs[{int(running[k])}].iter_time_s", float(iter_time[k]),
+                f"at speedup {rate[k]:.3g} an iteration takes {iter_time[k] / rate[k]:.6g} s, more than the "
+                f"{span[k]:.6g} s it ran this round: accounting='artifact' credits whole iterations per round, so "
+                "it would never finish (use longer rounds or accounting='exact')",
+            )
         done_iterations = np.minimum(self.done[running] + credited, total)
         self.done[running] = done_iterations
         done = done_iterations >= total

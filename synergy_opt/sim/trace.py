@@ -169,7 +169,9 @@ class Trace:
         """This trace followed by the generator's next arrivals, ``jobs`` jobs in all.
 
         The jobs held here are kept as they are (edited or not); only the generator's jobs beyond them are
-        added, so a loaded trace goes on as the generator would have.
+        added, so a loaded trace goes on as the generator would have: those after the last of the generator's
+        jobs held (by id; a trace with jobs dropped, or a slice of one, goes on from its last job), or, when it
+        holds none of them, those after as many as it holds. A generated job whose id is held is skipped.
         """
         if not self.extendable:
             raise InvalidInputError("trace", self.metadata.get("generator"), "only a generated dynamic trace extends")
@@ -178,11 +180,25 @@ class Trace:
         costs = {argument: arguments.pop(argument) for argument, _rule, _default in COSTS.values()
                  if argument in arguments}
         method = arguments.pop("profiling", "none")
-        longer = generate_trace(jobs=jobs, **arguments)
-        more = Trace(longer.jobs[len(self):])
+        need = jobs - len(self)
+        if need <= 0:
+            return self
+        held = {job.id for job in self.jobs}
+        drawn = max(int(self.metadata.get("jobs", len(self))), len(self))  # the generator's jobs drawn so far
+        longer = generate_trace(jobs=drawn, **arguments)
+        start = 1 + max((k for k, job in enumerate(longer.jobs) if job.id in held), default=len(self) - 1)
+        skipped = 0
+        while True:  # drawn again, longer, when held ids were skipped
+            longer = generate_trace(jobs=start + need + skipped, **arguments)
+            fresh = [k for k in range(start, len(longer.jobs)) if longer.jobs[k].id not in held]
+            if len(fresh) >= need:
+                break
+            skipped += need - len(fresh)
+        fresh = fresh[:need]
+        more = Trace(tuple(longer.jobs[k] for k in fresh))
         if method != "none":  # the new jobs are profiled as the trace's were, at the same costs
             more = with_profiling_delay(more, method, **costs)
-        return Trace(self.jobs + more.jobs, {**self.metadata, "jobs": max(jobs, len(self))})
+        return Trace(self.jobs + more.jobs, {**self.metadata, "jobs": fresh[-1] + 1})
 
     def to_frame(self) -> pd.DataFrame:
         """One row per job: the columns of ``TRACE_COLUMNS``."""
