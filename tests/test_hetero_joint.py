@@ -205,6 +205,10 @@ def test_bad_joint_methods() -> None:
         so.solve_joint(TINY[0], method="per-type")
     with pytest.raises(InvalidInputError):
         so.solve_joint(TINY[0], method="decomposition", solver="pyomo-highs")
+    # The heterogeneous model is the patterns model: another formulation was once dropped without a word.
+    for formulation in ("servers", "literal"):
+        with pytest.raises(InvalidInputError, match=f"formulation='{formulation}'"):
+            so.solve_joint(TINY[0], formulation=formulation)
 
 
 def test_slack_types_solve_the_ideal_ilp_with_cpus_and_memory_held_back() -> None:

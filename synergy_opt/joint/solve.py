@@ -209,6 +209,9 @@ def solve_joint(
     if isinstance(instance, HeteroRound):
         if start is not None:
             raise InvalidInputError("start", "allocation", "is taken on rounds of one GPU type only")
+        if formulation != "patterns":  # the heterogeneous models are the patterns model (it was once ignored)
+            raise InvalidInputError("formulation", formulation, "is taken on rounds of one GPU type only; a "
+                                    "HeteroRound's joint model is the patterns model")
         check_options(objective, split_penalty, upper_bound, "patterns")
         return solve_hetero_joint(instance, solver, consolidate, split_penalty, params, objective,
                                   reductions or JointReductions(), upper_bound, method, solve_joint)
