@@ -181,3 +181,36 @@ def test_a_grid_point_no_cluster_can_afford_is_never_a_column(big: float) -> Non
     for method in ("auto", "direct"):
         assert so.solve_ideal(free, method=method).objective == pytest.approx(1.6), method
     assert so.solve_joint(free).objective == pytest.approx(1.6)
+
+
+# A fuzzed round (session 37): 2 servers x 2 GPUs of 494.4 GB, four 1-GPU jobs; j0's only memory point is the
+# share plus 2e-9 (worth 0.002), the others sit at the share (worth 0). HiGHS's ILP gives j0 its point within its
+# feasibility tolerance (988.8000005 GB of 988.8); TUNE's packing, within its 1e-9 of a server, does too.
+OVER_BY_A_HAIR = {
+    "format": "synergy-round/1",
+    "cluster": {"servers": 2, "gpus_per_server": 2, "cpus_per_server": 29.91, "mem_gb_per_server": 494.4},
+    "jobs": [{"id": "j0", "gpus": 1, "profile": {"cpu_per_gpu": [0.523], "mem_gb_per_gpu": [247.20000049439997],
+                                                 "tput": [[0.002]]}}]
+    + [{"id": f"j{i}", "gpus": 1, "profile": {"cpu_per_gpu": [0.523], "mem_gb_per_gpu": [247.2], "tput": [[0.0]]}}
+       for i in (1, 2, 3)],
+}
+
+
+@pytest.mark.parametrize("placement", ["lp", "milp", "milp-integral"])
+def test_opt_places_an_ilp_whose_configs_fill_the_cluster_but_for_its_tolerance(placement: str) -> None:
+    # The strict placement LP was infeasible for those configs and solve_opt raised "no placement exists";
+    # now they are scaled to the totals (or, failing that, proportional demands placed).
+    instance = so.load_instance(OVER_BY_A_HAIR)
+    result = so.solve_opt(instance, placement=placement)
+    evaluation = so.evaluate(instance, result.allocation)
+    assert evaluation.valid and set(result.allocation.jobs) == {"j0", "j1", "j2", "j3"}
+    assert evaluation.objective == pytest.approx(0.002)
+
+
+def test_near_opt_is_never_below_tune_when_tune_uses_its_packing_slack() -> None:
+    # near-opt skipped TUNE because its bound on TUNE (exact capacities, the point not placeable) was 0; TUNE
+    # places j0's point within its packing's 1e-9 of a server and gets 0.002. The bound now allows that slack.
+    instance = so.load_instance(OVER_BY_A_HAIR)
+    tune = so.evaluate(instance, so.run_mechanism(instance, "tune")).objective
+    assert tune == pytest.approx(0.002)
+    assert so.evaluate(instance, so.run_mechanism(instance, "near-opt")).objective >= tune

@@ -28,6 +28,7 @@ from synergy_opt.ideal.lagrangian import Knapsack, dual_from_near, solve_dual
 from synergy_opt.ideal.model import IdealModel, build_ideal
 from synergy_opt.instance import RoundInstance
 from synergy_opt.mechanisms.group_first import group_first
+from synergy_opt.packing.state import FIT_TOLERANCE
 from synergy_opt.solvers.base import SolverParams
 
 # Relative slack when comparing per-GPU values with the proportional share and throughputs with each other.
@@ -187,14 +188,28 @@ def priced_targets(table: ConfigTable, near: np.ndarray | None = None) -> Priced
     return PricedTargets(dual.multipliers, dual.bound, column, jobs, other)
 
 
-def placeable(table: ConfigTable) -> np.ndarray:
+def placeable(table: ConfigTable, packing_slack: bool = False) -> np.ndarray:
     """Per column, whether a GPU can run it on a server whose other GPUs run jobs too: at most ``C - k c_min``
     CPUs and ``M - k m_min`` GB per GPU, where ``k`` GPUs of a server besides this one must be in use (``G - 1``
     less the GPUs the round leaves idle) and ``c_min``, ``m_min`` are the least any column asks for."""
     if table.cpu.size == 0:
         return np.ones(0, dtype=bool)
+    return placeable_point(table, table.cpu, table.mem, packing_slack)
+
+
+def placeable_point(table: ConfigTable, cpu: np.ndarray, mem: np.ndarray, packing_slack: bool = False
+                    ) -> np.ndarray:
+    """Whether per-GPU points ``cpu``, ``mem`` are placeable (:func:`placeable`); with ``packing_slack`` up to
+    the packing's own tolerance, ``FIT_TOLERANCE`` of a server's CPUs and memory (what TUNE may place: a bound
+    on TUNE must allow it)."""
     cpu_cap, mem_cap = placeable_caps(table)
-    return (table.cpu <= cpu_cap * (1 + _TOLERANCE)) & (table.mem <= mem_cap * (1 + _TOLERANCE))
+    cluster = table.instance.cluster
+    cpu_room = cpu_cap * (1 + _TOLERANCE)
+    mem_room = mem_cap * (1 + _TOLERANCE)
+    if packing_slack:
+        cpu_room = max(cpu_room, cpu_cap + FIT_TOLERANCE * cluster.cpus_per_server)
+        mem_room = max(mem_room, mem_cap + FIT_TOLERANCE * cluster.mem_gb_per_server)
+    return (cpu <= cpu_room) & (mem <= mem_room)
 
 
 def placeable_caps(table: ConfigTable) -> tuple[float, float]:

@@ -16,7 +16,7 @@ from typing import Any, overload
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError
-from synergy_opt.evaluation import Evaluation
+from synergy_opt.evaluation import CAPACITY_TOLERANCE, Evaluation
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal import IdealResult, solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
@@ -148,6 +148,19 @@ def placement_demands(instance: RoundInstance, ideal: IdealResult | None = None)
         return PlacementDemands(instance.cluster, ids, gpus, ideal.cpu_demand, ideal.mem_demand)
     cluster = instance.cluster
     return PlacementDemands(instance.cluster, ids, gpus, gpus * cluster.cpu_per_gpu, gpus * cluster.mem_gb_per_gpu)
+
+
+def within_totals(demands: PlacementDemands) -> PlacementDemands:
+    """``demands`` with the CPUs and memory of every job scaled down, alike, to the cluster's totals where they
+    exceed them by no more than a solver's feasibility tolerance (an ILP's configs may: the placement's rows are
+    exact); unchanged otherwise (beyond that tolerance they are not an ILP's and stay infeasible)."""
+    cluster = demands.cluster
+    scaled = {}
+    for name, have in (("cpus", cluster.total_cpus), ("mem_gb", cluster.total_mem_gb)):
+        values = getattr(demands, name)
+        need = float(values.sum())
+        scaled[name] = values * (have / need) if have < need <= have * (1 + CAPACITY_TOLERANCE) else values
+    return replace(demands, **scaled)
 
 
 def solve_placement(
@@ -311,7 +324,17 @@ def solve_opt(
     demands = placement_demands(instance, ideal)
     if placement != "lp" and time_limit is None:
         params = replace(params, time_limit=MILP_TIME_LIMIT)
-    placed = solve_placement(demands, placement, solver, params, **dict(placement_options or {}))
+    placed = solve_placement(within_totals(demands), placement, solver, params, **dict(placement_options or {}))
+    if placed.shares is None and ideal.has_solution:
+        # The ILP's configs fit within its solver's tolerances, not the placement's: the proportional demands
+        # always fit (a fuzzed round's ILP used 988.8000005 GB of 988.8 and its placement LP was infeasible).
+        notes.append(f"{placement} placement of the ideal ILP's configs ended {placed.status.value}: "
+                     "GPU-proportional demands placed")
+        cpu = np.full(len(instance.jobs), instance.cluster.cpu_per_gpu)
+        mem = np.full(len(instance.jobs), instance.cluster.mem_gb_per_gpu)
+        ideal_objective = float(instance.floors.sum())
+        demands = placement_demands(instance)
+        placed = solve_placement(demands, placement, solver, params, **dict(placement_options or {}))
     if placed.shares is None:
         reason = demands.infeasibility() or placed.solve.message
         raise InvalidInputError("demands", placed.status.value, f"no placement exists: {reason}")

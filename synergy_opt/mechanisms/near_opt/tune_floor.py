@@ -54,8 +54,10 @@ round family's crowded single-GPU members.
 :class:`TuneBound` evaluates the smaller of the two bounds at given prices (near-opt tries the unrestricted LP's,
 which it already has), or minimises bound 1 over the prices (the restricted LP's optimum, a few
 milliseconds), stopping as soon as it is known to reach a given total or not. When near-opt's own total
-reaches a bound, TUNE need not run. All this holds up to the 1e-9 relative tolerances the packing and
-demotion compare capacities and floors with.
+reaches a bound, TUNE need not run. The packing fits a server within ``FIT_TOLERANCE`` (1e-9) of its CPUs and
+memory, so both bounds take capacities that much larger and count a config placeable within that of a server
+(at exact capacities a fuzzed round's grid point 2e-9 above the share let TUNE reach 0.002 against a bound of
+0); the floors and demotion's comparisons keep their 1e-9 relative tolerances.
 
 Public API
 ----------
@@ -73,8 +75,9 @@ import numpy as np
 
 from synergy_opt.ideal.lagrangian import Knapsack, dual_value, solve_dual
 from synergy_opt.instance import RoundInstance
-from synergy_opt.mechanisms.configs import ConfigTable, job_throughputs, placeable, placeable_caps
+from synergy_opt.mechanisms.configs import ConfigTable, job_throughputs, placeable, placeable_point
 from synergy_opt.mechanisms.demand import best_case_demands
+from synergy_opt.packing.state import FIT_TOLERANCE
 
 _TOLERANCE = 1e-9
 # Grid values and the gaps between them, as fractions of a server's capacity, below which the staged bound's
@@ -139,12 +142,15 @@ class TuneBound:
         above = (d_cpu > c_p * (1 + _TOLERANCE)) | (d_mem > m_p * (1 + _TOLERANCE))  # demotion's rule
         # TUNE's round is realizable with every job placed, so each of its configs is placeable (see
         # configs.placeable): the others, which no GPU can run beside its server's other jobs, are left out.
-        fits = placeable(table)
+        fits = placeable(table, packing_slack=True)
         at_most_demand = ((table.cpu <= d_cpu[table.col_class] * (1 + _TOLERANCE))
                           & (table.mem <= d_mem[table.col_class] * (1 + _TOLERANCE)) & fits)
         # A job above proportional may also end at (c_p, m_p), worth its floor: one column more for its class (the
         # ideal ILP may have dropped that point as dominated).
-        knapsack = table.knapsack
+        # TUNE's packing fits a server within FIT_TOLERANCE of its CPUs and memory: the bounds take capacities
+        # that much larger (at exact ones a grid point a hair above the share let TUNE beat them on a fuzzed round:
+        # 0.002 against a bound of 0).
+        knapsack = replace(table.knapsack, capacity=table.knapsack.capacity * (1 + FIT_TOLERANCE))
         gpus = instance.gpus[first].astype(float)
         switched = np.flatnonzero(above)
         restricted = _with_columns(knapsack.restricted(at_most_demand), switched, instance.floors[first][switched],
@@ -156,7 +162,7 @@ class TuneBound:
         if staged_applies(instance):
             value = job_throughputs(instance, cpu, mem)[first]
             # A demand no GPU can run beside its server's other jobs is never where TUNE leaves a job.
-            value = np.where(_placeable_point(table, d_cpu, d_mem), value, -np.inf)
+            value = np.where(placeable_point(table, d_cpu, d_mem, packing_slack=True), value, -np.inf)
             has = np.zeros(first.size, dtype=bool)
             has[table.col_class[at_most_demand]] = True
             lowered_class = np.where(has, np.cumsum(has) - 1, -1)
@@ -182,12 +188,6 @@ class TuneBound:
         """Bound 1 minimised (the restricted LP's optimum), from ``start``; with ``decide``, any value of it once
         that is ``<= decide``, or one above ``decide`` once the minimum is known to be."""
         return float(solve_dual(self.restricted, start=start, decide=decide).bound)
-
-
-def _placeable_point(table: ConfigTable, cpu: np.ndarray, mem: np.ndarray) -> np.ndarray:
-    """Whether per-GPU points ``cpu``, ``mem`` are placeable (:func:`~synergy_opt.mechanisms.configs.placeable`)."""
-    cpu_cap, mem_cap = placeable_caps(table)
-    return (cpu <= cpu_cap * (1 + _TOLERANCE)) & (mem <= mem_cap * (1 + _TOLERANCE))
 
 
 def staged_applies(instance: RoundInstance) -> bool:
