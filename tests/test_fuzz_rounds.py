@@ -214,3 +214,14 @@ def test_near_opt_is_never_below_tune_when_tune_uses_its_packing_slack() -> None
     tune = so.evaluate(instance, so.run_mechanism(instance, "tune")).objective
     assert tune == pytest.approx(0.002)
     assert so.evaluate(instance, so.run_mechanism(instance, "near-opt")).objective >= tune
+
+
+@pytest.mark.parametrize("cpus", [1e20, 1e300])
+def test_servers_of_astronomic_capacity_take_every_job(cpus: float) -> None:
+    # The packing's GPUs-that-fit count was cast to int64 before it was capped: 1e20 CPUs over a demand of a few
+    # overflowed, and greedy, TUNE, DRF and Tetris placed no job at all (a fuzzed round).
+    instance = so.RoundInstance(so.Cluster(2, 4, cpus, 100.0), (so.Job("a", 2, so.builtin_profile("res18")),
+                                                                 so.Job("b", 1, so.builtin_profile("transformer"))))
+    for name in ("greedy", "tune", "drf", "tetris"):
+        evaluation = so.evaluate(instance, so.run_mechanism(instance, name))
+        assert evaluation.valid and not evaluation.unplaced, name

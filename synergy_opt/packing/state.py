@@ -109,12 +109,13 @@ class ServerState:
 
     def capacity_for(self, cpu_per_gpu: float, mem_per_gpu: float) -> np.ndarray:
         """Per server, the number of GPUs of a job with this per-GPU demand that still fit there."""
-        gpus = self.free_gpus
+        # Capped in floating point before the cast: CPUs per server of 1e20 over a small demand overflow int64.
+        gpus = self.free_gpus.astype(float)
         if cpu_per_gpu > 0:
-            gpus = np.minimum(gpus, np.floor((self.free_cpus + self.cpu_tol) / cpu_per_gpu).astype(np.int64))
+            gpus = np.minimum(gpus, np.floor((self.free_cpus + self.cpu_tol) / cpu_per_gpu))
         if mem_per_gpu > 0:
-            gpus = np.minimum(gpus, np.floor((self.free_mem + self.mem_tol) / mem_per_gpu).astype(np.int64))
-        return np.maximum(gpus, 0)
+            gpus = np.minimum(gpus, np.floor((self.free_mem + self.mem_tol) / mem_per_gpu))
+        return np.maximum(gpus, 0).astype(np.int64)
 
     def fits(
         self, gpus: int, cpu_per_gpu: float, mem_per_gpu: float, servers: np.ndarray | None = None
