@@ -43,12 +43,16 @@ from synergy_opt.profiles import (
     model_info,
     model_names,
 )
-from synergy_opt.validation import checked, json_value, parse_json, path
+from synergy_opt.validation import checked, json_value, known_fields, parse_json, path
 
 FORMAT = "synergy-round/1"
 HETERO_FORMAT = "synergy-round/2"
 FORMATS = (FORMAT, HETERO_FORMAT)
 _CLUSTER_FIELDS = ("servers", "gpus_per_server", "cpus_per_server", "mem_gb_per_server")
+# Every field a round file may hold (others are refused by name: a misspelt optional one took its default).
+_ROUND_FIELDS = ("format", "cluster", "jobs", "metadata")
+_JOB_FIELDS = ("id", "gpus", "model", "profile", "arrival", "work")
+_HETERO_JOB_FIELDS = ("id", "gpus", "model", "types", "profiles", "baseline", "arrival", "work")
 
 
 def any_round(name: str, value: Any) -> RoundInstance | HeteroRound:
@@ -137,6 +141,7 @@ def instance_from_dict(data: Any) -> RoundInstance | HeteroRound:
         raise InvalidInputError("instance", data, "must be a JSON object")
     if data.get("format") not in FORMATS:
         raise InvalidInputError("format", data.get("format"), f"expected {FORMAT!r} or {HETERO_FORMAT!r}")
+    known_fields("", data, _ROUND_FIELDS)
     if data["format"] == HETERO_FORMAT:
         return _hetero_from_dict(data)
     cluster = _cluster(data.get("cluster"))
@@ -244,6 +249,7 @@ def _hetero_from_dict(data: Mapping[str, Any]) -> HeteroRound:
 def _hetero_cluster(raw: Any) -> HeteroCluster:
     if not isinstance(raw, Mapping):
         raise InvalidInputError("cluster", raw, "must be an object")
+    known_fields("cluster", raw, ("types", "reference"))
     raw_types = raw.get("types")
     if not isinstance(raw_types, list):
         raise InvalidInputError("cluster.types", raw_types, "must be a list of server types")
@@ -252,6 +258,7 @@ def _hetero_cluster(raw: Any) -> HeteroCluster:
         where = f"cluster.types[{index}]"
         if not isinstance(entry, Mapping):
             raise InvalidInputError(where, entry, "must be an object")
+        known_fields(where, entry, ("name", *_CLUSTER_FIELDS))
         for name in ("name", *_CLUSTER_FIELDS):
             if name not in entry:
                 raise InvalidInputError(f"{where}.{name}", None, "missing field")
@@ -268,6 +275,7 @@ def _hetero_cluster(raw: Any) -> HeteroCluster:
 def _hetero_job(where: str, raw: Any, cluster: HeteroCluster) -> HeteroJob:
     if not isinstance(raw, Mapping):
         raise InvalidInputError(where, raw, "must be an object")
+    known_fields(where, raw, _HETERO_JOB_FIELDS)
     for name in ("id", "gpus"):
         if name not in raw:
             raise InvalidInputError(f"{where}.{name}", None, "missing field")
@@ -283,6 +291,7 @@ def _hetero_job(where: str, raw: Any, cluster: HeteroCluster) -> HeteroJob:
 def _cluster(raw: Any) -> Cluster:
     if not isinstance(raw, Mapping):
         raise InvalidInputError("cluster", raw, "must be an object")
+    known_fields("cluster", raw, _CLUSTER_FIELDS)
     for name in _CLUSTER_FIELDS:
         if name not in raw:
             raise InvalidInputError(f"cluster.{name}", None, "missing field")
@@ -295,6 +304,7 @@ def _cluster(raw: Any) -> Cluster:
 def _job(where: str, raw: Any, ratio: int) -> Job:
     if not isinstance(raw, Mapping):
         raise InvalidInputError(where, raw, "must be an object")
+    known_fields(where, raw, _JOB_FIELDS)
     for name in ("id", "gpus"):
         if name not in raw:
             raise InvalidInputError(f"{where}.{name}", None, "missing field")
@@ -340,6 +350,7 @@ def profile_entry(model: str | None, profile: Profile, ratio: int) -> dict[str, 
 def _profile(raw: Any, name: str | None, where: str = "profile") -> Profile:
     if not isinstance(raw, Mapping):
         raise InvalidInputError(where, raw, "must be an object")
+    known_fields(where, raw, ("cpu_per_gpu", "mem_gb_per_gpu", "tput"))
     for key in ("cpu_per_gpu", "mem_gb_per_gpu", "tput"):
         if key not in raw:
             raise InvalidInputError(f"{where}.{key}", None, "missing field")

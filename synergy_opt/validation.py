@@ -544,6 +544,19 @@ def _raise_at(value: Any, where: str, depth: int = 0) -> None:
         _raise_at(item, f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key, depth + 1)
 
 
+
+def known_fields(where: str, raw: Mapping[str, Any], known: Iterable[str]) -> None:
+    """Raise on a key of the JSON object ``raw`` (at ``where``) that is not one of ``known``: a misspelt optional
+    field would otherwise take its default without a word."""
+    names = tuple(known)
+    for key in raw:
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InvalidInputError(f"{where}.{key}" if where else str(key), raw[key],
+                                    f"unknown field (known: {', '.join(names)}){hint}")
+
+
 # ------------------------------------------------------------------------------------------ solver options
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -252,7 +253,16 @@ def test_round_files_of_format_two_round_trip(tmp_path: Path) -> None:
     again = so.load_instance(path)
     assert again == instance and isinstance(again, HeteroRound)
     assert so.load_instance(saved) == instance
-
+    # A field the format does not have is refused by name (a misspelt optional one took its default).
+    for path, field in (((), "jobs_"), (("cluster",), "cluster.referense"),
+                        (("cluster", "types", 0), "cluster.types[0].gpus"), (("jobs", 3), "jobs[3].basline")):
+        broken = copy.deepcopy(saved)
+        where = broken
+        for step in path:
+            where = where[step]
+        where[field.rsplit(".", 1)[-1]] = 1
+        with pytest.raises(InvalidInputError, match=rf"{re.escape(field)}=1: unknown field"):
+            so.load_instance(broken)
 
 HETERO: dict[str, Any] = {
     "format": "synergy-round/2",

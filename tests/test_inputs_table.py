@@ -149,6 +149,10 @@ def instance_cases() -> Iterator[Case]:
     for path, value, field in structure:
         yield rejects(f"load {json_path(path)}={value!r:.20}",
                       lambda p=path, v=value: so.load_instance(edited(p, v)), field)
+    # A field the format does not have: a misspelt optional one once took its default without a word.
+    for path in [("arival",), ("cluster", "gpus"), ("jobs", 1, "arival"), ("jobs", 1, "profile", "name")]:
+        yield rejects(f"load unknown field {json_path(path)}", lambda p=path: so.load_instance(edited(p, 1.0)),
+                      json_path(path))
     yield rejects("load duplicate ids", lambda: so.load_instance(edited(("jobs", 1, "id"), "j1")), "jobs[1].id")
     yield rejects("load demand above cluster", lambda: so.load_instance(edited(("jobs", 0, "gpus"), 16)),
                   "jobs[*].gpus")

@@ -59,6 +59,23 @@ def test_an_edited_generated_trace_goes_on_from_its_last_generated_job() -> None
     result = simulate(dropped, so.Cluster(2))  # its monitored jobs need arrivals past its end
     assert result.summary["stopped"] == "done" and result.jobs.id.is_unique
 
+
+def test_a_json_traces_unknown_fields_are_named(tmp_path: Path) -> None:
+    data = json.loads(save_trace(generate_trace(3, load=9.0), tmp_path / "t.json").read_text())
+    data["jobs"][1]["arival_s"] = 5.0
+    with pytest.raises(InvalidInputError, match=r"jobs\[1\].arival_s=5.0: unknown field .*did you mean 'arrival_s'"):
+        load_trace(json_file(tmp_path, data))
+    del data["jobs"][1]["arival_s"]
+    data["job"] = []
+    with pytest.raises(InvalidInputError, match=r"job=\[\]: unknown field"):
+        load_trace(json_file(tmp_path, data))
+
+
+def json_file(folder: Path, data: dict) -> Path:
+    path = folder / "edited.json"
+    path.write_text(json.dumps(data))
+    return path
+
 def _philly_job(jobid: str, submitted: str, attempts: list, status: str = "Pass") -> dict:
     return {"jobid": jobid, "submitted_time": submitted, "status": status, "vc": "vc1", "user": "u",
             "attempts": attempts}

@@ -41,10 +41,21 @@ from synergy_opt.sim.gavel import SUFFIX as GAVEL_SUFFIX
 from synergy_opt.sim.philly import PHILLY_ARGUMENTS, philly_trace
 from synergy_opt.sim.trace import TRACE_COLUMNS, Trace, trace_job_from_fields
 from synergy_opt.sim.trace_metadata import trace_metadata
-from synergy_opt.validation import InstanceOf, OneOf, Optional, checked, json_number, json_value, parse_json, path
+from synergy_opt.validation import (
+    InstanceOf,
+    OneOf,
+    Optional,
+    checked,
+    json_number,
+    json_value,
+    known_fields,
+    parse_json,
+    path,
+)
 
 FORMAT = "synergy-trace/1"
 _CSV_COLUMNS = (*TRACE_COLUMNS, "profile")
+_JSON_JOB_FIELDS = _CSV_COLUMNS  # a JSON job's fields (others are refused by name: a misspelt one took its default)
 _SUFFIXES = (".json", ".csv")
 # csv's field limit is process-wide: raised to the file limit while a trace is read, one reader at a time.
 _FIELD_LIMIT = threading.Lock()
@@ -155,6 +166,7 @@ def trace_from_dict(data: Any) -> Trace:
         raise InvalidInputError("trace", data, "must be a JSON object (or a list: the Philly job log)")
     if data.get("format") != FORMAT:
         raise InvalidInputError("format", data.get("format"), f"expected {FORMAT!r}")
+    known_fields("", data, ("format", "metadata", "jobs"))
     metadata = trace_metadata("metadata", data.get("metadata", {}))
     raw_jobs = data.get("jobs")
     if not isinstance(raw_jobs, list):
@@ -165,6 +177,7 @@ def trace_from_dict(data: Any) -> Trace:
         where = f"jobs[{index}]"
         if not isinstance(raw, Mapping):
             raise InvalidInputError(where, raw, "must be an object")
+        known_fields(where, raw, _JSON_JOB_FIELDS)
         _require(where, raw, ("id", "arrival_s", "gpus", "duration_s"))
         _model, profile = job_profile(where, raw, ratio)
         jobs.append(trace_job_from_fields(where, raw, profile))
