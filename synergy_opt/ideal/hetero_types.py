@@ -108,8 +108,8 @@ def _class_types(class_jobs: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return types
 
 
-def baseline_bound(ideal: HeteroIdealModel, prices: np.ndarray | None = None, decide: float | None = None
-                   ) -> float:
+def baseline_bound(ideal: HeteroIdealModel, prices: np.ndarray | None = None, decide: float | None = None,
+                   slack: float = 0.0) -> float:
     """An upper bound on the ideal ILP of the round's baseline types, fixed (so on every mechanism there): each
     type's Lagrangian dual of its CPU and memory rows over its baseline jobs' columns (the type-free model's
     columns on each class's baseline type are exactly that round's, H6), which equals that type's LP.
@@ -118,7 +118,9 @@ def baseline_bound(ideal: HeteroIdealModel, prices: np.ndarray | None = None, de
     ``decide``: when the Lagrangian bound at those prices (each type's at its CPU and memory prices: any
     prices give a bound) is at most ``decide``, that bound is returned without minimising (measured on noisy
     3 x 1024-GPU rounds: the type-free LP's prices decide near-opt's total against it on every round, where the
-    minimum took about 70 of Kelley's cuts, 20 ms); otherwise the minimum, the baseline types' LP."""
+    minimum took about 70 of Kelley's cuts, 20 ms); otherwise the minimum, the baseline types' LP. ``slack``:
+    the CPUs and memory taken that much larger, relative (a packing that fits servers within a tolerance of their
+    capacities is bounded so)."""
     instance = ideal.instance
     cluster = instance.cluster
     offsets = np.concatenate([[0], np.cumsum(ideal.class_count)])
@@ -134,7 +136,7 @@ def baseline_bound(ideal: HeteroIdealModel, prices: np.ndarray | None = None, de
         classes, local = np.unique(ideal.col_class[cols], return_inverse=True)
         knapsacks[k] = Knapsack(value=model.objective[cols], cpu=usage[0], mem=usage[1], col_class=local.ravel(),
                                 class_count=ideal.class_count[classes].astype(float),
-                                capacity=model.row_upper[rows[1:, k]].astype(float))
+                                capacity=model.row_upper[rows[1:, k]].astype(float) * (1 + slack))
     if prices is not None and decide is not None:
         priced = np.maximum(np.asarray(prices, dtype=float).reshape(3, len(cluster.types)), 0.0)
         at_prices = sum(dual_value(knapsack, priced[1:, k])[0] for k, knapsack in knapsacks.items())

@@ -30,6 +30,7 @@ from synergy_opt.mechanisms.near_opt.mechanism import solve_near_opt
 from synergy_opt.mechanisms.spare import spend_spare as spend_spare_step
 from synergy_opt.mechanisms.tune import pack_tune
 from synergy_opt.packing.order import policy_order
+from synergy_opt.packing.state import FIT_TOLERANCE
 
 # On rounds of at most this many jobs the type-free ideal ILP's types are tried too, and the better of the two
 # choices kept: an LP vertex splits up to three classes a type, and rounding them moves a large share of a small
@@ -93,7 +94,8 @@ def solve_hetero_near_opt(instance: HeteroRound, order: np.ndarray | None = None
                 own, own_total, types = other, totals["near-opt"], exact
     # TUNE on the baseline types runs only when no bound on its total (that round's ideal LP, or the Lagrangian
     # bound at the type-free LP's prices when that bound is already reached) is reached.
-    if own_total >= baseline_bound(model, prices, own_total / (1 - 1e-12)) * (1 - 1e-12):
+    # (TUNE's packing fits servers within FIT_TOLERANCE of their capacities: the bound allows that much more.)
+    if own_total >= baseline_bound(model, prices, own_total / (1 - 1e-12), FIT_TOLERANCE) * (1 - 1e-12):
         return HeteroNearOptResult(own, "near-opt", own_total, own_total, None, types)
     baseline = run_per_type(instance, ranked, tune, instance.baselines)
     tune_total = totals.get("tune", 0.0)
