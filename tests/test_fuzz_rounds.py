@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 import synergy_opt as so
+from synergy_opt.evaluation import CAPACITY_TOLERANCE
 from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, ServerType
 from synergy_opt.joint.model import direct_params
-from synergy_opt.placement.solve import placement_demands, within_totals
+from synergy_opt.placement.solve import placement_demands
 from synergy_opt.solvers import SolverParams, Status, available_solvers
 from synergy_opt.solvers.highs import PRESOLVE_MIN_SECONDS, short_limit_params
 
@@ -214,11 +215,11 @@ def test_placement_demands_past_the_totals_by_a_solvers_tolerance_are_scaled_to_
     # Another backend's ILP may still pass the totals by its tolerance: its demands are placed scaled to them.
     instance = so.load_instance(OVER_BY_A_HAIR)
     demands = placement_demands(instance)
-    hair = replace(demands, mem_gb=demands.mem_gb * (1 + 5e-10))
-    assert within_totals(hair).mem_gb.sum() == pytest.approx(988.8, rel=1e-15)
-    assert within_totals(hair).mem_gb.sum() <= 988.8 and within_totals(hair).cpus.tolist() == hair.cpus.tolist()
+    hair = replace(demands, mem_gb=demands.mem_gb * (1 + 5e-10)).within_totals(CAPACITY_TOLERANCE)
+    assert hair.mem_gb.sum() == pytest.approx(988.8, rel=1e-15) and hair.mem_gb.sum() <= 988.8
+    assert hair.cpus.tolist() == demands.cpus.tolist()
     far = replace(demands, mem_gb=demands.mem_gb * (1 + 1e-6))  # past the evaluator's tolerance: left as it is
-    assert within_totals(far).mem_gb.tolist() == far.mem_gb.tolist()
+    assert far.within_totals(CAPACITY_TOLERANCE).mem_gb.tolist() == far.mem_gb.tolist()
 
 
 @pytest.mark.parametrize("formulation", ["patterns", "servers", "literal"])
@@ -251,3 +252,13 @@ def test_servers_of_astronomic_capacity_take_every_job(cpus: float) -> None:
     for name in ("greedy", "tune", "drf", "tetris"):
         evaluation = so.evaluate(instance, so.run_mechanism(instance, name))
         assert evaluation.valid and not evaluation.unplaced, name
+
+
+@pytest.mark.xfail(strict=True, reason="SPEC 4 (ideal ILP >= every mechanism's total) fails on a round whose grid "
+                   "point sits within the packing's FIT_TOLERANCE (1e-9 of a server) above the share: the ILP keeps "
+                   "capacities exactly (0), TUNE's packing places the point (0.002) and the evaluator, at 1e-7, "
+                   "accepts it. Aligning them is a modelling choice (every model's rows at the packing's slack, or "
+                   "an exact packing), not made here")
+def test_the_exact_ilp_bounds_tune_within_the_packings_slack() -> None:
+    instance = so.load_instance(OVER_BY_A_HAIR)
+    assert so.evaluate(instance, so.run_mechanism(instance, "tune")).objective <= so.solve_ideal(instance).objective

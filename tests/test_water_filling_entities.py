@@ -51,6 +51,7 @@ def reference(problem: PolicyProblem, entities: Entities) -> np.ndarray:
             elif members:
                 own = problem.priority_weights[members]
                 rate[members] = weight * own / own.sum()
+        rate /= rate.max()  # t's unit only (rates decades apart make the LP unbounded to SciPy)
         floors = -value[runs].copy()
         floors[:, -1] = (rate / scale)[runs]
         cost = np.zeros(n)
@@ -162,3 +163,26 @@ def test_bad_entities_are_named() -> None:
         solve_water_filling(problem, entities=Entities(["a", "a"], {"a": 1.0}))
     with pytest.raises(InvalidInputError, match="entities"):
         solve_water_filling(problem, entities={"a": 1.0})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("ratio", [1e-8, 1e-12])
+def test_entity_weights_decades_apart(ratio: float) -> None:
+    # Taken as they are, such rates ended HiGHS's level LP in an error (1e-8; at 1e-12 it called it unbounded);
+    # each level's rates are now in units of its largest.
+    problem, entities = random_case(5)
+    weights = {name: weight * (ratio if k % 2 else 1.0) for k, (name, weight) in enumerate(entities.weights.items())}
+    entities = Entities(entities.job_entity, weights, entities.reweighting)
+    result = solve_water_filling(problem, entities=entities)
+    assert result.status is Status.OPTIMAL
+    assert normalised(problem, result.allocation) == pytest.approx(reference(problem, entities), rel=1e-6, abs=1e-7)
+
+
+def test_a_fifo_queue_whose_head_runs_nowhere_and_a_time_limit() -> None:
+    # The head cannot run on any type: it drops out, and the job behind it leads the queue.
+    problem = PolicyProblem(np.array([[0.0, 0.0], [1.0, 2.0], [2.0, 1.0], [1.0, 1.0]]), [1, 1, 1, 1], [1, 1])
+    entities = Entities(["q", "q", "q", "f"], {"q": 1.0, "f": 1.0}, {"q": "fifo"})
+    result = solve_water_filling(problem, entities=entities)
+    assert result.allocation[0].tolist() == [0.0, 0.0]
+    assert normalised(problem, result.allocation) == pytest.approx(reference(problem, entities), rel=1e-7, abs=1e-9)
+    stopped = solve_water_filling(problem, entities=entities, time_limit=1e-9)
+    assert stopped.status is Status.NO_SOLUTION and stopped.allocation is None

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from synergy_opt.evaluation import Evaluation, evaluate
+from synergy_opt.evaluation import CAPACITY_TOLERANCE, Evaluation, evaluate
 from synergy_opt.hetero import HeteroRound, join_allocations
 from synergy_opt.ideal import solve_ideal
 from synergy_opt.ideal.hetero_solve import HeteroIdealResult
@@ -106,11 +106,20 @@ def solve_hetero_opt(instance: HeteroRound, solver: str, placement: str, params:
         members = np.array([fixed.job_index[job.id] for job in sub.jobs], dtype=np.int64)
         demands = PlacementDemands(sub.cluster, tuple(job.id for job in sub.jobs), sub.gpus,
                                    sub.gpus * cpu[members], sub.gpus * mem[members])
-        placed = place(demands, placement, solver, params, **dict(placement_options))
+        placed = place(demands.within_totals(CAPACITY_TOLERANCE), placement, solver, params, **dict(placement_options))
+        type_cpu, type_mem, type_value = cpu[members], mem[members], float(value[members].sum())
+        if placed.shares is None and ideal.has_solution:  # as one type's OPT: that type's proportional demands
+            notes.append(f"{kind}: {placement} placement of the ideal ILP's configs ended {placed.status.value}: "
+                         "GPU-proportional demands placed there")
+            type_cpu = np.full(members.size, sub.cluster.cpu_per_gpu)
+            type_mem = np.full(members.size, sub.cluster.mem_gb_per_gpu)
+            type_value = float(sub.floors.sum())
+            demands = replace(demands, cpus=sub.gpus * type_cpu, mem_gb=sub.gpus * type_mem)
+            placed = place(demands, placement, solver, params, **dict(placement_options))
         if placed.shares is None:
             notes.append(f"{kind}: {placement} placement ended {placed.status.value}: nothing placed there")
             continue
-        rounded = round_placement(sub, placed.shares, cpu[members], mem[members], float(value[members].sum()))
+        rounded = round_placement(sub, placed.shares, type_cpu, type_mem, type_value)
         reports[kind], allocations[kind] = rounded.report, rounded.allocation
     allocation = join_allocations(instance.cluster, allocations)
     done = time.perf_counter()

@@ -115,6 +115,17 @@ class PlacementDemands:
     def num_jobs(self) -> int:
         return len(self.job_ids)
 
+    def within_totals(self, tolerance: float) -> PlacementDemands:
+        """These demands with every job's CPUs (memory) scaled down alike to the cluster's total where they pass
+        it by at most ``tolerance``, relative (an ILP's configs may, by its solver's feasibility tolerance: the
+        placement's rows are exact); unchanged otherwise (further off they are no ILP's and stay infeasible)."""
+        scaled = {}
+        for name, have in (("cpus", self.cluster.total_cpus), ("mem_gb", self.cluster.total_mem_gb)):
+            values = getattr(self, name)
+            need = float(values.sum())
+            scaled[name] = values * (have / need) if have < need <= have * (1 + tolerance) else values
+        return replace(self, **scaled)
+
     def infeasibility(self) -> str | None:
         """Why no placement can exist (cluster totals), or None. The LP is feasible exactly when this is None."""
         cluster = self.cluster

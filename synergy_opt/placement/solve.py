@@ -150,19 +150,6 @@ def placement_demands(instance: RoundInstance, ideal: IdealResult | None = None)
     return PlacementDemands(instance.cluster, ids, gpus, gpus * cluster.cpu_per_gpu, gpus * cluster.mem_gb_per_gpu)
 
 
-def within_totals(demands: PlacementDemands) -> PlacementDemands:
-    """``demands`` with the CPUs and memory of every job scaled down, alike, to the cluster's totals where they
-    exceed them by no more than a solver's feasibility tolerance (an ILP's configs may: the placement's rows are
-    exact); unchanged otherwise (beyond that tolerance they are not an ILP's and stay infeasible)."""
-    cluster = demands.cluster
-    scaled = {}
-    for name, have in (("cpus", cluster.total_cpus), ("mem_gb", cluster.total_mem_gb)):
-        values = getattr(demands, name)
-        need = float(values.sum())
-        scaled[name] = values * (have / need) if have < need <= have * (1 + CAPACITY_TOLERANCE) else values
-    return replace(demands, **scaled)
-
-
 def solve_placement(
     demands: PlacementDemands,
     kind: PlacementKind = "lp",
@@ -290,7 +277,9 @@ def solve_opt(
     OptResult
         ``allocation`` is always valid and places every job. When the ideal ILP ends without a solution
         (e.g. a time limit), GPU-proportional demands are placed instead and ``notes`` says so; when the
-        placement ends without one, the LP's is rounded.
+        placement ends without one, the LP's is rounded. The ILP's demands are placed scaled to the cluster's
+        totals when they pass them by no more than the evaluator's tolerance (a solver's own); when no placement
+        of them is found at all, GPU-proportional demands are placed and ``notes`` says so.
     """
     placement_options = check_keyword_options(PLACEMENT_BUILDERS[placement], placement_options,
                                               "placement_options", skip=("demands",))
@@ -324,7 +313,8 @@ def solve_opt(
     demands = placement_demands(instance, ideal)
     if placement != "lp" and time_limit is None:
         params = replace(params, time_limit=MILP_TIME_LIMIT)
-    placed = solve_placement(within_totals(demands), placement, solver, params, **dict(placement_options or {}))
+    placed = solve_placement(demands.within_totals(CAPACITY_TOLERANCE), placement, solver, params,
+                             **dict(placement_options or {}))
     if placed.shares is None and ideal.has_solution:
         # The ILP's configs fit within its solver's tolerances, not the placement's: the proportional demands
         # always fit (a fuzzed round's ILP used 988.8000005 GB of 988.8 and its placement LP was infeasible).

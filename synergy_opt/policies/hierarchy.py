@@ -35,6 +35,8 @@ class Entities:
     reweighting: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if isinstance(self.job_entity, np.ndarray):
+            object.__setattr__(self, "job_entity", self.job_entity.tolist())
         if isinstance(self.job_entity, str) or not isinstance(self.job_entity, Sequence):
             raise InvalidInputError("job_entity", self.job_entity, "must be a list naming each job's entity")
         for j, name in enumerate(self.job_entity):

@@ -106,7 +106,7 @@ class ArtifactProgress:
                 f"trace.jobs[{int(running[k])}].iter_time_s", float(iter_time[k]),
                 f"at speedup {rate[k]:.3g} an iteration takes {iter_time[k] / rate[k]:.6g} s, more than the "
                 f"{span[k]:.6g} s it ran this round: accounting='artifact' credits whole iterations per round, so "
-                "it would never finish (use longer rounds or accounting='exact')",
+                "the round made no progress (use longer rounds, less preemption overhead or accounting='exact')",
             )
         done_iterations = np.minimum(self.done[running] + credited, total)
         self.done[running] = done_iterations

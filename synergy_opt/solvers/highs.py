@@ -155,12 +155,15 @@ def short_limit_params(params: SolverParams) -> SolverParams:
 # TIGHT_MIP_FEASIBILITY (266 solves of generated rounds' ideal ILPs, joints and placements: none was).
 EXACT_ROWS = 1e-12
 TIGHT_MIP_FEASIBILITY = 1e-9
+TIGHT_TIME_FACTOR, TIGHT_MIN_SECONDS = 2.0, 1.0
 
 
 def solve(model: LinearModel, params: SolverParams) -> SolveResult:
     """One solve; a MIP whose point passes a row by more than ``EXACT_ROWS`` (relative, its integer columns
     rounded), unless the caller set ``mip_feasibility_tolerance``, once more at ``TIGHT_MIP_FEASIBILITY``
-    without presolve (that result kept when it has a solution, else the first with a note)."""
+    without presolve, for at most ``TIGHT_TIME_FACTOR`` times the first solve's time (at least
+    ``TIGHT_MIN_SECONDS``) within the caller's limit: that result is kept when it ends OPTIMAL, else the first,
+    its message saying so (a time-limited re-solve once turned an optimum into a worse incumbent)."""
     first = _solve_once(model, params)
     if not (model.is_mip and first.has_solution) or "mip_feasibility_tolerance" in params.options:
         return first
@@ -169,16 +172,18 @@ def solve(model: LinearModel, params: SolverParams) -> SolveResult:
     if passed <= EXACT_ROWS:
         return first
     spent = first.build_seconds + first.solve_seconds
-    left = None if params.time_limit is None else params.time_limit - spent
-    if left is not None and left <= 0:
-        return first
+    cap = max(TIGHT_MIN_SECONDS, TIGHT_TIME_FACTOR * first.solve_seconds)
+    left = cap if params.time_limit is None else min(cap, params.time_limit - spent)
+    note = f"its point passes a row by {passed:.2g}, relative"
+    if left <= 0:
+        return replace(first, message=f"{first.message} ({note}; no time left to solve it again)")
     # Presolve off too: at tolerances of 1e-7 and below HiGHS's presolve called that fuzzed ILP infeasible.
     tight = replace(params, time_limit=left, options={"presolve": "off", **params.options,
                                                       "mip_feasibility_tolerance": TIGHT_MIP_FEASIBILITY})
     again = _solve_once(model, tight)
-    if not again.has_solution:
-        return replace(first, message=f"{first.message} (its point passes a row by {passed:.2g}, relative; at "
-                                      f"mip_feasibility_tolerance={TIGHT_MIP_FEASIBILITY:g}: {again.message})")
+    if again.status is not Status.OPTIMAL:
+        return replace(first, message=f"{first.message} ({note}; at mip_feasibility_tolerance="
+                                      f"{TIGHT_MIP_FEASIBILITY:g} it ended {again.status.value}: {again.message})")
     return replace(again, build_seconds=first.build_seconds + again.build_seconds,
                    solve_seconds=first.solve_seconds + again.solve_seconds,
                    message=f"{again.message} (solved again at mip_feasibility_tolerance={TIGHT_MIP_FEASIBILITY:g}: "
