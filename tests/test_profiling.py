@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from synergy_opt import InvalidInputError, generate_round, model_names
+from synergy_opt import InvalidInputError, Profile, generate_round, model_names
 from synergy_opt.profiles import model_info
 from synergy_opt.profiling import (
     JobModel,
@@ -20,6 +20,7 @@ from synergy_opt.profiling import (
     draw_job_model,
     fit_builtin,
     fit_job_model,
+    profile_matrix,
 )
 from synergy_opt.profiling import fit as fit_module
 from synergy_opt.profiling.sampler import PARAMETER_SPREAD
@@ -256,3 +257,13 @@ def test_bad_generator_options(call: Any, field: str) -> None:
     with pytest.raises(InvalidInputError) as error:
         call()
     assert error.value.field == field
+
+
+def test_a_step_the_trend_did_not_predict_pins_nothing() -> None:
+    # Flat at 1 up to 10 CPUs, 2 from 11: the flat trend below lies above the chord over the step (no convex job
+    # does that). Clipped to the chord, it once pinned the stretch: 10 CPUs filled as 1.25, 11 as 1.57.
+    cpu = np.arange(1, 25, dtype=float)
+    steps = np.where(cpu <= 10, 1.0, 2.0)[:, None]
+    result = profile_matrix(Profile(cpu, np.array([62.5]), steps), "optimistic", threshold=0.1)
+    assert np.abs(result.profile.tput - steps).max() <= 0.1 * steps.max()
+    assert {10.0, 11.0} <= {m.cpus_per_gpu for m in result.measurements}

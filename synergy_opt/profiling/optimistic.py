@@ -199,7 +199,11 @@ def _time_bounds(
         on_trend = between.size > 0 and bool(
             np.all(np.abs(time[between] - line(first, low, between)) <= confirmed * time[between])
         ) if confirmed is not None else True
-        if on_trend:
-            bounds.append(line(first, low, inside))
+        trend = line(first, low, inside)
+        # A trend above the chord by more than the tolerance is no job of the assumed (convex) form's: a step the
+        # trend did not predict, which must pin nothing (clipped to the chord, it once pinned such a stretch at
+        # the chord: 25% over the job's throughput).
+        if on_trend and (confirmed is None or bool(np.all(trend <= upper * (1 + confirmed)))):
+            bounds.append(trend)
     lower = np.minimum(np.max(bounds, axis=0), upper)
     return lower, upper
