@@ -21,13 +21,14 @@ from synergy_opt.policies import (
     solve_makespan,
     solve_max_min_fairness,
     solve_max_sum_throughput,
+    solve_water_filling,
 )
 from synergy_opt.policies.decomposed import Requirements, solve_requirements
 from synergy_opt.policies.decomposed_sum import solve_sum_decomposed
 from synergy_opt.policies.max_min import normalised_coefficients
 from synergy_opt.policies.result import PolicyResult
 from synergy_opt.policies.rounds import RoundMechanism
-from synergy_opt.solvers import SolverParams, backend, solver_names
+from synergy_opt.solvers import SolverParams, Status, backend, solver_names
 
 TOL = 1e-6
 LP_SOLVERS = [name for name in solver_names() if backend(name).capabilities.continuous]
@@ -473,3 +474,46 @@ def test_bad_problems_and_solvers_are_named() -> None:
     if not backend("ortools-cpsat").missing():
         with pytest.raises(SolverUnavailableError, match="integer"):
             solve_max_min_fairness(problem, "ortools-cpsat")
+
+
+# -- edge cases from a fuzz review (session 37) --------------------------------------------------------------------
+def _every_policy(problem: PolicyProblem, **options: object) -> dict[str, PolicyResult]:
+    remaining = np.full(problem.num_jobs, 100.0)
+    return {
+        "max_min_fairness": solve_max_min_fairness(problem, **options),
+        "water_filling": solve_water_filling(problem),
+        "makespan": solve_makespan(problem, remaining, **options),
+        "max_sum_throughput": solve_max_sum_throughput(problem, **options),
+        "finish_time_fairness": solve_finish_time_fairness(problem, remaining, **options),
+    }
+
+
+@pytest.mark.parametrize("method", ["lp", "decomposed"])
+def test_no_job_and_no_gpu_are_nothing_to_share(method: str) -> None:
+    # A problem without jobs once crashed every policy in numpy (an empty reshape); max-sum's decomposition
+    # divided by zero types with GPUs; finish-time fairness with no job able to run was UNBOUNDED (its step LP
+    # held only its free eta).
+    for problem in (PolicyProblem(np.zeros((0, 2)), [], [1, 1]), PolicyProblem(np.ones((3, 2)), [1, 1, 1], [0, 0]),
+                    PolicyProblem(np.zeros((3, 2)), [1, 1, 1], [2, 2])):
+        for name, result in _every_policy(problem, method=method).items():
+            assert result.status is Status.OPTIMAL, (name, result.solve.message)
+            assert result.allocation is not None and result.allocation.shape == problem.throughputs.shape
+            assert not result.allocation.any(), name
+
+
+def test_without_an_allocation_there_is_no_objective() -> None:
+    rng = np.random.default_rng(1)
+    problem = PolicyProblem(rng.uniform(0.5, 4.0, (60, 3)), rng.choice([1, 2, 4], 60), [9, 6, 12])
+    stopped = solve_finish_time_fairness(problem, rng.uniform(100, 1000, 60), time_limit=1e-6)
+    assert stopped.allocation is None and stopped.objective is None  # it once reported 1.0
+
+
+def test_names_must_be_distinct_and_rounds_positive() -> None:
+    with pytest.raises(InvalidInputError, match="types"):
+        PolicyProblem(np.ones((1, 2)), [1], [1, 1], types=("v100", "v100"))
+    with pytest.raises(InvalidInputError, match="job_ids"):
+        PolicyProblem(np.ones((2, 1)), [1, 1], [1], job_ids=("a", "a"))
+    with pytest.raises(InvalidInputError, match="round_s"):
+        RoundMechanism(["v100"], [4], -1.0)
+    with pytest.raises(InvalidInputError, match=r"gpus\[0\]"):
+        RoundMechanism(["v100"], [-4], 360.0)

@@ -64,7 +64,8 @@ def solve_sum_decomposed(values: np.ndarray, weights: np.ndarray, gpus: np.ndarr
         found = choices(values, usable, weights, gpus, prices)
         return found.value, found.gradient
 
-    prices = minimise_dual(evaluate, gpus, cap, None, cap * 1e-9)
+    # No job can use any type (no GPUs at all, say): nothing to price, every job without time.
+    prices = minimise_dual(evaluate, gpus, cap, None, cap * 1e-9) if usable.any() else np.zeros(types)
     at = choices(values, usable, weights, gpus, prices)
     scale = np.where(usable, values, 0.0).max(axis=1, initial=0.0)
     margin, solve_s, lps = MARGIN, 0.0, 0

@@ -29,7 +29,15 @@ from synergy_opt.policies.decomposed import Decomposed, Requirements, solve_deco
 from synergy_opt.policies.linear import _per_job
 from synergy_opt.policies.problem import PolicyProblem, add_time_fractions, job_classes
 from synergy_opt.policies.result import PolicyResult
-from synergy_opt.policies.solve import METHODS, Solved, decomposes, large_lp_options, lp_params, solve_lp
+from synergy_opt.policies.solve import (
+    METHODS,
+    Solved,
+    decomposes,
+    idle_result,
+    large_lp_options,
+    lp_params,
+    solve_lp,
+)
 from synergy_opt.solvers import DEFAULT_SOLVER, SolverParams
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
@@ -129,6 +137,8 @@ def solve_finish_time_fairness(
     alone_so_far = np.zeros(problem.num_jobs) if isolated_s is None else _per_job("isolated_s", isolated_s, problem)
     isolated = problem.isolated_throughputs()
     runs = isolated > 0
+    if not runs.any():  # nothing to share (the step LP would hold only its free eta: unbounded)
+        return idle_result("finish_time_fairness", problem, solver, started)
     with np.errstate(divide="ignore"):
         expected_alone = alone_so_far + np.where(runs, left / np.where(runs, isolated, 1.0), np.inf)
     representative, class_of, counts = job_classes(aggregate, problem.throughputs, problem.scale_factors, left,
@@ -185,9 +195,10 @@ def solve_finish_time_fairness(
         exact = not decompose
     assert solved is not None
     rho = ratios(problem, x, waited, left, expected_alone)
-    value = float(rho[runs].max()) if runs.any() else 0.0
-    return PolicyResult("finish_time_fairness", problem, x if solved.x is not None else None, value,
-                        solved.result, iterations, build_s, solve_s)
+    allocation = x if solved.x is not None else None
+    value = float(rho[runs].max()) if allocation is not None else None  # none without an allocation (a limit)
+    return PolicyResult("finish_time_fairness", problem, allocation, value, solved.result, iterations, build_s,
+                        solve_s)
 
 
 

@@ -25,7 +25,15 @@ from synergy_opt.policies.decomposed import Requirements, solve_decomposed
 from synergy_opt.policies.decomposed_sum import solve_sum_decomposed
 from synergy_opt.policies.problem import PolicyProblem, add_time_fractions, job_classes
 from synergy_opt.policies.result import PolicyResult
-from synergy_opt.policies.solve import METHODS, decomposes, large_lp_options, lp_params, policy_result, solve_lp
+from synergy_opt.policies.solve import (
+    METHODS,
+    decomposes,
+    idle_result,
+    large_lp_options,
+    lp_params,
+    policy_result,
+    solve_lp,
+)
 from synergy_opt.solvers import DEFAULT_SOLVER
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
@@ -91,6 +99,8 @@ def solve_makespan(
     :func:`~synergy_opt.policies.solve_max_min_fairness` (row K2 is row D1's form with ``c = X / R``)."""
     started = time.perf_counter()
     left = _per_job("remaining", remaining, problem, positive=True)
+    if not problem.num_jobs:  # nothing to finish (its LP would hold only u, unbounded)
+        return idle_result("makespan", problem, solver, started)
     rows, class_of, counts = job_classes(aggregate, problem.throughputs, problem.scale_factors, left)
     if decomposes(method, rows.size):
         req = Requirements(problem.throughputs[rows] / left[rows, None], np.zeros(rows.size),

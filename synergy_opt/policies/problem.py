@@ -57,8 +57,8 @@ class PolicyProblem:
             i, t = np.argwhere(bad)[0]
             raise InvalidInputError(f"throughputs[{i}][{t}]", throughputs[i, t], "must be finite and >= 0")
         jobs, types = throughputs.shape
-        scale = _counts("scale_factors", self.scale_factors, jobs, low=1)
-        gpus = _counts("gpus", self.gpus, types, low=0)
+        scale = whole_counts("scale_factors", self.scale_factors, jobs, low=1)
+        gpus = whole_counts("gpus", self.gpus, types, low=0)
         weights = np.ones(jobs) if self.priority_weights is None else real_array(
             "priority_weights", self.priority_weights, 1)
         if weights.shape != (jobs,):
@@ -72,6 +72,9 @@ class PolicyProblem:
             raise InvalidInputError("types", self.types, f"must name the {types} GPU types")
         if len(ids) != jobs:
             raise InvalidInputError("job_ids", self.job_ids, f"must name the {jobs} jobs")
+        for name, given in (("types", names), ("job_ids", ids)):
+            if len(set(given)) != len(given):  # results are read by name (as_dict): a repeat would drop one
+                raise InvalidInputError(name, given, "must be distinct")
         for name, value in (("throughputs", throughputs), ("scale_factors", scale), ("gpus", gpus),
                             ("priority_weights", weights), ("types", names), ("job_ids", ids)):
             if isinstance(value, np.ndarray):
@@ -117,7 +120,8 @@ class PolicyProblem:
         return np.asarray((self.throughputs * share).sum(axis=1))
 
 
-def _counts(name: str, value: object, size: int, low: int) -> np.ndarray:
+def whole_counts(name: str, value: object, size: int, low: int) -> np.ndarray:
+    """``value`` as ``size`` whole numbers >= ``low`` (an error naming ``name`` and the first bad entry)."""
     array = real_array(name, value, 1)
     if array.shape != (size,):
         raise InvalidInputError(name, value, f"must hold {size} whole numbers")
@@ -171,8 +175,8 @@ def job_classes(aggregate: bool, *columns: np.ndarray) -> tuple[np.ndarray, np.n
     class sizes. Solving one class per representative is exact for every policy here: each row is linear in
     ``x``, so averaging an optimum over a class keeps every row and the objective (formulations/policies.md).
     """
-    if not aggregate:
-        jobs = len(columns[0])
+    jobs = len(columns[0])
+    if not aggregate or jobs == 0:  # (no job: nothing to group; numpy cannot reshape an empty key)
         return np.arange(jobs), np.arange(jobs), np.ones(jobs, dtype=np.int64)
     keys = np.column_stack([np.asarray(c, dtype=float).reshape(len(c), -1) for c in columns])
     _, representative, class_of, count = np.unique(keys, axis=0, return_index=True, return_inverse=True,

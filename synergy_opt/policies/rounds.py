@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
+from synergy_opt.policies.problem import whole_counts
+from synergy_opt.validation import POSITIVE
 
 # Gavel's priority of a job on a type that has received no time since the reset ("don't use inf").
 UNSEEN_PRIORITY = 1e9
@@ -48,9 +50,11 @@ class RoundMechanism:
                  seed: int = 0) -> None:
         if len(types) != len(gpus) or not types:
             raise InvalidInputError("gpus", gpus, f"must give one GPU count per type ({len(types)})")
+        if len(set(types)) != len(types):
+            raise InvalidInputError("types", types, "must name distinct types")
         self.types = tuple(types)
-        self.gpus = np.asarray(gpus, dtype=np.int64)
-        self.round_s = float(round_s)
+        self.gpus = whole_counts("gpus", gpus, len(types), low=0)
+        self.round_s = POSITIVE("round_s", round_s)
         self.shuffle = shuffle
         self.rng = np.random.default_rng(seed)
         self.jobs: dict[str, int] = {}  # job -> its place in joining order
