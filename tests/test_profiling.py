@@ -267,3 +267,13 @@ def test_a_step_the_trend_did_not_predict_pins_nothing() -> None:
     result = profile_matrix(Profile(cpu, np.array([62.5]), steps), "optimistic", threshold=0.1)
     assert np.abs(result.profile.tput - steps).max() <= 0.1 * steps.max()
     assert {10.0, 11.0} <= {m.cpus_per_gpu for m in result.measurements}
+
+
+@pytest.mark.parametrize("scale", [2.0, 1e-300, 1e300])
+def test_a_matrix_is_fitted_normalised_at_the_reference_point(scale: float) -> None:
+    # Fitted raw, twice ResNet-50's matrix was 57% of its peak off; 1e-300 times it raised SciPy's ValueError.
+    matrix = model_info("res50").profile
+    plain = fit_job_model(matrix, 1.0, 512, "x")
+    scaled = fit_job_model(Profile(matrix.cpu_per_gpu, matrix.mem_gb_per_gpu, matrix.tput * scale), 1.0, 512, "x")
+    assert scaled.target.tput == pytest.approx(matrix.tput, rel=1e-12)
+    assert scaled.fitted.tput == pytest.approx(plain.fitted.tput, rel=1e-6)

@@ -102,7 +102,8 @@ class FitResult:
 
 @checked(profile=InstanceOf(Profile), iter_time_s=POSITIVE_QUANTITY, batch=BATCH, name=Optional(text))
 def fit_job_model(profile: Profile, iter_time_s: float, batch: int, name: str | None = None) -> FitResult:
-    """The :class:`JobModel` closest to ``profile`` (normalised at 3 CPUs, 62.5 GB) in relative error.
+    """The :class:`JobModel` closest to ``profile`` normalised at 3 CPUs, 62.5 GB (``FitResult.target``, the matrix
+    over its throughput there), in relative error.
 
     Parameters
     ----------
@@ -121,17 +122,23 @@ def fit_job_model(profile: Profile, iter_time_s: float, batch: int, name: str | 
             f"its axes must hold the reference point ({REFERENCE_CPU_PER_GPU:g} CPUs, {REFERENCE_MEM_GB_PER_GPU:g} "
             "GB per GPU), where the matrix is normalised and iter_time_s is measured",
         )
-    if not profile.throughput(REFERENCE_CPU_PER_GPU, REFERENCE_MEM_GB_PER_GPU) > 0:
+    at_reference = profile.throughput(REFERENCE_CPU_PER_GPU, REFERENCE_MEM_GB_PER_GPU)
+    if not at_reference > 0:
         raise InvalidInputError("profile", shown, "its throughput at the reference point is 0")
+    # A job model is 1 at the reference point: the matrix is fitted (and compared) so normalised (a matrix twice
+    # ResNet-50's was once fitted raw, 57% of its peak off; one of 1e-300 overflowed the fit's start).
+    if at_reference != 1.0:
+        profile = Profile(cpu, mem, tput / at_reference, name=profile.name)
+        tput = profile.tput
     scale = tput.max()
 
     def residual(x: np.ndarray) -> np.ndarray:
         return ((_normalised(x, cpu, mem) - tput) / scale).ravel()
 
-    x = _multi_start(residual, _start(cpu, mem, tput))
     try:
+        x = _multi_start(residual, _start(cpu, mem, tput))
         model = _job_model(x, iter_time_s, batch, name)
-    except InvalidInputError as error:  # the fit left the model's ranges: the matrix is not of its form
+    except (InvalidInputError, ValueError) as error:  # the fit left the model's ranges (or SciPy's): not its form
         raise InvalidInputError(
             "profile", shown, f"no job model fits it (the fit gives {error})"
         ) from None
