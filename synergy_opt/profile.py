@@ -95,6 +95,11 @@ class Profile:
 
     def throughput(self, cpu_per_gpu: Any, mem_gb_per_gpu: Any) -> Any:
         """Throughput at any per-GPU point: the largest grid point ``<=`` in each axis, 0 below the grid."""
+        for name, value in (("cpu_per_gpu", cpu_per_gpu), ("mem_gb_per_gpu", mem_gb_per_gpu)):
+            read = np.asarray(value)
+            # NaN sorts past every grid value: it read the matrix's last row, the peak, without a word.
+            if read.dtype.kind not in "iuf" or (read.dtype.kind == "f" and np.isnan(read).any()):
+                raise InvalidInputError(name, value, "must be a number (or an array of numbers), not NaN")
         a = grid_index(self.cpu_per_gpu, cpu_per_gpu)
         b = grid_index(self.mem_gb_per_gpu, mem_gb_per_gpu)
         inside = (a >= 0) & (b >= 0)

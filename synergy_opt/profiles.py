@@ -164,13 +164,21 @@ def capped_at_gpu(tput: np.ndarray, ratio: float) -> np.ndarray:
     return np.minimum(tput, ratio * tput.max(initial=0.0))
 
 
-@cache
 def builtin_type_profile(name: str, gpu_type: str, cpu_gpu_ratio: int = DEFAULT_CPU_GPU_RATIO) -> Profile:
     """The built-in model ``name``'s matrix on Gavel's GPU type ``gpu_type`` (:func:`gavel_gpu_types`), in units
     of its throughput at the reference point (3 CPUs, 62.5 GB per GPU on a ``v100``). On ``v100`` it is the
     built-in matrix itself; on the slower ``k80`` and ``p100``, :func:`capped_at_gpu` at the model's
     :func:`speed_ratio`."""
-    profile = model_info(name, cpu_gpu_ratio).profile  # checks the name and the ratio
+    # Checked before the cache, which takes hashable arguments only (a list raised "unhashable" from inside it).
+    if not isinstance(gpu_type, str):
+        raise InvalidInputError("gpu_type", gpu_type, "must be a GPU type's name")
+    return _builtin_type_profile(OneOf(model_names)("name", name), gpu_type,
+                                 Integer(among=cpu_gpu_ratios())("cpu_gpu_ratio", cpu_gpu_ratio))
+
+
+@cache
+def _builtin_type_profile(name: str, gpu_type: str, cpu_gpu_ratio: int) -> Profile:
+    profile = model_info(name, cpu_gpu_ratio).profile
     if gpu_type == REFERENCE_GPU_TYPE:
         return profile
     if gpu_type not in gavel_gpu_types():

@@ -30,6 +30,7 @@ from synergy_opt.profiles import (
 )
 from synergy_opt.profiling import JobModel
 from synergy_opt.profiling.gpu_types import (
+    builtin_type_matrix,
     builtin_type_profiles,
     faster_gpu_matrix,
     type_profiles,
@@ -245,3 +246,19 @@ def test_a_generated_round_round_trips_with_matrices_by_name(tmp_path: Path) -> 
     assert so.load_instance(path) == instance
     noisy = so.generate_round(types=TYPES, seed=3, profile_noise=0.05)
     assert so.load_instance(so.save_instance(noisy, tmp_path / "noisy.json")) == noisy
+
+
+def test_reads_and_builtin_lookups_name_bad_arguments() -> None:
+    # A NaN read the matrix's last row (the peak) without a word; a list reached the cache ("unhashable"); a
+    # ratio of True was taken as 1 (from a fuzz review).
+    profile = so.builtin_profile("res18")
+    for value in (float("nan"), "3", True, [3.0, float("nan")]):
+        with pytest.raises(InvalidInputError, match="cpu_per_gpu"):
+            profile.throughput(value, 62.5)
+    with pytest.raises(InvalidInputError, match="name"):
+        builtin_type_profile(["res18"], "k80")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="gpu_type"):
+        builtin_type_profile("res18", ["k80"])  # type: ignore[arg-type]
+    for ratio in ("2", True, 0.0):
+        with pytest.raises(InvalidInputError, match="ratio"):
+            builtin_type_matrix("res18", ratio)  # type: ignore[arg-type]

@@ -113,6 +113,7 @@ def builtin_other_stages(name: str) -> np.ndarray:
     return np.asarray(np.maximum(cpu, read) / reference)
 
 
+@checked(ratio=POSITIVE)
 def builtin_type_matrix(name: str, ratio: float) -> np.ndarray:
     """Built-in model ``name``'s matrix on a GPU ``ratio`` times as fast as a ``v100`` (module docstring)."""
     tput = model_info(name).profile.tput
