@@ -296,8 +296,13 @@ def hetero_job_profiles(rng: np.random.Generator, name: str, cluster: HeteroClus
     if jobs == "modelled":
         grid = model_info(name, cpu_per_gpu).profile
         model = draw_job_model(rng, name)
-        every = type_profiles(model, {kind: _ratio(name, kind, ratios) for kind in cluster.names},
-                              grid.cpu_per_gpu, grid.mem_gb_per_gpu)
+        try:
+            every = type_profiles(model, {kind: _ratio(name, kind, ratios) for kind in cluster.names},
+                                  grid.cpu_per_gpu, grid.mem_gb_per_gpu)
+        except InvalidInputError as error:  # a ratio the caller gave (Gavel's measured ones are moderate)
+            if not error.field.startswith("ratios["):
+                raise
+            raise InvalidInputError(f"speed_{error.field}", error.value, error.reason) from None
     else:
         every = builtin_type_profiles(name, ratios, cpu_per_gpu)
     profiles = {kind: every[kind] for kind in cluster.names}

@@ -262,3 +262,9 @@ def test_reads_and_builtin_lookups_name_bad_arguments() -> None:
     for ratio in ("2", True, 0.0):
         with pytest.raises(InvalidInputError, match="ratio"):
             builtin_type_matrix("res18", ratio)  # type: ignore[arg-type]
+
+
+def test_a_speed_ratio_the_job_model_cannot_take_is_named() -> None:
+    # It was refused by the model field it made (gpu_s=5e+39), not by the ratio given.
+    with pytest.raises(InvalidInputError, match=r"speed_ratios\['a100'\]=1e-40"):
+        so.generate_round(types={"v100": 1, "a100": 1}, speed_ratios={"a100": 1e-40}, jobs="modelled")

@@ -75,7 +75,12 @@ def type_profiles(model: JobModel, ratios: Mapping[str, float], cpu_axis: Any, m
     cpu, mem = probe.cpu_per_gpu[:, None], probe.mem_gb_per_gpu[None, :]
     profiles = {}
     for kind, ratio in ratios.items():
-        tput = reference / with_gpu_speed(model, ratio).iteration_time_s(cpu, mem)
+        try:
+            faster = with_gpu_speed(model, ratio)
+        except InvalidInputError as error:  # named by the ratio given, not the model field it would make
+            raise InvalidInputError(f"ratios[{kind!r}]", ratio, f"the job's GPU stage would leave the job "
+                                    f"model's range ({error})") from None
+        tput = reference / faster.iteration_time_s(cpu, mem)
         profiles[kind] = Profile(probe.cpu_per_gpu, probe.mem_gb_per_gpu, tput, name=model.name)
     return profiles
 
