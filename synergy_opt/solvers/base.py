@@ -168,15 +168,19 @@ def settle_infeasible_or_unbounded(
     return Status.NO_SOLUTION, f"infeasible or unbounded; the feasibility check ended {result.status.value}"
 
 
+def row_violation(model: LinearModel, x: np.ndarray) -> float:
+    """Largest violation of ``model``'s rows by ``x``, relative to ``1 + |activity|`` (0 when none)."""
+    activity = model.matrix @ x
+    rows = np.maximum(model.row_lower - activity, activity - model.row_upper) / (1.0 + np.abs(activity))
+    return float(rows.max(initial=0.0))
+
+
 def check_solution(model: LinearModel, x: np.ndarray) -> float:
     """Largest violation of rows, bounds and integrality by ``x`` (for tests and sanity checks)."""
-    activity = model.matrix @ x
-    scale = 1.0 + np.abs(activity)
-    rows = np.maximum(model.row_lower - activity, activity - model.row_upper) / scale
     cols = np.maximum(model.col_lower - x, x - model.col_upper)
     frac = np.abs(x - np.round(x))[model.integer]
-    parts = [np.zeros(1), rows, cols, frac]
-    return float(max(part.max(initial=0.0) for part in parts))
+    parts = [np.zeros(1), cols, frac]
+    return max(row_violation(model, x), float(max(part.max(initial=0.0) for part in parts)))
 
 
 @contextlib.contextmanager

@@ -22,6 +22,7 @@ from synergy_opt.solvers.base import (
     SolveResult,
     SolverParams,
     Status,
+    row_violation,
     settle_infeasible_or_unbounded,
     silenced_output,
 )
@@ -168,7 +169,7 @@ def solve(model: LinearModel, params: SolverParams) -> SolveResult:
     if not (model.is_mip and first.has_solution) or "mip_feasibility_tolerance" in params.options:
         return first
     assert first.x is not None
-    passed = rows_passed(model, first.x)
+    passed = row_violation(model, np.where(model.integer, np.round(first.x), first.x))  # as decoders read it
     if passed <= EXACT_ROWS:
         return first
     spent = first.build_seconds + first.solve_seconds
@@ -188,14 +189,6 @@ def solve(model: LinearModel, params: SolverParams) -> SolveResult:
                    solve_seconds=first.solve_seconds + again.solve_seconds,
                    message=f"{again.message} (solved again at mip_feasibility_tolerance={TIGHT_MIP_FEASIBILITY:g}: "
                            f"the first point passed a row by {passed:.2g}, relative)")
-
-
-def rows_passed(model: LinearModel, x: np.ndarray) -> float:
-    """How far ``x`` passes any row of ``model``, relative (``1 + |activity|``), its integer columns rounded."""
-    x = np.where(model.integer, np.round(x), x)
-    activity = model.matrix @ x
-    over = np.maximum(model.row_lower - activity, activity - model.row_upper) / (1.0 + np.abs(activity))
-    return float(over.max(initial=0.0))
 
 
 def _solve_once(model: LinearModel, params: SolverParams) -> SolveResult:
