@@ -117,10 +117,11 @@ def solve_water_filling(
     and no allocation."""
     started = time.perf_counter()
     deadline = None if time_limit is None else started + time_limit
-    keys = () if entities is None else entity_keys(problem, entities)
+    hierarchy = None if entities is None else entities.arrays(problem.num_jobs)
+    keys = () if hierarchy is None else entity_keys(hierarchy[0], hierarchy[2])
     coefficients, rows, class_of, counts, counted = max_min_classes(problem, aggregate, *keys)
-    levels: _Levels = _Levels(coefficients, counted.size) if entities is None else \
-        _EntityLevels(problem, entities, coefficients, rows, counts, counted)
+    levels: _Levels = _Levels(coefficients, counted.size) if hierarchy is None else \
+        _EntityLevels(problem, hierarchy, coefficients, rows, counts, counted)
     solves: list[Solved] = []
 
     def params(model: LinearModel) -> SolverParams:
@@ -206,9 +207,9 @@ class _EntityLevels(_Levels):
     entity's reweighting, recomputed) from its value by ``z r``: the row ``(u / r) - z >= value / r``; the
     others keep their values."""
 
-    def __init__(self, problem: PolicyProblem, entities: Entities, coefficients: np.ndarray, rows: np.ndarray,
-                 counts: np.ndarray, counted: np.ndarray) -> None:
-        entity, weight, fifo = entities.arrays(problem.num_jobs)
+    def __init__(self, problem: PolicyProblem, hierarchy: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 coefficients: np.ndarray, rows: np.ndarray, counts: np.ndarray, counted: np.ndarray) -> None:
+        entity, weight, fifo = hierarchy  # Entities.arrays
         own = np.asarray(problem.priority_weights)[rows]  # set by PolicyProblem (default 1)
         super().__init__(coefficients * own[:, None], counted.size)
         self.value = np.zeros(counted.size)
@@ -233,11 +234,11 @@ class _EntityLevels(_Levels):
         self.frozen[lifted[stuck]] = self.value[lifted[stuck]]
 
 
-def entity_keys(problem: PolicyProblem, entities: Entities) -> tuple[np.ndarray, np.ndarray]:
-    """Per job, what a class of alike jobs must share under ``entities``: the entity, and for a job of a FIFO
-    entity its own position (its weight depends on its place in the queue)."""
-    entity, _, fifo = entities.arrays(problem.num_jobs)
-    return entity, np.where(fifo[entity], np.arange(problem.num_jobs), -1)
+def entity_keys(entity: np.ndarray, fifo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per job, what a class of alike jobs must share (``entity`` per job, ``fifo`` per entity, as
+    :meth:`Entities.arrays` gives them): the entity, and for a job of a FIFO entity its own position (its weight
+    depends on its place in the queue)."""
+    return entity, np.where(fifo[entity], np.arange(entity.size), -1)
 
 
 class _OutOfTime(Exception):
