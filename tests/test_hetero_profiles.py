@@ -268,3 +268,24 @@ def test_a_speed_ratio_the_job_model_cannot_take_is_named() -> None:
     # It was refused by the model field it made (gpu_s=5e+39), not by the ratio given.
     with pytest.raises(InvalidInputError, match=r"speed_ratios\['a100'\]=1e-40"):
         so.generate_round(types={"v100": 1, "a100": 1}, speed_ratios={"a100": 1e-40}, jobs="modelled")
+
+
+def test_speed_ratios_have_one_range_on_the_builtin_and_modelled_paths() -> None:
+    # The built-in path took 1e-300 (matrices of 2.5e-300) where the modelled one refused 1e-40; both now take
+    # [1e-30, 1e30], the job model's range of quantities.
+    for jobs in ("builtin", "modelled"):
+        with pytest.raises(InvalidInputError, match=r"speed_ratios\['a100'\]=1e-300"):
+            so.generate_round(types={"v100": 1, "a100": 1}, speed_ratios={"a100": 1e-300}, jobs=jobs)
+    with pytest.raises(InvalidInputError, match="ratio=1e-300"):
+        builtin_type_matrix("res18", 1e-300)
+    assert builtin_type_matrix("res18", 1e-30).max() == pytest.approx(1e-30 * builtin_type_matrix("res18", 1).max())
+
+
+def test_a_faster_gpu_matrix_names_bad_other_stages() -> None:
+    # A NaN in the other stages' times passed through into the matrix (internal; from a fuzz review).
+    tput = np.array([[0.5, 1.0], [1.0, 1.0]])
+    for stages in (np.full((2, 2), np.nan), -np.ones((2, 2)), np.ones((3, 2))):
+        with pytest.raises(InvalidInputError, match="other_stages"):
+            faster_gpu_matrix(tput, 2.0, stages)
+    # By hand: the GPU stage 1 / 2, the first entry's other stages 1 / 0.5 (measured), the plateau's 0.5 (given).
+    assert faster_gpu_matrix(tput, 2.0, np.full((2, 2), 0.5)).tolist() == [[0.5, 2.0], [2.0, 2.0]]

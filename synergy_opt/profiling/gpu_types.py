@@ -36,18 +36,26 @@ from synergy_opt.profiles import (
     model_info,
 )
 from synergy_opt.profiling.fit import builtin_job_model
-from synergy_opt.profiling.model import REFERENCE_CPU_PER_GPU, REFERENCE_MEM_GB_PER_GPU, JobModel
-from synergy_opt.validation import POSITIVE, Optional, checked
+from synergy_opt.profiling.model import (
+    MAX_QUANTITY,
+    REFERENCE_CPU_PER_GPU,
+    REFERENCE_MEM_GB_PER_GPU,
+    JobModel,
+)
+from synergy_opt.validation import Number, Optional, checked, real_array
 
 # A matrix value this close to its peak is on the plateau, where the GPU stage binds.
 _PLATEAU = 1e-9
+# A GPU type's speed ratio, on the built-in path as on the modelled one: within the job model's range of
+# quantities (a ratio of 1e-300 made matrices of 2.5e-300 on the built-in path, refused on the modelled one).
+SPEED_RATIO = Number(1 / MAX_QUANTITY, MAX_QUANTITY)
 
 
 def speed_ratio_map(name: str, value: Any) -> dict[str, float]:
     """The rule for speed ratios: GPU type name -> a number > 0."""
     if not isinstance(value, Mapping):
         raise InvalidInputError(name, value, "must be a dict of GPU type -> speed ratio (a number > 0)")
-    return {str(kind): POSITIVE(f"{name}[{kind!r}]", ratio) for kind, ratio in value.items()}
+    return {str(kind): SPEED_RATIO(f"{name}[{kind!r}]", ratio) for kind, ratio in value.items()}
 
 
 def builtin_speed_ratios(name: str, value: Any) -> dict[str, float]:
@@ -62,7 +70,7 @@ def builtin_speed_ratios(name: str, value: Any) -> dict[str, float]:
 
 def with_gpu_speed(model: JobModel, ratio: float) -> JobModel:
     """The same job on a GPU ``ratio`` times as fast: its GPU stage takes ``gpu_s / ratio``, the rest is kept."""
-    return replace(model, gpu_s=model.gpu_s / POSITIVE("ratio", ratio))
+    return replace(model, gpu_s=model.gpu_s / SPEED_RATIO("ratio", ratio))
 
 
 @checked(ratios=speed_ratio_map)
@@ -94,9 +102,13 @@ def faster_gpu_matrix(tput: np.ndarray, ratio: float, other_stages: np.ndarray) 
     model, in the same unit). On the new GPU the iteration takes ``max(g / ratio, S)``. At ``ratio <= 1`` this
     is :func:`~synergy_opt.profiles.capped_at_gpu` (``other_stages`` plays no part).
     """
-    ratio = POSITIVE("ratio", ratio)
+    ratio = SPEED_RATIO("ratio", ratio)
     if ratio <= 1:
         return capped_at_gpu(tput, ratio)
+    other_stages = real_array("other_stages", other_stages, np.ndim(tput))
+    if other_stages.shape != np.shape(tput) or not np.all(np.isfinite(other_stages) & (other_stages >= 0)):
+        raise InvalidInputError("other_stages", other_stages, f"must be finite times >= 0, one per matrix entry "
+                                f"(shape {np.shape(tput)})")
     peak = float(tput.max(initial=0.0))
     if peak <= 0:
         return np.zeros_like(tput)
@@ -118,7 +130,7 @@ def builtin_other_stages(name: str) -> np.ndarray:
     return np.asarray(np.maximum(cpu, read) / reference)
 
 
-@checked(ratio=POSITIVE)
+@checked(ratio=SPEED_RATIO)
 def builtin_type_matrix(name: str, ratio: float) -> np.ndarray:
     """Built-in model ``name``'s matrix on a GPU ``ratio`` times as fast as a ``v100`` (module docstring)."""
     tput = model_info(name).profile.tput
