@@ -233,6 +233,27 @@ def test_every_joint_formulation_keeps_capacities_exactly(formulation: str) -> N
     assert result.status is Status.OPTIMAL and result.objective == 0.0
 
 
+# Three jobs on three 2-GPU servers of 5 CPUs: a server holding a piece of j2 (2.500000005 CPUs) and j3
+# (2.5000000000025) is 1.0005e-9 (relative) over, just past the 1e-9 every pattern routine allows a server.
+AT_THE_SLACK = {"format": "synergy-round/1", "cluster": {"servers": 3, "gpus_per_server": 2, "cpus_per_server": 5.0,
+                                                          "mem_gb_per_server": 500.0}, "jobs": [
+    {"id": "j0", "gpus": 1, "profile": {"cpu_per_gpu": [3.812], "mem_gb_per_gpu": [12.232], "tput": [[0.01]]}},
+    {"id": "j2", "gpus": 2, "profile": {"cpu_per_gpu": [2.500000005], "mem_gb_per_gpu": [250.0000005],
+                                        "tput": [[0.002]]}},
+    {"id": "j3", "gpus": 1, "profile": {"cpu_per_gpu": [2.5000000000025002], "mem_gb_per_gpu": [240.74],
+                                        "tput": [[2.4]]}}]}
+
+
+@pytest.mark.parametrize(("method", "formulation"), [("decomposition", None), ("direct", "patterns"),
+                                                     ("direct", "servers"), ("direct", "literal")])
+def test_the_joints_methods_agree_on_a_server_filled_at_the_slack(method: str, formulation: str | None) -> None:
+    # The direct patterns model listed that server's load (its enumeration allowed a further 1e-9 of an item)
+    # and proved 2.412; the decomposition's pricing, the other formulations and TUNE keep it out: 2.41.
+    options = {} if formulation is None else {"formulation": formulation}
+    result = so.solve_joint(so.load_instance(AT_THE_SLACK), method=method, mip_gap=0.0, **options)
+    assert result.status is Status.OPTIMAL and result.objective == pytest.approx(2.41, abs=1e-12)
+
+
 def test_near_opt_is_never_below_tune_when_tune_uses_its_packing_slack() -> None:
     # near-opt skipped TUNE because its bound on TUNE (exact capacities, the point not placeable) was 0; TUNE
     # places j0's point within its packing's 1e-9 of a server and gets 0.002. The bound now allows that slack.

@@ -58,8 +58,9 @@ class ItemTypes:
         return np.array([c.gpus_per_server, c.cpus_per_server * _FIT, c.mem_gb_per_server * _FIT])
 
     def fits(self, patterns: np.ndarray) -> np.ndarray:
-        """Whether each pattern (rows) fits one server."""
-        return np.all(patterns @ self.need <= self.capacity + 1e-9, axis=1)
+        """Whether each pattern (rows) fits one server: its sums within the capacity (its relative slack
+        included), the one test of every pattern routine here."""
+        return np.all(patterns @ self.need <= self.capacity, axis=1)
 
     @cached_property
     def grid(self) -> Grid | None:
@@ -461,6 +462,9 @@ def near_patterns(items: ItemTypes, prices: np.ndarray, floor_value: float, caps
     threshold = floor_value - _VALUE_TOLERANCE * max(1.0, abs(floor_value))
     for k in range(types.size):
         room = np.floor(np.min((capacity - used) / need[k], axis=1) + 1e-9).astype(np.int64)
+        # The 1e-9 only undoes the division's rounding: a load fits when its sums are within the capacity (its
+        # relative slack included), as best_patterns and the grid test it, not 1e-9 of an item beyond.
+        room -= np.any(used + room[:, None] * need[k] > capacity, axis=1)
         reps = np.minimum(np.maximum(room, 0), cap[k]) + 1
         if reps.sum() > partial_factor * limit:
             return None
@@ -475,8 +479,7 @@ def near_patterns(items: ItemTypes, prices: np.ndarray, floor_value: float, caps
             reach = val + np.min(np.where(suffix[k + 1] > 0, left * suffix[k + 1], 0.0), axis=1)
         keep = reach >= threshold
         loads, used, val = loads[keep], used[keep], val[keep]
-    free = capacity - used
-    addable = np.all(free[:, None, :] >= need[None, :, :] - 1e-9, axis=2) & (loads < cap[None, :])
+    addable = np.all(used[:, None, :] + need[None, :, :] <= capacity, axis=2) & (loads < cap[None, :])
     maximal = ~addable.any(axis=1)
     if maximal.sum() > limit:
         return None
