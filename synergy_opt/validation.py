@@ -393,10 +393,12 @@ def check_arguments(function: Callable[..., Any], **values: Any) -> dict[str, An
 
 
 def check_keyword_options(
-    function: Callable[..., Any], given: Mapping[str, Any] | None, field: str = "options", skip: Iterable[str] = ()
+    function: Callable[..., Any], given: Mapping[str, Any] | None, field: str = "options", skip: Iterable[str] = (),
+    also: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """Options passed on to ``function`` as keywords: unknown names are errors that list the known ones, and
-    values are checked by the parameter's type hint (bool, int, float, str, Literal)."""
+    """Options passed on to ``function`` as keywords: unknown names are errors that list the known ones (with
+    ``also``, the options the caller took off before, e.g. ``spend_spare``) and the closest, and values are
+    checked by the parameter's type hint (bool, int, float, str, Literal)."""
     if given is None:
         return {}
     if not isinstance(given, Mapping):
@@ -405,8 +407,11 @@ def check_keyword_options(
     plain: dict[str, Any] = {}
     for option, value in given.items():
         if option not in rules:
-            known = ", ".join(sorted(rules)) or "none"
-            raise InvalidInputError(f"{field}.{option}", value, f"not an option here (options: {known})")
+            names = sorted({*rules, *also})
+            close = difflib.get_close_matches(str(option), names, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise InvalidInputError(f"{field}.{option}", value,
+                                    f"not an option here (options: {', '.join(names) or 'none'}){hint}")
         rule = rules[option]
         plain[option] = rule(f"{field}.{option}", value) if rule is not None else value
     return plain

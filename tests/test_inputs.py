@@ -276,3 +276,11 @@ def test_open_ends_accept_what_is_inside() -> None:
     assert Number(0, 1, high_open=True)("x", np.float32(0.5)) == 0.5
     assert Number(0, 1, low_open=True, high_open=True)("x", 1 - 1e-12) == 1 - 1e-12
     assert NON_NEGATIVE("x", np.int64(0)) == 0.0 and POSITIVE("x", 1e-300) == 1e-300
+
+
+@pytest.mark.parametrize("name", sorted(so.MECHANISMS))
+def test_a_misspelt_mechanism_option_lists_spend_spare_and_the_closest(name: str) -> None:
+    # spend_spare, every mechanism's option, was missing from the list ("options: none" for proportional).
+    instance = so.generate_round(gpus=16)
+    with pytest.raises(InvalidInputError, match=r"options\.spendspare.*spend_spare.*did you mean 'spend_spare'"):
+        so.run_mechanism(instance, name, spendspare=True)

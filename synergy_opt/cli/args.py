@@ -122,8 +122,9 @@ def names_of(kind: str, known: Sequence[str], everything: Sequence[str] | None =
 
 
 def seconds_or_none(text: str) -> float | None:
-    """A time limit in seconds, > 0 and at most ``validation.MAX_TIME_LIMIT``; ``0`` or ``none`` turns it off."""
-    if text.lower() in ("none", "0"):
+    """A time limit in seconds, > 0 and at most ``validation.MAX_TIME_LIMIT``; ``none`` turns it off (``0`` is
+    refused, as the Python API refuses ``time_limit=0``: it once meant no limit here, silently)."""
+    if text.lower() == "none":
         return None
     try:
         value = number(text)

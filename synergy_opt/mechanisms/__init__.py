@@ -76,7 +76,7 @@ def _packed(pack: Callable[..., ServerState]) -> Callable[..., Allocation]:
     def run(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocation:
         own, spare = split_spare_option(options)
         own = _renamed_threshold(pack, own)
-        checked_options = check_keyword_options(pack, own, skip=("instance", "order"))
+        checked_options = check_keyword_options(pack, own, skip=("instance", "order"), also=("spend_spare",))
         allocation = pack(instance, order, **checked_options).to_allocation()
         return spend_spare(instance, allocation) if spare else allocation
 
@@ -88,7 +88,8 @@ def _opt(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocati
     # Imported here: Synergy-OPT pulls in the model builders and solvers, which the heuristics do not need.
 
     own, spare = split_spare_option(options)
-    allocation = solve_opt(instance, **check_keyword_options(solve_opt, own, skip=("instance",))).allocation
+    allocation = solve_opt(instance, **check_keyword_options(solve_opt, own, skip=("instance",),
+                                                             also=("spend_spare",))).allocation
     return spend_spare(instance, allocation) if spare else allocation
 
 
