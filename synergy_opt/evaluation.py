@@ -247,7 +247,8 @@ def evaluate(instance: RoundInstance | HeteroRound, allocation: Allocation, *, s
     if problems:
         if strict:
             evaluation.check()
-        warnings.warn(f"invalid allocation: {'; '.join(problems[:5])}", InvalidAllocationWarning, stacklevel=2)
+        # stacklevel 3: past the @checked wrapper, at the caller's line.
+        warnings.warn(f"invalid allocation: {'; '.join(problems[:5])}", InvalidAllocationWarning, stacklevel=3)
     return evaluation
 
 

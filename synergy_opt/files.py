@@ -9,6 +9,7 @@ full disk, a bad value found while writing, an interrupt) leaves the old file, o
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import os
 import re
@@ -114,6 +115,8 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     mid-write on this host) are removed first.
     """
     final = Path(target)
+    if final.is_dir():  # the rename would fail with EBUSY ('.') or EISDIR: say what to give instead
+        raise IsADirectoryError(errno.EISDIR, "is a folder: give a file's path to write to", str(final))
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_temporaries(final)

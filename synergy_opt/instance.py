@@ -24,6 +24,7 @@ from synergy_opt.validation import (
     InstanceOf,
     Integer,
     Optional,
+    known_fields,
     text,
 )
 
@@ -33,6 +34,7 @@ _GPUS = Integer(1, MAX_GPUS_PER_SERVER * MAX_SERVERS)
 _PLACED_GPUS = Integer(1, MAX_GPUS_PER_SERVER)
 _SERVER_ID = Integer(0, MAX_SERVERS - 1)
 _NAME = Optional(text)
+_PLACEMENT_FIELDS = ("server", "gpus", "cpus", "mem_gb")
 
 
 @dataclass(frozen=True)
@@ -219,6 +221,7 @@ class Allocation:
     def from_dict(cls, data: Mapping[str, Any]) -> Allocation:
         if not isinstance(data, Mapping) or not isinstance(data.get("jobs"), Mapping):
             raise InvalidInputError("jobs", data, "an allocation is {'jobs': {job id: [placements]}}")
+        known_fields("", data, ("jobs",))
         jobs: dict[str, tuple[Placement, ...]] = {}
         for job_id, parts in data["jobs"].items():
             if not isinstance(job_id, str) or not job_id:
@@ -230,7 +233,9 @@ class Allocation:
                 where = f"jobs[{job_id!r}][{index}]"
                 if not isinstance(part, Mapping):
                     raise InvalidInputError(where, part, "must be an object")
-                missing = [key for key in ("server", "gpus", "cpus", "mem_gb") if key not in part]
+                # A misspelt field is named with the closest known one (an extra one was ignored before).
+                known_fields(where, part, _PLACEMENT_FIELDS)
+                missing = [key for key in _PLACEMENT_FIELDS if key not in part]
                 if missing:
                     raise InvalidInputError(f"{where}.{missing[0]}", None, "missing field")
                 try:

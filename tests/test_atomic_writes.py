@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import synergy_opt as so
 from synergy_opt import files
 from synergy_opt.files import atomic_open
 
@@ -118,3 +119,13 @@ def test_an_old_untagged_temporary_file_is_removed_only_once_stale(tmp_path: Pat
 def test_the_error_keeps_its_kind(error: OSError, tmp_path: Path) -> None:
     named = files._naming(error, tmp_path / "x.csv")
     assert type(named) is type(error) and named.errno == error.errno and named.filename == str(tmp_path / "x.csv")
+
+
+@pytest.mark.parametrize("where", [".", "folder"])
+def test_writing_onto_a_folder_says_it_is_one(tmp_path: Path, where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # save_instance(r, ".") raised "[Errno 16] Device or resource busy: '.'" (the rename's error).
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(IsADirectoryError, match=f"is a folder: give a file's path to write to: '{where}'"):
+        so.save_instance(so.generate_round(gpus=16), where)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]  # nothing written beside it

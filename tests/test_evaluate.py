@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import pytest
 
@@ -77,8 +78,9 @@ def test_unplaced_jobs_count_zero_and_are_listed() -> None:
     ],
 )
 def test_invalid_allocations_are_reported_loudly(alloc: so.Allocation, problem: str) -> None:
-    with pytest.warns(InvalidAllocationWarning, match="invalid allocation"):
+    with pytest.warns(InvalidAllocationWarning, match="invalid allocation") as caught:
         result = evaluate(INSTANCE, alloc)
+    assert caught[0].filename == __file__  # the caller's line, not the library's validation wrapper
     assert not result.valid and any(problem in p for p in result.problems), result.problems
     with pytest.raises(InvalidAllocationError, match="invalid allocation"):
         evaluate(INSTANCE, alloc, strict=True)
@@ -98,6 +100,20 @@ def test_an_allocation_of_another_round_is_bad_input(alloc: so.Allocation, field
     with pytest.raises(InvalidInputError) as error:
         evaluate(INSTANCE, alloc)
     assert error.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("placement", "field", "closest"),
+    [
+        ({"server": 0, "gpus": 2, "cpus": 6, "mem_gb": 100, "memgb": 999}, "memgb", "mem_gb"),  # was ignored
+        ({"server": 0, "gpu": 2, "cpus": 6, "mem_gb": 100}, "gpu", "gpus"),  # was "gpus=None: missing field"
+    ],
+)
+def test_an_allocation_dicts_unknown_field_is_named_with_the_closest(placement: dict[str, Any], field: str,
+                                                                     closest: str) -> None:
+    with pytest.raises(InvalidInputError, match=f"did you mean '{closest}'") as error:
+        evaluate(INSTANCE, {"jobs": {"a": [placement]}})
+    assert error.value.field == f"allocation.jobs['a'][0].{field}"
 
 
 def test_a_job_with_the_wrong_gpu_count_does_not_run() -> None:
