@@ -530,7 +530,10 @@ def json_number(name: str, text: str) -> int | float:
     by :func:`parse_json`'s rules; for number cells of a CSV file."""
     if text != text.strip():
         raise InvalidInputError(name, text, "must be a number (no spaces around it)")
-    value = parse_json((name, text), text, name)
+    try:
+        value = parse_json((name, text), text, name)
+    except InvalidInputError:  # not JSON at all ('two'): a CSV cell's reader need not hear of JSON
+        raise InvalidInputError(name, text, "must be a number, written as JSON writes one (600, -1.5e3)") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInputError(name, text, "must be a number")
     return value

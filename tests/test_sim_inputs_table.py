@@ -533,6 +533,14 @@ def file_cases() -> Iterator[Case]:
         t, "g2.csv", "id,arrival_s,gpus,duration_s,model", "a,0,１,600,res18")), "rows[0].gpus")
     yield rejects("csv profiling_s Arabic-Indic", lambda t: load_trace(csv_rows(
         t, "p.csv", "id,arrival_s,gpus,duration_s,model,profiling_s", "a,0,1,600,res18,٥")), "rows[0].profiling_s")
+    # A word in a number cell was "malformed JSON at line 1 column 1"; a header with spaces after its commas
+    # named a missing column without saying why.
+    yield rejects("csv gpus a word", lambda t: load_trace(csv_rows(
+        t, "w.csv", "id,arrival_s,gpus,duration_s,model", "a,0,two,600,res18")), "rows[0].gpus",
+        "must be a number, written as JSON writes one")
+    yield rejects("csv header with spaces", lambda t: load_trace(csv_rows(
+        t, "sp.csv", "id, arrival_s, gpus, duration_s, model", "a,0,1,600,res18")), "columns.arrival_s",
+        "spaces around them")
     yield rejects("csv an unclosed quote", lambda t: load_trace(csv_rows(
         t, "q.csv", "id,arrival_s,gpus,duration_s,model", '"a,0,1,600,res18')), "path", "malformed CSV")
     yield accepts("csv numbers as JSON writes them", lambda t: load_trace(csv_rows(

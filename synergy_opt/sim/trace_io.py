@@ -245,7 +245,9 @@ def _trace_from_csv(text: str) -> Trace:
         fieldnames = list(reader.fieldnames or ())
     missing = [name for name in ("id", "arrival_s", "gpus", "duration_s") if name not in fieldnames]
     if missing:
-        raise InvalidInputError(f"columns.{missing[0]}", fieldnames, "missing column")
+        spaced = any(name != name.strip() for name in fieldnames)
+        raise InvalidInputError(f"columns.{missing[0]}", fieldnames, "missing column" + (
+            " (the header's names have spaces around them: write 'id,arrival_s,...')" if spaced else ""))
     # A column read twice, or one the reader does not know (a misspelt 'iter_time'), would be dropped silently.
     repeated = [name for index, name in enumerate(fieldnames) if name in fieldnames[:index]]
     if repeated:
