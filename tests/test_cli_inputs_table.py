@@ -31,7 +31,7 @@ BENCH_SMALL = ["--gpus", "8", "--seeds", "1", "--mechanisms", "proportional", "-
 class Row:
     label: str
     tool: str  # "sim" or "bench"
-    argv: tuple[str, ...]  # {out}, {toml}, {sim_dir}, {bench_dir}, {file}, {no_jobs} are filled in
+    argv: tuple[str, ...]  # {out}, {toml}, {sim_dir}, {bench_dir}, {file}, {no_jobs}, ... are filled in
     names: str | None  # the word a rejection must name; None: the row must be accepted
     toml: str = ""  # the experiment file's text, for rows that pass --experiment {toml}
 
@@ -139,6 +139,13 @@ ROWS = [
         "--load", ",".join(str(k / 10) for k in range(1, 101)), "--seeds", "100", names="simulations"),
     Row("sim trace with no jobs", "sim", ("--trace", "{no_jobs}", "--gpus", "16", "--mechanisms", "proportional",
                                           "--no-progress", "--out", "{out}"), "no jobs"),
+    # The two below were found by the run after the sweep's folder was written and its header printed.
+    Row("sim trace job with no throughput at the share", "sim", ("--trace", "{above_share}", "--gpus", "16",
+                                                                 "--no-progress", "--out", "{out}"),
+        "trace.jobs[0].profile='a'"),
+    Row("sim trace built-in job on a type without its matrix", "sim", (
+        "--trace", "{builtin}", "--types", "k80:1,a100:1", "--no-progress", "--out", "{out}"),
+        "trace.jobs[0].model='res18'"),
     sim("resume missing", "--resume", "{file}.missing", names="--resume"),
     sim("resume not a result folder", "--resume", "{empty}", names="--resume"),
     sim("resume a bench folder", "--resume", "{bench_dir}", names="bench"),
@@ -197,8 +204,14 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (base / "file").write_text("not a folder\n")
     (base / "empty").mkdir()
     (base / "no_jobs.csv").write_text("id,arrival_s,gpus,duration_s\n")
+    # A job whose matrix starts above the share (3 CPUs a GPU): its duration there is undefined.
+    (base / "above_share.csv").write_text('id,arrival_s,gpus,duration_s,profile\na,0,1,600,'
+                                          '"{""cpu_per_gpu"": [4, 8], ""mem_gb_per_gpu"": [62.5], '
+                                          '""tput"": [[1], [2]]}"\n')
+    (base / "builtin.csv").write_text("id,arrival_s,gpus,duration_s,model\na,0,1,600,res18\n")
     return {"sim_dir": sim_dir, "bench_dir": bench_dir, "file": base / "file", "empty": base / "empty",
-            "no_jobs": base / "no_jobs.csv"}
+            "no_jobs": base / "no_jobs.csv", "above_share": base / "above_share.csv",
+            "builtin": base / "builtin.csv"}
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.label for row in ROWS])

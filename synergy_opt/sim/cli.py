@@ -60,7 +60,7 @@ from synergy_opt.sim.gavel_policies import GAVEL_POLICIES
 from synergy_opt.sim.outputs import JOURNAL, file_digest, print_summary, run_fields, to_record, write_folder
 from synergy_opt.sim.philly import SOURCE as PHILLY_SOURCE
 from synergy_opt.sim.policies import ARTIFACT_POLICIES, POLICIES, REFILL_POLICIES
-from synergy_opt.sim.sweep import PRELOAD, SimRun, SimSetting, run_one
+from synergy_opt.sim.sweep import PRELOAD, SimRun, SimSetting, check_run, run_one
 from synergy_opt.sim.trace import MAX_TRACE_JOBS, Trace
 from synergy_opt.sim.trace_io import load_trace
 
@@ -378,6 +378,12 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
         for mechanism in args.mechanisms:
             run_options = options if mechanism in SIM_MECHANISMS_WITH_TIME_LIMIT else {}
             runs.append(SimRun(setting, mechanism, trace, run_options))
+    if args.trace is not None:  # the file's jobs against each run's cluster, policy and mechanism, now
+        try:
+            for run in runs:
+                check_run(run)
+        except InvalidInputError as error:
+            parser.error(f"--trace {args.trace.name}: {error}")
     keys = [run_key(run_fields(run, digest)) for run in runs]
     out = args.out or Path("results") / f"sim-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     # Fail now, in one line, rather than after the whole sweep has run.

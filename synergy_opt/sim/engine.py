@@ -167,10 +167,35 @@ def simulate(
         Options of the mechanism (``run_mechanism``'s, or ``solve_ideal``'s / ``solve_joint``'s).
     """
     wall = time.perf_counter()
-    if preemption_overhead_s >= round_s:
-        raise InvalidInputError("preemption_overhead_s", preemption_overhead_s, f"must be < round_s ({round_s:g})")
     if progress is not None and not callable(progress):
         raise InvalidInputError("progress", progress, "must be a function (time_s, finished, monitored) or None")
+    run = prepare_run(trace, cluster, policy, mechanism, round_s, seed, monitor, preemption_overhead_s,
+                      record_job_rounds, max_rounds, backfill, accounting, mechanism_options)
+    run.progress = progress
+    run.loop(until_s, max_rounds)
+    settings: dict[str, Any] = {
+        "policy": run.policy_name, "mechanism": run.mechanism_name, "gpus": cluster.total_gpus, "round_s": round_s,
+        "monitor_first": run.first, "monitor_last": run.last, "preemption_overhead_s": preemption_overhead_s,
+        "seed": seed, "backfill": backfill, "accounting": accounting,
+    }
+    if isinstance(cluster, HeteroCluster):
+        settings["types"] = ",".join(f"{t.name}:{t.servers}" for t in cluster.types)
+    jobs, rounds, job_rounds = run.tables()
+    summary = summarise(jobs, rounds, time.perf_counter() - wall, settings)
+    summary["arrivals_capped"] = run.arrivals_capped
+    summary["stopped"] = run.stopped
+    return SimResult(jobs, rounds, summary, job_rounds, settings)
+
+
+def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Policy, mechanism: str | UserMechanism,
+                round_s: float, seed: int, monitor: tuple[int, int] | None, preemption_overhead_s: float,
+                record_job_rounds: bool, max_rounds: int, backfill: bool, accounting: str,
+                mechanism_options: dict[str, Any]) -> _Run:
+    """:func:`simulate`'s run before its first round, every up-front check made (the trace against the cluster,
+    the policy and mechanism on it, the rounds the monitored jobs need): a sweep's command line calls it on
+    every run before it writes its folder. The arguments are :func:`simulate`'s, checked already."""
+    if preemption_overhead_s >= round_s:
+        raise InvalidInputError("preemption_overhead_s", preemption_overhead_s, f"must be < round_s ({round_s:g})")
     selector = None
     if isinstance(policy, str) and policy in GAVEL_POLICIES:
         # An LP policy of Gavel's: its round mechanism picks each round's jobs (sim/gavel_policies.py).
@@ -207,20 +232,8 @@ def simulate(
     # Else a drawn job that could never run is found hours into the run.
     check_extension_fits(trace.largest_drawn_gpus, run.max_job_gpus, "cluster", f"{run.max_job_gpus} GPUs")
     run.check_rounds_needed(max_rounds)
-    run.progress = progress
-    run.loop(until_s, max_rounds)
-    settings: dict[str, Any] = {
-        "policy": policy_name, "mechanism": mechanism_name, "gpus": cluster.total_gpus, "round_s": round_s,
-        "monitor_first": first, "monitor_last": last, "preemption_overhead_s": preemption_overhead_s, "seed": seed,
-        "backfill": backfill, "accounting": accounting,
-    }
-    if isinstance(cluster, HeteroCluster):
-        settings["types"] = ",".join(f"{t.name}:{t.servers}" for t in cluster.types)
-    jobs, rounds, job_rounds = run.tables()
-    summary = summarise(jobs, rounds, time.perf_counter() - wall, settings)
-    summary["arrivals_capped"] = run.arrivals_capped
-    summary["stopped"] = run.stopped
-    return SimResult(jobs, rounds, summary, job_rounds, settings)
+    run.policy_name = policy_name
+    return run
 
 
 def cpu_ratio(trace: Trace) -> int:
@@ -300,6 +313,7 @@ class _Run:
         self.max_jobs = max(len(trace), min(MAX_ARRIVALS_FACTOR * self.last, MAX_TRACE_JOBS))
         self.arrivals_capped = False
         self.mechanism_name = "mechanism"
+        self.policy_name = "policy"
         self.artifact_keys = False  # the policy reads JobStates.artifact_speedup
         # position -> speedup at its best case and demand shares (artifact keys)
         self.best_case: dict[int, tuple[float, np.ndarray]] = {}
@@ -348,7 +362,7 @@ class _Run:
         zero = np.flatnonzero(floors <= 0)
         if zero.size:
             raise InvalidInputError(
-                f"trace.jobs[{old + int(zero[0])}].profile", new_jobs[int(zero[0])].profile.name,
+                f"trace.jobs[{old + int(zero[0])}].profile", new_jobs[int(zero[0])].id,  # its matrix may be unnamed
                 f"throughput 0 at the GPU-proportional share ({c_p:g} CPUs, {m_p:g} GB per GPU): its duration "
                 "there, and so its speedup, is undefined",
             )

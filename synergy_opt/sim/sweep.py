@@ -20,7 +20,8 @@ from synergy_opt.cli.parallel import run_in_order
 from synergy_opt.generate import GPUS_PER_SERVER, MEM_GB_PER_SERVER, JobKind
 from synergy_opt.hetero import HeteroCluster
 from synergy_opt.instance import Cluster
-from synergy_opt.sim.engine import Progress, simulate
+from synergy_opt.sim.bounds import MAX_ROUNDS
+from synergy_opt.sim.engine import Progress, prepare_run, simulate
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SUMMARY_KEYS
 from synergy_opt.sim.trace import Trace, check_extension_fits, drawn_gpus, generate_trace
 from synergy_opt.validation import check_arguments
@@ -144,6 +145,15 @@ def run_one(run: SimRun, progress: Progress | None = None) -> RunOutcome:
     labels = {**s.columns(), "mechanism": run.mechanism}
     summary = {**result.summary, **labels}
     return RunOutcome(summary, _labelled(result.jobs, labels), _labelled(result.rounds, labels))
+
+
+def check_run(run: SimRun) -> None:
+    """The checks :func:`run_one`'s simulation makes before its first round (the trace against the cluster, the
+    policy and mechanism on it), without simulating: a sweep of a trace file makes them before it writes its
+    folder (a job the cluster cannot run was found after the run had begun)."""
+    s = run.setting
+    prepare_run(run.make_trace(), s.cluster, s.policy, run.mechanism, s.round_s, s.seed, s.monitor,
+                s.preemption_overhead_s, False, MAX_ROUNDS, s.backfill, "exact", dict(run.options))
 
 
 def _labelled(frame: pd.DataFrame, labels: Mapping[str, Any]) -> pd.DataFrame:

@@ -49,7 +49,7 @@ def trace_type_profiles(trace: Trace, cluster: HeteroCluster) -> list[dict[str, 
 
 def _builtin(index: int, model: str, gpu_type: str, ratio: int) -> Profile:
     if gpu_type not in gavel_gpu_types():
-        raise InvalidInputError(f"trace.jobs[{index}]", model, f"a built-in model has matrices on "
+        raise InvalidInputError(f"trace.jobs[{index}].model", model, f"a built-in model has matrices on "
                                 f"{', '.join(gavel_gpu_types())} only, not {gpu_type!r}: give the job its own matrix")
     return builtin_type_profile(model, gpu_type, ratio)
 
