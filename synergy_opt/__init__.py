@@ -19,6 +19,7 @@ from synergy_opt.instance import Allocation, Cluster, Job, Placement, Profile, R
 from synergy_opt.io import load_instance, save_instance
 from synergy_opt.joint import JointResult, solve_joint
 from synergy_opt.mechanisms import MECHANISMS, run_mechanism
+from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.placement.solve import OptResult, solve_opt
 from synergy_opt.profiles import builtin_profile, model_names
 from synergy_opt.round_family import FAMILY, family_round, member_round
@@ -78,6 +79,7 @@ __all__ = [
     "UnknownNameError",
     "__version__",
     "available_solvers",
+    "best_case_demands",
     "build_ideal",
     "builtin_profile",
     "evaluate",

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import synergy_opt as so
 from synergy_opt import (
     MECHANISMS,
     Cluster,
@@ -26,6 +27,7 @@ from synergy_opt import (
 )
 from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.instance import Allocation
+from synergy_opt.io import instance_to_dict
 from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.mechanisms.drf import dominant_shares
 from synergy_opt.packing.order import SORTS
@@ -288,8 +290,18 @@ def test_best_case_demands_of_builtin_models() -> None:
     cpu, mem = best_case_demands(instance, server_cap=False)
     assert (cpu[4], mem[4]) == (9, 62.5)
     # Diminishing returns: ResNet18 within 30% of its best (2.4) needs 6 CPUs (1.75), not 9.
-    cpu, mem = best_case_demands(instance, tolerance=0.3)
+    cpu, mem = best_case_demands(instance, best_case_tolerance=0.3)
     assert (cpu[0], mem[0]) == (6, 62.5)
+
+
+def test_best_case_demands_are_public_and_check_their_arguments() -> None:
+    # A notebook imported them from synergy_opt.mechanisms.demand (a usability review): now synergy_opt's own.
+    instance = round_of(Cluster(1, 8, 24, 500), [("res18", 1)])
+    assert [float(v[0]) for v in so.best_case_demands(instance_to_dict(instance))] == [9.0, 62.5]  # a dict too
+    with pytest.raises(InvalidInputError, match="best_case_tolerance"):
+        so.best_case_demands(instance, 1.0)
+    with pytest.raises(InvalidInputError, match="heterogeneous round"):
+        so.best_case_demands(so.generate_round(gpus=16, types={"k80": 1, "v100": 1}))
 
 
 def test_best_case_demand_ties_go_to_the_smallest_footprint_then_fewer_cpus() -> None:

@@ -20,7 +20,7 @@ If no grid config passes the cap (a grid starting above it), the demand is the G
 
 Public API
 ----------
-``best_case_demands(instance, tolerance=DEFAULT_TOLERANCE, server_cap=True) -> (cpu_per_gpu, mem_per_gpu)``
+``best_case_demands(instance, best_case_tolerance=DEFAULT_TOLERANCE, server_cap=True) -> (cpu_per_gpu, mem_per_gpu)``
 ``DEFAULT_TOLERANCE``, ``TOLERANCE`` (its rule: a number in ``[0, 1)``)
 """
 
@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.instance import RoundInstance
+from synergy_opt.io import round_instance
 from synergy_opt.profile_groups import ProfileGroup
-from synergy_opt.validation import Number
+from synergy_opt.validation import Number, boolean, checked
 
 #: Configs within this fraction of a job's maximum throughput count as reaching it (SPEC 3, see above).
 DEFAULT_TOLERANCE = 0.035
@@ -52,17 +53,20 @@ def tolerance_option(options: Mapping[str, Any]) -> float:
     return float(threshold)
 
 
+@checked(instance=round_instance, best_case_tolerance=TOLERANCE, server_cap=boolean)
 def best_case_demands(
-    instance: RoundInstance, tolerance: float = DEFAULT_TOLERANCE, server_cap: bool = True
+    instance: RoundInstance, best_case_tolerance: float = DEFAULT_TOLERANCE, server_cap: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per-GPU best-case CPU and memory of every job of ``instance``, in job order.
+    """Per-GPU best-case CPU and memory of every job of ``instance``, in job order (SPEC 3: what Synergy-GREEDY
+    and TUNE ask for; ``synergy_opt.best_case_demands``).
 
     Parameters
     ----------
     instance
         The round; its cluster gives ``(c_p, m_p)`` and the per-server caps.
-    tolerance
-        In ``[0, 1)``: the demand is the smallest config reaching ``max((1 - tolerance) * max W, floor)``.
+    best_case_tolerance
+        In ``[0, 1)``: the demand is the smallest config reaching ``max((1 - tolerance) * max W, floor)`` (the
+        mechanisms' option of that name).
     server_cap
         Only consider configs within one server's CPUs and memory for ``min(g, G)`` GPUs.
 
@@ -71,7 +75,6 @@ def best_case_demands(
     cpu_per_gpu, mem_per_gpu
         Two float arrays of length ``len(instance.jobs)``.
     """
-    tolerance = TOLERANCE("best_case_tolerance", tolerance)
     cluster = instance.cluster
     c_p, m_p = cluster.cpu_per_gpu, cluster.mem_gb_per_gpu
     n = len(instance.jobs)
@@ -87,7 +90,8 @@ def best_case_demands(
         # Every job of a pair has the same profile, hence the same floor.
         pair_floor = np.empty(pairs.size)
         pair_floor[inverse] = floors[group.jobs]
-        c, m = _pair_demands(group, group.tput[pair_row], pair_spread, pair_floor, instance, tolerance, server_cap)
+        c, m = _pair_demands(group, group.tput[pair_row], pair_spread, pair_floor, instance, best_case_tolerance,
+                             server_cap)
         cpu[group.jobs] = c[inverse]
         mem[group.jobs] = m[inverse]
     return cpu, mem
