@@ -365,3 +365,15 @@ def test_a_script_without_a_main_guard_is_told_why_its_workers_died(tmp_path: Pa
     script.write_text(guarded)
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert run.returncode == 0 and run.stdout.strip() == "4", run.stderr[-2000:]  # 2 seeds x 2 traces
+
+
+def test_a_trace_files_table_title_leaves_out_the_generators_settings() -> None:
+    # It said "load -, noise 0, jobs builtin" of a trace file's run (a usability review).
+    row = {"trace": "mine.csv", "cluster_gpus": 16, "cpu_per_gpu": 3, "policy": "fifo", "load": None,
+           "split": "20,70,10", "multi_gpu": False, "profile_noise": 0.0, "job_kind": "builtin", "trace_jobs": 4,
+           "round_s": 300.0, "gpu_types": "", "seeds": "0", "mechanism": "tune"}
+    title, _ = table_layout([row])
+    assert "trace mine.csv" in title and "trace jobs 4" in title
+    assert not any(word in title for word in ("load", "noise", "jobs builtin"))
+    generated, _ = table_layout([{**row, "trace": "generated", "load": 2.0}])
+    assert all(word in generated for word in ("load 2", "noise 0", "jobs builtin"))
