@@ -347,6 +347,17 @@ def profile_entry(model: str | None, profile: Profile, ratio: int) -> dict[str, 
     return entry
 
 
+def inline_profiles(where: str, raw: Any, model: str | None) -> dict[str, Profile]:
+    """Matrices per GPU type written inline, ``{type: {cpu_per_gpu, mem_gb_per_gpu, tput}}`` (a trace job's
+    ``profiles``), named ``model``; errors name ``where`` and the type."""
+    if not isinstance(raw, Mapping) or not raw:
+        raise InvalidInputError(where, raw, "must be a non-empty object of GPU type -> matrix")
+    for kind in raw:
+        if not kind:
+            raise InvalidInputError(where, kind, "a GPU type name is a non-empty string")
+    return {str(kind): _profile(matrix, model, f"{where}.{kind}") for kind, matrix in raw.items()}
+
+
 def _profile(raw: Any, name: str | None, where: str = "profile") -> Profile:
     if not isinstance(raw, Mapping):
         raise InvalidInputError(where, raw, "must be an object")

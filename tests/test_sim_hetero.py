@@ -3,6 +3,8 @@ in the reference type's unit, the mechanisms per type, use per type."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -189,3 +191,45 @@ def test_a_job_no_usable_type_can_hold_is_refused_before_the_run(tmp_path) -> No
     cluster = HeteroCluster((ServerType("k80", 1, 8, 24, 500), ServerType("v100", 1, 4, 12, 250)))
     with pytest.raises(so.InvalidInputError, match=r"trace.jobs\[0\].gpus=8: more than any GPU type it can run on"):
         so.simulate(load_trace(path), cluster, policy="fifo", mechanism="tune", monitor=(0, 2))
+
+
+# ---- a trace job's own matrices per GPU type (its ``profiles``) ----------------------------------------------
+
+def _matrix(value: float) -> dict[str, list[list[float]] | list[float]]:
+    return {"cpu_per_gpu": [1.0, 3.0], "mem_gb_per_gpu": [62.5], "tput": [[value / 2], [value]]}
+
+
+OWN_TYPES = {"format": "synergy-trace/1", "jobs": [
+    # Twice as fast on a k80 as on a v100 (at the share); no matrix on a p100, so it cannot use one.
+    {"id": "a", "arrival_s": 0, "gpus": 1, "duration_s": 3600, "profiles": {"k80": _matrix(2.0), "v100": _matrix(1.0)}},
+]}
+
+
+def test_a_trace_jobs_own_matrices_per_type_are_used_on_a_heterogeneous_cluster(tmp_path: Path) -> None:
+    # A job with its own matrix ran with that one matrix on every type: a researcher's per-type profiles had no
+    # way in (a usability review).
+    trace = so.load_trace(so.save_trace(so.sim.trace_io.trace_from_dict(OWN_TYPES), tmp_path / "own.json"))
+    assert list(trace.jobs[0].profiles) == ["k80", "v100"]
+    assert trace.jobs[0].profile.tput.tolist() == [[0.5], [1.0]]  # no profile given: its v100 matrix
+    assert so.load_trace(so.save_trace(trace, tmp_path / "own.csv")) == trace
+    cluster = HeteroCluster((ServerType("k80", 1, 4, 12, 250), ServerType("p100", 1, 4, 12, 250),
+                             ServerType("v100", 1, 4, 12, 250)))
+    matrices = trace_type_profiles(trace, cluster)[0]
+    assert matrices["p100"].tput.max() == 0  # it cannot use the p100
+    # FIFO gives it the type where it runs fastest at the share: the k80, twice the v100's speed.
+    result = so.simulate(trace, cluster, mechanism="proportional")
+    assert result.jobs["jct_s"].tolist() == [1800.0]
+    # On one type its one matrix, the v100's.
+    assert so.simulate(trace, so.Cluster(1, 4, 12, 250), mechanism="proportional").jobs["jct_s"].tolist() == [3600.0]
+
+
+def test_a_trace_jobs_own_matrices_need_the_reference_type() -> None:
+    only_k80 = {**OWN_TYPES, "jobs": [{**OWN_TYPES["jobs"][0], "profile": _matrix(1.0),
+                                       "profiles": {"k80": _matrix(2.0)}}]}
+    trace = so.sim.trace_io.trace_from_dict(only_k80)
+    cluster = HeteroCluster((ServerType("k80", 1, 4, 12, 250), ServerType("v100", 1, 4, 12, 250)))
+    with pytest.raises(so.InvalidInputError, match=r"trace.jobs\[0\].profiles.*reference type 'v100'"):
+        so.simulate(trace, cluster, mechanism="proportional")
+    bad = {**OWN_TYPES, "jobs": [{**OWN_TYPES["jobs"][0], "profiles": {"k80": {"cpu_per_gpu": [1.0]}}}]}
+    with pytest.raises(so.InvalidInputError, match=r"jobs\[0\].profiles.k80.mem_gb_per_gpu"):
+        so.sim.trace_io.trace_from_dict(bad)

@@ -61,8 +61,10 @@ def traces(draw: st.DrawFn) -> Trace:
         model = draw(st.sampled_from(names)) if kind.startswith("builtin") else (
             draw(ids) if kind == "own name" else None)
         profile = model_info(model, ratio or 3).profile if kind == "builtin" else draw(matrices())
+        # Its own matrices per GPU type, sometimes (any type names: a trace is not tied to a cluster).
+        profiles = draw(st.none() | st.dictionaries(ids, matrices(), min_size=1, max_size=3))
         jobs.append(TraceJob(job_id, draw(times), draw(st.integers(1, 1024)), draw(positive_times), profile,
-                             model=model, profiling_s=draw(times)))
+                             model=model, profiling_s=draw(times), profiles=profiles))
     return Trace(tuple(jobs), metadata)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,9 @@ class TraceJob:
     model: str | None = None
     profiling_s: float = 0.0
     iter_time_s: float | None = None
+    # Its matrix per GPU type, for a heterogeneous cluster (sim/type_profiles.py); None: ``profile`` (or its
+    # built-in model's, its Gavel record's) says.
+    profiles: Mapping[str, Profile] | None = None
 
     def __post_init__(self) -> None:
         text("id", self.id)
@@ -91,6 +95,8 @@ class TraceJob:
         object.__setattr__(self, "iter_time_s", Optional(POSITIVE)("iter_time_s", self.iter_time_s))
         InstanceOf(Profile)("profile", self.profile)
         Optional(text)("model", self.model)
+        if self.profiles is not None:
+            object.__setattr__(self, "profiles", _type_matrices("profiles", self.profiles))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TraceJob):
@@ -103,7 +109,7 @@ class TraceJob:
     @property
     def _key(self) -> tuple[Any, ...]:
         return (self.id, self.arrival_s, self.gpus, self.duration_s, self.profile, self.model, self.profiling_s,
-                self.iter_time_s)
+                self.iter_time_s, None if self.profiles is None else tuple(self.profiles.items()))
 
     def iteration_time(self, cpu_per_gpu: int = DEFAULT_CPU_GPU_RATIO) -> float | None:
         """Seconds an iteration takes at the GPU-proportional share: its own ``iter_time_s``, else its built-in
@@ -331,13 +337,23 @@ def _block(
     return gaps, demands, names, minutes, profiles
 
 
+def _type_matrices(name: str, value: Any) -> Mapping[str, Profile]:
+    """A non-empty mapping of GPU type name -> :class:`Profile`, read-only, in the order given."""
+    if not isinstance(value, Mapping) or not value:
+        raise InvalidInputError(name, value, "must be a non-empty dict of GPU type name -> Profile")
+    for kind, profile in value.items():
+        text(f"{name} key", kind)
+        InstanceOf(Profile)(f"{name}[{kind!r}]", profile)
+    return MappingProxyType(dict(value))
+
+
 def trace_job_from_fields(where: str, fields: Mapping[str, Any], profile: Profile) -> TraceJob:
     """A TraceJob from parsed fields, its errors prefixed with ``where`` (the row or JSON path)."""
     try:
         return TraceJob(
             fields["id"], fields["arrival_s"], fields["gpus"], fields["duration_s"], profile,
             model=fields.get("model"), profiling_s=fields.get("profiling_s", 0.0),
-            iter_time_s=fields.get("iter_time_s"),
+            iter_time_s=fields.get("iter_time_s"), profiles=fields.get("profiles"),
         )
     except InvalidInputError as error:
         raise prefixed(error, where) from None

@@ -32,14 +32,14 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.files import MAX_TEXT_BYTES, atomic_open, read_text
 from synergy_opt.gavel_throughputs import GavelThroughputs
 from synergy_opt.generate import GENERATOR_ARGUMENTS
-from synergy_opt.io import job_profile, profile_entry, read_json
-from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO
+from synergy_opt.io import inline_profiles, job_profile, profile_entry, read_json
+from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, REFERENCE_GPU_TYPE
 from synergy_opt.sim.artifact_trace import artifact_trace, looks_like_artifact_record
 from synergy_opt.sim.gavel import FORMAT_COLUMNS as GAVEL_FORMATS
 from synergy_opt.sim.gavel import REFERENCE_TYPE, read_gavel_trace
 from synergy_opt.sim.gavel import SUFFIX as GAVEL_SUFFIX
 from synergy_opt.sim.philly import PHILLY_ARGUMENTS, philly_trace
-from synergy_opt.sim.trace import TRACE_COLUMNS, Trace, trace_job_from_fields
+from synergy_opt.sim.trace import TRACE_COLUMNS, Trace, TraceJob, trace_job_from_fields
 from synergy_opt.sim.trace_metadata import trace_metadata
 from synergy_opt.validation import (
     InstanceOf,
@@ -54,7 +54,7 @@ from synergy_opt.validation import (
 )
 
 FORMAT = "synergy-trace/1"
-_CSV_COLUMNS = (*TRACE_COLUMNS, "profile")
+_CSV_COLUMNS = (*TRACE_COLUMNS, "profile", "profiles")
 _JSON_JOB_FIELDS = _CSV_COLUMNS  # a JSON job's fields (others are refused by name: a misspelt one took its default)
 _SUFFIXES = (".json", ".csv")
 # csv's field limit is process-wide: raised to the file limit while a trace is read, one reader at a time.
@@ -156,6 +156,8 @@ def trace_to_dict(trace: Trace) -> dict[str, Any]:
             entry["profiling_s"] = job.profiling_s
         if job.iter_time_s is not None:
             entry["iter_time_s"] = job.iter_time_s
+        if job.profiles is not None:
+            entry["profiles"] = _profiles_entry(job)
         jobs.append(entry)
     return {"format": FORMAT, "metadata": json_value("metadata", dict(trace.metadata)), "jobs": jobs}
 
@@ -179,9 +181,20 @@ def trace_from_dict(data: Any) -> Trace:
             raise InvalidInputError(where, raw, "must be an object")
         known_fields(where, raw, _JSON_JOB_FIELDS)
         _require(where, raw, ("id", "arrival_s", "gpus", "duration_s"))
-        _model, profile = job_profile(where, raw, ratio)
-        jobs.append(trace_job_from_fields(where, raw, profile))
+        jobs.append(_job(where, raw, ratio))
     return Trace(tuple(jobs), metadata)
+
+
+def _job(where: str, raw: Mapping[str, Any], ratio: int) -> TraceJob:
+    """A job from its parsed fields: its ``profiles`` per GPU type read, and its one-type matrix the inline
+    ``profile``, its model's, or (given neither) its ``v100`` matrix of ``profiles``."""
+    fields = dict(raw)
+    if raw.get("profiles") is not None:
+        fields["profiles"] = inline_profiles(f"{where}.profiles", raw["profiles"], raw.get("model"))
+        if "profile" not in raw and raw.get("model") is None and REFERENCE_GPU_TYPE in fields["profiles"]:
+            return trace_job_from_fields(where, fields, fields["profiles"][REFERENCE_GPU_TYPE])
+    _model, profile = job_profile(where, raw, ratio)
+    return trace_job_from_fields(where, fields, profile)
 
 
 def _suffix(target: Path) -> str:
@@ -213,9 +226,15 @@ def _csv_text(trace: Trace) -> str:
         inline = profile_entry(job.model, job.profile, ratio).get("profile")
         profile = "" if inline is None else json.dumps(inline)
         iter_time = "" if job.iter_time_s is None else job.iter_time_s
+        profiles = "" if job.profiles is None else json.dumps(_profiles_entry(job))
         writer.writerow((job.id, job.arrival_s, job.gpus, job.duration_s, job.model or "", job.profiling_s,
-                         iter_time, profile))
+                         iter_time, profile, profiles))
     return buffer.getvalue()
+
+
+def _profiles_entry(job: TraceJob) -> dict[str, Any]:
+    """A job's ``profiles`` as a file writes them: every type's matrix inline."""
+    return {kind: profile.to_dict() for kind, profile in (job.profiles or {}).items()}
 
 
 @contextlib.contextmanager
@@ -271,9 +290,9 @@ def _trace_from_csv(text: str) -> Trace:
             raw["profiling_s"] = json_number(f"{where}.profiling_s", row["profiling_s"])
         if row.get("iter_time_s"):
             raw["iter_time_s"] = json_number(f"{where}.iter_time_s", row["iter_time_s"])
-        if row.get("profile"):
-            cell = row["profile"]
-            raw["profile"] = parse_json((f"{where}.profile", cell[:80]), cell, f"{where}.profile")
-        _model, profile = job_profile(where, raw, ratio)
-        jobs.append(trace_job_from_fields(where, raw, profile))
+        for name in ("profile", "profiles"):
+            if row.get(name):
+                cell = row[name]
+                raw[name] = parse_json((f"{where}.{name}", cell[:80]), cell, f"{where}.{name}")
+        jobs.append(_job(where, raw, ratio))
     return Trace(tuple(jobs), metadata)

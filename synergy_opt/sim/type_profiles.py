@@ -6,6 +6,8 @@
   (the job cannot use that type).
 - A job of a built-in model with the built-in matrix: the model's matrix on that type
   (:func:`synergy_opt.profiles.builtin_type_profile`, Gavel's speed ratio of its nearest job type).
+- A job with its own matrices per type (a trace job's ``profiles``): those, 0 on the cluster's other types (it
+  cannot use them); the reference type's is needed, as its duration is counted there.
 - Any other job (its own matrix): the same matrix on every type (nothing says how a type changes it).
 """
 
@@ -40,11 +42,26 @@ def trace_type_profiles(trace: Trace, cluster: HeteroCluster) -> list[dict[str, 
         record = gavel["jobs"].get(job.id) if gavel else None
         if record is not None:
             out.append(_gavel_job(index, job.model, record, gavel["steps_per_s"], cluster, reference))
+        elif job.profiles is not None:
+            out.append(_own_types(index, job.profiles, cluster, reference))
         elif job.model in model_names() and job.profile == model_info(job.model, ratio).profile:
             out.append({name: _builtin(index, job.model, name, ratio) for name in cluster.names})
         else:
             out.append(dict.fromkeys(cluster.names, job.profile))
     return out
+
+
+def _own_types(index: int, profiles: Mapping[str, Profile], cluster: HeteroCluster, reference: str
+               ) -> dict[str, Profile]:
+    """A job's own matrices per type: each of the cluster's types it has one for, 0 on the others (it cannot
+    use them); the reference type's is needed (its duration is counted there). Types the cluster lacks are
+    left out."""
+    if reference not in profiles:
+        raise InvalidInputError(f"trace.jobs[{index}].profiles", sorted(profiles), f"no matrix on the cluster's "
+                                f"reference type {reference!r}, where the job's duration_s is counted")
+    unused = profiles[reference]
+    idle = Profile(unused.cpu_per_gpu, unused.mem_gb_per_gpu, np.zeros_like(unused.tput), unused.name)
+    return {name: profiles.get(name, idle) for name in cluster.names}
 
 
 def _builtin(index: int, model: str, gpu_type: str, ratio: int) -> Profile:
