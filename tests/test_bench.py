@@ -93,7 +93,7 @@ def test_table_and_paths_are_printed(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert (out / name).stat().st_size > 1000
 
 
-def test_saved_instances_give_the_rows_of_direct_calls(tmp_path: Path) -> None:
+def test_saved_instances_give_the_rows_of_direct_calls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "saved"
     folder.mkdir()
     for name in ("paper_example.json", "round_16gpu_multi_seed0.json"):
@@ -101,6 +101,8 @@ def test_saved_instances_give_the_rows_of_direct_calls(tmp_path: Path) -> None:
     out = tmp_path / "saved"
     assert main(["--instances", str(folder), "--mechanisms", "tune,proportional,ideal", "--solvers", "highs",
                  "--no-progress", "--out", str(out)]) == 0
+    # The table's title called saved rounds "seeds" (a usability review).
+    assert "medians over 1 saved instance(s) of each size and trace" in capsys.readouterr().out
     rows = read_csv(out / "rows.csv")
     assert {r["instance"] for r in rows} == {"paper_example", "round_16gpu_multi_seed0"}
     for row in rows:

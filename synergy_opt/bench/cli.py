@@ -270,7 +270,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"{PROG}: error: --dask {args.dask}: cannot reach the scheduler ({error})", file=sys.stderr)
         return 2
     paths, summary = write_folder(the_plan.out, rows)
-    print_table(summary, title=table_title(summary), wide=args.wide)
+    print_table(summary, title=table_title(summary, saved=args.instances is not None), wide=args.wide)
     for note in notes + _errors(rows):
         print(textwrap.fill(note, TABLE_WIDTH, subsequent_indent="  ", break_on_hyphens=False))
     print(f"wrote {paths[0]} ({len(rows)} rows) and {paths[1]}")

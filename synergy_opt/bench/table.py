@@ -126,13 +126,15 @@ def headers(summary: Sequence[Row], wide: bool = False) -> list[tuple[str, str]]
             if key not in ("gpus", "trace") or wide or len({row.get(key) for row in summary}) > 1]
 
 
-def title(summary: Sequence[Row]) -> str:
-    """``medians over 3 seeds: 128 GPUs, single and multi trace``."""
+def title(summary: Sequence[Row], saved: bool = False) -> str:
+    """``medians over 3 seeds: 128 GPUs, single and multi trace``; of ``saved`` instances, ``... 2 saved
+    instance(s) of each size and trace: ...`` (a folder's rounds of one size and trace are taken together)."""
     sizes = sorted({row["gpus"] for row in summary})
     traces = list(dict.fromkeys(row["trace"] for row in summary))
     runs = sorted({row["runs"] for row in summary}) or [0]
-    seeds = str(runs[0]) if len(runs) == 1 else f"{runs[0]}-{runs[-1]}"
-    return (f"medians over {seeds} seed(s): {', '.join(map(str, sizes))} GPUs, "
+    count = str(runs[0]) if len(runs) == 1 else f"{runs[0]}-{runs[-1]}"
+    unit = "saved instance(s) of each size and trace" if saved else "seed(s)"
+    return (f"medians over {count} {unit}: {', '.join(map(str, sizes))} GPUs, "
             f"{' and '.join(traces)} trace{'s' if len(traces) > 1 else ''}")
 
 
