@@ -62,6 +62,18 @@ def type_name(name: str, value: Any) -> str:
     return value
 
 
+def type_matrices(name: str, value: Any) -> dict[str, Profile]:
+    """The rule for a job's matrices per GPU type: a non-empty mapping of type name -> :class:`Profile`, as a
+    dict in the order given."""
+    if not isinstance(value, Mapping) or not value:
+        raise InvalidInputError(name, value, "must be a non-empty dict of GPU type -> Profile")
+    matrices: dict[str, Profile] = {}
+    for kind, profile in value.items():
+        type_name(name, kind)
+        matrices[kind] = InstanceOf(Profile)(f"{name}[{kind!r}]", profile)
+    return matrices
+
+
 @dataclass(frozen=True)
 class ServerType:
     """``servers`` servers of GPU type ``name``, each with the given GPUs, CPUs and memory (as a
@@ -263,13 +275,7 @@ class HeteroJob:
     work: float | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.profiles, Mapping) or not self.profiles:
-            raise InvalidInputError("profiles", self.profiles, "must be a non-empty dict of GPU type -> Profile")
-        profiles: dict[str, Profile] = {}
-        for kind, profile in self.profiles.items():
-            type_name("profiles", kind)
-            InstanceOf(Profile)(f"profiles[{kind!r}]", profile)
-            profiles[kind] = profile
+        profiles = type_matrices("profiles", self.profiles)
         object.__setattr__(self, "profiles", profiles)
         baseline = Optional(text)("baseline", self.baseline)
         if baseline is None:

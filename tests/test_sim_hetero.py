@@ -3,6 +3,7 @@ in the reference type's unit, the mechanisms per type, use per type."""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -212,6 +213,7 @@ def test_a_trace_jobs_own_matrices_per_type_are_used_on_a_heterogeneous_cluster(
     assert list(trace.jobs[0].profiles) == ["k80", "v100"]
     assert trace.jobs[0].profile.tput.tolist() == [[0.5], [1.0]]  # no profile given: its v100 matrix
     assert so.load_trace(so.save_trace(trace, tmp_path / "own.csv")) == trace
+    assert pickle.loads(pickle.dumps(trace)) == trace  # a sweep's worker processes get it pickled
     cluster = HeteroCluster((ServerType("k80", 1, 4, 12, 250), ServerType("p100", 1, 4, 12, 250),
                              ServerType("v100", 1, 4, 12, 250)))
     matrices = trace_type_profiles(trace, cluster)[0]

@@ -62,7 +62,8 @@ def traces(draw: st.DrawFn) -> Trace:
             draw(ids) if kind == "own name" else None)
         profile = model_info(model, ratio or 3).profile if kind == "builtin" else draw(matrices())
         # Its own matrices per GPU type, sometimes (any type names: a trace is not tied to a cluster).
-        profiles = draw(st.none() | st.dictionaries(ids, matrices(), min_size=1, max_size=3))
+        profiles = draw(st.none() | st.dictionaries(st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,7}", fullmatch=True),
+                                                    matrices(), min_size=1, max_size=3))
         jobs.append(TraceJob(job_id, draw(times), draw(st.integers(1, 1024)), draw(positive_times), profile,
                              model=model, profiling_s=draw(times), profiles=profiles))
     return Trace(tuple(jobs), metadata)

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -27,6 +26,7 @@ from synergy_opt.generate import (
     draw_models,
     job_profiles,
 )
+from synergy_opt.hetero import type_matrices
 from synergy_opt.instance import Profile, prefixed
 from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, model_info, model_names
 from synergy_opt.profiling.delay import METHOD, Method, profile_matrix
@@ -96,7 +96,7 @@ class TraceJob:
         InstanceOf(Profile)("profile", self.profile)
         Optional(text)("model", self.model)
         if self.profiles is not None:
-            object.__setattr__(self, "profiles", _type_matrices("profiles", self.profiles))
+            object.__setattr__(self, "profiles", type_matrices("profiles", self.profiles))
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TraceJob):
@@ -335,16 +335,6 @@ def _block(
     minutes = draw_durations_min(rng, _BLOCK)
     profiles = job_profiles(rng, names, cpu_per_gpu, profile_noise, job_kind)
     return gaps, demands, names, minutes, profiles
-
-
-def _type_matrices(name: str, value: Any) -> Mapping[str, Profile]:
-    """A non-empty mapping of GPU type name -> :class:`Profile`, read-only, in the order given."""
-    if not isinstance(value, Mapping) or not value:
-        raise InvalidInputError(name, value, "must be a non-empty dict of GPU type name -> Profile")
-    for kind, profile in value.items():
-        text(f"{name} key", kind)
-        InstanceOf(Profile)(f"{name}[{kind!r}]", profile)
-    return MappingProxyType(dict(value))
 
 
 def trace_job_from_fields(where: str, fields: Mapping[str, Any], profile: Profile) -> TraceJob:
