@@ -377,3 +377,20 @@ def test_a_trace_files_table_title_leaves_out_the_generators_settings() -> None:
     assert not any(word in title for word in ("load", "noise", "jobs builtin"))
     generated, _ = table_layout([{**row, "trace": "generated", "load": 2.0}])
     assert all(word in generated for word in ("load 2", "noise 0", "jobs builtin"))
+
+
+def test_compare_matches_across_a_setting_only_when_each_folder_has_one_value_of_it() -> None:
+    # A at 32 and 64 GPUs against B at 128 and 256: GPUs was dropped from the keys (no value in common), and
+    # both of A's sizes were paired with B's last (a usability review). Now nothing matches; each row stands alone.
+    from synergy_opt.cli.compare import side_by_side
+
+    first = [{"gpus": g, "mechanism": "tune", "objective": float(g)} for g in (32, 64)]
+    second = [{"gpus": g, "mechanism": "tune", "objective": float(g)} for g in (128, 256)]
+    keys, differences, rows = side_by_side(first, second, ("gpus", "mechanism"), ("objective",))
+    assert keys == ["gpus", "mechanism"] and not differences
+    assert [(r["gpus"], r["a.objective"], r["b.objective"]) for r in rows] == [
+        (32, 32.0, None), (64, 64.0, None), (128, None, 128.0), (256, None, 256.0)]
+    # One value on each side (fifo against srtf): matched across it, as before.
+    keys, differences, rows = side_by_side([{"policy": "fifo", "objective": 1.0}],
+                                           [{"policy": "srtf", "objective": 2.0}], ("policy",), ("objective",))
+    assert differences == {"policy": (["fifo"], ["srtf"])} and rows[0]["ratio.objective"] == 2.0

@@ -25,12 +25,17 @@ def side_by_side(
 ) -> tuple[list[str], dict[str, tuple[list[str], list[str]]], list[Row]]:
     """``(keys, differences, rows)``: the key columns, the columns whose values differ entirely (each with the
     two folders' values), and one row per key with ``a.<figure>``, ``b.<figure>`` and ``ratio.<figure>``
-    (second over first) for each figure; first's rows in order, then those only the second has."""
+    (second over first) for each figure; first's rows in order, then those only the second has.
+
+    A column is a difference (rows matched across it: fifo in A against srtf in B) only when each folder holds
+    one value of it; a column of several values in a folder stays a key even without a value in common (A at 32
+    and 64 GPUs, B at 128 and 256: nothing matches, each row is shown alone), as matching across it would pair
+    rows arbitrarily."""
     keys, differences = [], {}
     for column in candidates:
         mine = list(dict.fromkeys(_text(row.get(column)) for row in first))
         theirs = list(dict.fromkeys(_text(row.get(column)) for row in second))
-        if set(mine) & set(theirs):
+        if set(mine) & set(theirs) or len(mine) > 1 or len(theirs) > 1:
             keys.append(column)
         else:
             differences[column] = (mine, theirs)
