@@ -17,9 +17,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from rich.console import Console
 
+import synergy_opt as so
 from synergy_opt.bench import main as bench_main
 from synergy_opt.bench.compare import compare_table as bench_compare_table
 from synergy_opt.bench.table import headers as bench_headers
@@ -27,11 +29,12 @@ from synergy_opt.bench.table import render_table as bench_render
 from synergy_opt.bench.table import title as bench_title
 from synergy_opt.cli.journal import write_command
 from synergy_opt.cli.table import fitted_columns, read_csv, render_table
+from synergy_opt.hetero import HeteroCluster
 from synergy_opt.sim.cli import main as sim_main
 from synergy_opt.sim.compare import compare_table
 from synergy_opt.sim.experiments import experiment_names
 from synergy_opt.sim.outputs import CAPTION as SIM_CAPTION
-from synergy_opt.sim.outputs import table_layout
+from synergy_opt.sim.outputs import _rounds_text, table_layout
 from synergy_opt.sim.sweep import WALL_TIME_COLUMNS
 
 # 12 simulations of about a second each: 3 loads x 2 seeds x 2 mechanisms on 16 GPUs.
@@ -394,3 +397,21 @@ def test_compare_matches_across_a_setting_only_when_each_folder_has_one_value_of
     keys, differences, rows = side_by_side([{"policy": "fifo", "objective": 1.0}],
                                            [{"policy": "srtf", "objective": 2.0}], ("policy",), ("objective",))
     assert differences == {"policy": (["fifo"], ["srtf"])} and rows[0]["ratio.objective"] == 2.0
+
+
+def test_rounds_csv_keeps_a_heterogeneous_runs_per_type_columns(tmp_path: Path) -> None:
+    # rounds.csv was written with the one-type columns only: gpu_util_pct.k80 ... were dropped (a usability review).
+    out = tmp_path / "hetero"
+    assert sim_main(["--types", "k80:1,v100:1", "--jobs", "6", "--load", "0.5", "--mechanisms", "proportional",
+                     "--rounds-csv", "--no-progress", "--out", str(out)]) == 0
+    written = pd.read_csv(out / "rounds.csv")
+    direct = so.simulate(so.generate_trace(6, load=0.5, seed=0), HeteroCluster.of("k80:1,v100:1", 8, 24, 500),
+                         mechanism="proportional").rounds
+    typed = [column for column in direct.columns if "." in column]
+    assert typed and typed == [column for column in written.columns if "." in column]
+    assert written[typed].to_numpy() == pytest.approx(direct[typed].to_numpy())
+    # Runs of other columns in one folder: every run's columns, blank where a run has none.
+    plain = {"rounds": "1,2\n", "rounds_columns": ["a", "b"]}
+    more = {"rounds": "3,4,5\n", "rounds_columns": ["a", "x.k80", "b"]}
+    columns, texts = _rounds_text([plain, more])
+    assert columns[:3] == ["a", "b", "x.k80"] and texts[0].startswith("1,2,") and texts[1].startswith("3,5,4")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,12 +51,32 @@ def file_digest(path: Path) -> str:
 
 
 def to_record(outcome: RunOutcome, rounds: bool) -> dict[str, Any]:
-    """A finished run as one journal record: its summary row, its jobs' (and rounds') CSV rows as text."""
-    return {
+    """A finished run as one journal record: its summary row, its jobs' (and rounds') CSV rows as text. A
+    heterogeneous run's rounds have per-type columns (``gpu_util_pct.k80``, ...) beyond ``PER_ROUND_COLUMNS``:
+    the record names its rounds' columns."""
+    record = {
         "summary": outcome.summary,
         "jobs": outcome.jobs[list(PER_JOB_COLUMNS)].to_csv(index=False, header=False),
-        "rounds": outcome.rounds[list(PER_ROUND_COLUMNS)].to_csv(index=False, header=False) if rounds else None,
+        "rounds": outcome.rounds.to_csv(index=False, header=False) if rounds else None,
     }
+    if rounds:
+        record["rounds_columns"] = list(outcome.rounds.columns)
+    return record
+
+
+def _rounds_text(records: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
+    """``rounds.csv``'s columns (every run's, in the order they first come) and each run's rows in them (a record
+    of an earlier version, without ``rounds_columns``, has ``PER_ROUND_COLUMNS``)."""
+    of = [list(record.get("rounds_columns") or PER_ROUND_COLUMNS) for record in records]
+    columns = list(dict.fromkeys(column for own in [*of, list(PER_ROUND_COLUMNS)] for column in own))
+    texts = []
+    for record, own in zip(records, of, strict=True):
+        text = record["rounds"] or ""
+        if own != columns and text:  # another run's columns too (a sweep mixing kinds of cluster): reordered
+            frame = pd.read_csv(io.StringIO(text), header=None, names=own, dtype=str, keep_default_na=False)
+            text = frame.reindex(columns=columns, fill_value="").to_csv(index=False, header=False)
+        texts.append(text)
+    return columns, texts
 
 
 def write_folder(
@@ -67,13 +88,15 @@ def write_folder(
     table = seed_means(summaries)
     paths = [write_csv(summaries, folder / "summary.csv", SUMMARY_COLUMNS),
              write_csv(table, folder / "table.csv", TABLE_COLUMNS)]
-    stacks = [("jobs", PER_JOB_COLUMNS)] + ([("rounds", PER_ROUND_COLUMNS)] if rounds else [])
-    for name, columns in stacks:
+    stacks = [("jobs", list(PER_JOB_COLUMNS), [record["jobs"] or "" for record in records])]
+    if rounds:
+        stacks.append(("rounds", *_rounds_text(records)))
+    for name, columns, texts in stacks:
         path = folder / f"{name}.csv"
         with atomic_open(path, newline="") as handle:
             handle.write(",".join(columns) + "\n")
-            for record in records:
-                handle.write(record[name] or "")
+            for text in texts:
+                handle.write(text)
         paths.append(path)
     return paths, table
 
