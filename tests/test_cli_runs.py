@@ -415,3 +415,18 @@ def test_rounds_csv_keeps_a_heterogeneous_runs_per_type_columns(tmp_path: Path) 
     more = {"rounds": "3,4,5\n", "rounds_columns": ["a", "x.k80", "b"]}
     columns, texts = _rounds_text([plain, more])
     assert columns[:3] == ["a", "b", "x.k80"] and texts[0].startswith("1,2,") and texts[1].startswith("3,5,4")
+
+
+def test_a_trace_files_plots_have_no_load_figure_and_no_generator_words(tmp_path: Path) -> None:
+    # A Gavel trace's sweep wrote a jct_vs_load.png of empty panels and titled its figures "static trace,
+    # noise ..." (a usability review).
+    from synergy_opt.sim.plots import setting_title
+
+    trace = tmp_path / "mine.csv"
+    trace.write_text("id,arrival_s,gpus,duration_s,model\na,0,1,600,res18\nb,900,1,1200,alexnet\n")
+    out = tmp_path / "run"
+    assert sim_main(["--trace", str(trace), "--gpus", "8", "--mechanisms", "proportional,tune", "--plot",
+                     "--no-progress", "--out", str(out)]) == 0
+    assert (out / "jct_cdf.png").is_file() and not (out / "jct_vs_load.png").exists()
+    title = setting_title(read_csv(out / "table.csv"), ("mechanism",))
+    assert "trace mine.csv" in title and "static" not in title and "jobs/h" not in title

@@ -61,9 +61,10 @@ def compare_folders(first: Path, second: Path, out: Path, wide: bool = False, pl
     paths = [write_csv(rows, out / "compare.csv", columns)]
     if plot:
         from synergy_opt.cli.plots import save_figure  # matplotlib only when drawing
-        from synergy_opt.sim.plots import compare_figure
+        from synergy_opt.sim.plots import compare_figure, has_load
 
-        paths.append(save_figure(compare_figure(table_a, table_b, names), out / "jct_vs_load.png"))
+        if has_load(table_a) or has_load(table_b):  # trace files have no load axis to draw
+            paths.append(save_figure(compare_figure(table_a, table_b, names), out / "jct_vs_load.png"))
     return paths
 
 

@@ -23,7 +23,6 @@ from synergy_opt.cli.table import print_table, read_csv, write_csv
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.files import atomic_open
 from synergy_opt.sim.sweep import (
-    GENERATED,
     PER_JOB_COLUMNS,
     PER_ROUND_COLUMNS,
     SETTING_COLUMNS,
@@ -31,6 +30,7 @@ from synergy_opt.sim.sweep import (
     TABLE_COLUMNS,
     RunOutcome,
     SimRun,
+    generator_only,
     seed_means,
     with_ratios,
 )
@@ -146,10 +146,8 @@ def table_layout(table: Sequence[Mapping[str, Any]], wide: bool = False) -> tupl
     swept = [c for c in columns if len({str(row.get(c)) for row in table}) > 1]
     # One GPU type (gpu_types empty in every row) is the usual cluster: the title does not mention it; nor, for a
     # trace file, the generator's load, noise and kind of job (a file's jobs are its own).
-    files = bool(table) and all(row.get("trace") != GENERATED for row in table)
-    generator_only = ("load", "profile_noise", "job_kind") if files else ()
     fixed = [c for c in columns if c not in swept and not (c == "gpu_types" and not table[0].get(c))
-             and c not in generator_only]
+             and c not in generator_only(table)]
     seeds = str(table[0]["seeds"]) if table else ""
     title = f"means over seeds {seeds}: " + ", ".join(
         f"{SETTING_HEADERS.get(column, column.replace('_', ' '))} {_shown(table[0][column])}"

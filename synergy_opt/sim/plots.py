@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib import colormaps
+from matplotlib import colormaps, ticker
 from matplotlib.figure import Figure
 
 from synergy_opt.cli.plots import new_figure, save_figure, shared_legend
-from synergy_opt.sim.sweep import SETTING_COLUMNS, varying
+from synergy_opt.sim.sweep import SETTING_COLUMNS, generator_only, varying
 
 Row = Mapping[str, Any]
 # (mechanism, the load it sustains in jobs/h, "measured" or "bound")
@@ -87,6 +87,11 @@ def jct_cdf_figure(jobs: pd.DataFrame) -> Figure:
                 axis.step(hours, np.arange(1, hours.size + 1) / hours.size, where="post",
                           markevery=max(hours.size // 8, 1), **_style(mechanisms, mechanism))
         axis.set_xscale("log")
+        # Plain numbers at 1, 2 and 5 of each decade, none on the minor ticks (within one decade matplotlib
+        # labelled those too, and they ran into each other).
+        axis.xaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.xaxis.set_minor_formatter(ticker.NullFormatter())
         axis.set_xlabel("JCT (hours, log scale)")
         axis.set_ylabel("fraction of monitored jobs")
         values = key if isinstance(key, tuple) else (key,)
@@ -121,7 +126,8 @@ def use_figure(rounds: pd.DataFrame, title: str = "") -> Figure:
 def save_sweep_plots(table: Sequence[Row], jobs: pd.DataFrame, rounds: pd.DataFrame, folder: Path) -> list[Path]:
     """Write ``jct_vs_load.png``, ``jct_cdf.png`` and ``use_<setting>.png`` (first seed of each setting, at most
     ``MAX_USE_FIGURES``) in ``folder``; returns their paths."""
-    paths = [save_figure(jct_vs_load_figure(table), folder / "jct_vs_load.png")]
+    # A trace file has no load axis: its figure would be empty panels.
+    paths = [save_figure(jct_vs_load_figure(table), folder / "jct_vs_load.png")] if has_load(table) else []
     if len(jobs):
         paths.append(save_figure(jct_cdf_figure(jobs), folder / "jct_cdf.png"))
     if len(rounds):
@@ -193,12 +199,17 @@ def setting_title(rows: Sequence[Row], skip: Sequence[str]) -> str:
     single-GPU, 300 s rounds``; and the seeds."""
     if not rows:
         return ""
-    columns = [c for c in _TITLE_WORDS if c not in skip]
+    columns = [c for c in _TITLE_WORDS if c not in skip and c not in generator_only(rows)]
     swept = set(varying(rows, columns))
     words = [_TITLE_WORDS[c](rows[0][c]) for c in columns if c not in swept and c in rows[0]]
     seeds = sorted({str(v) for row in rows for v in str(row.get("seeds", row.get("seed", ""))).split(",") if v})
     text = ", ".join(word for word in words if word)
     return text + (f"; seeds {','.join(seeds)}" if seeds else "")
+
+
+def has_load(table: Sequence[Row]) -> bool:
+    """Whether some row of a sweep's table ran at a load (a generated trace; a file's has none)."""
+    return any(row.get("load") not in (None, "") for row in table)
 
 
 def _panels(table: Sequence[Row]) -> dict[str, list[Row]]:

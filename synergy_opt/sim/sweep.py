@@ -41,6 +41,15 @@ PER_ROUND_COLUMNS = (*SETTING_COLUMNS, *ROUND_COLUMNS)
 # Columns that measure this machine, not the simulation: they differ between otherwise identical runs.
 WALL_TIME_COLUMNS = ("wall_s", "mechanism_s")
 GENERATED = "generated"
+# Settings of the generator alone: a trace file's jobs have their own arrivals, noise and kinds.
+GENERATOR_ONLY_COLUMNS = ("load", "profile_noise", "job_kind")
+
+
+def generator_only(rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The setting columns that say nothing of ``rows`` (tables' or summaries' rows) when all of them replayed
+    trace files: the generator's; none when some were generated."""
+    files = bool(rows) and all(row.get("trace") != GENERATED for row in rows)
+    return GENERATOR_ONLY_COLUMNS if files else ()
 REFERENCE_MECHANISM = "proportional"
 # Imported once by the fork server, so that every worker process starts with the simulator loaded.
 PRELOAD = ["synergy_opt.sim.sweep", "synergy_opt.mechanisms", "synergy_opt.ideal"]
