@@ -180,3 +180,18 @@ def test_a_time_limited_solve_is_reported_not_dropped(tmp_path: Path) -> None:
     assert row["mechanism"] == "joint" and row["status"] in ("optimal", "feasible", "no_solution")
     if row["status"] == "no_solution":
         assert row["objective"] is None or math.isnan(row["objective"])
+
+
+def test_rows_name_the_noise_and_types_and_compare_notes_a_noise_difference(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # The rows had no noise column, so plot titles and compare never named noise (a usability review).
+    common = ["--gpus", "16", "--seeds", "1", "--mechanisms", "proportional", "--multi-gpu", "no", "--no-progress"]
+    assert main([*common, "--out", str(tmp_path / "a")]) == 0
+    assert main([*common, "--profile-noise", "0.05", "--out", str(tmp_path / "b")]) == 0
+    assert {row["profile_noise"] for row in read_csv(tmp_path / "b" / "rows.csv")} == {0.05}
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--no-plot", "--out", str(tmp_path / "c")]) == 0
+    assert "noise 0.05" in " ".join(capsys.readouterr().out.split())
+    assert main(["--types", "k80:1,v100:1", "--seeds", "1", "--mechanisms", "proportional", "--no-progress",
+                 "--out", str(tmp_path / "h")]) == 0
+    assert {row["gpu_types"] for row in read_csv(tmp_path / "h" / "rows.csv")} == {"k80:1,v100:1"}

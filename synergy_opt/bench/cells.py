@@ -39,7 +39,8 @@ from synergy_opt.placement.solve import OptResult, PlacementKind, solve_opt
 
 # The columns a cell produces, in CSV order; the per-instance references are appended by table.add_references.
 CELL_COLUMNS = (
-    "gpus", "servers", "trace", "seed", "split", "instance", "jobs", "mechanism", "solver", "status", "valid",
+    "gpus", "servers", "trace", "seed", "split", "profile_noise", "gpu_types", "instance", "jobs", "mechanism",
+    "solver", "status", "valid",
     "objective", "objective_gpu", "solver_objective", "bound", "floors_violated", "jobs_unplaced", "jobs_split",
     "gpu_util", "cpu_util", "mem_util", "build_ms", "solve_ms", "round_ms", "message", "settings",
 )
@@ -94,12 +95,20 @@ def run_cell(cell: Cell, options: RunOptions | None = None) -> dict[str, Any]:
     return _row(cell, instance, outcome, round_s)
 
 
+def _types_text(instance: RoundInstance | HeteroRound) -> str:
+    """A heterogeneous round's servers per GPU type (``k80:4,p100:4,v100:4``); empty for one type."""
+    if not isinstance(instance, HeteroRound):
+        return ""
+    return ",".join(f"{kind.name}:{kind.servers}" for kind in instance.cluster.types)
+
+
 def _row(cell: Cell, instance: RoundInstance | HeteroRound, outcome: Outcome, round_s: float) -> dict[str, Any]:
     spec = cell.spec
     row: dict[str, Any] = dict.fromkeys(CELL_COLUMNS)
     row.update(
         gpus=instance.cluster.total_gpus, servers=instance.cluster.servers, trace=spec.trace, seed=spec.seed,
-        split=spec.split_text, instance=spec.name, jobs=len(instance.jobs), mechanism=cell.mechanism,
+        split=spec.split_text, profile_noise=None if spec.payload is not None else spec.profile_noise,
+        gpu_types=_types_text(instance), instance=spec.name, jobs=len(instance.jobs), mechanism=cell.mechanism,
         solver=cell.solver, status=outcome.status, solver_objective=outcome.objective, bound=outcome.bound,
         build_ms=_ms(outcome.build_s), solve_ms=_ms(outcome.solve_s), round_ms=1000 * round_s,
         message=" ".join(outcome.message.split())[:MESSAGE_CHARS], settings=outcome.settings,

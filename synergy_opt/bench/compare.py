@@ -23,13 +23,15 @@ WIDE = (("objective", "objective"), ("pct_ideal", "% ideal"), ("pct_joint", "% j
 
 
 def setting_title(rows: Sequence[dict[str, Any]]) -> str:
-    """The workload the rows ran on: split, noise and seeds (``split 20/70/10, seeds 0,1,2``)."""
+    """The workload the rows ran on: GPU types, split, noise and seeds (``split 20/70/10, noise 0.05, seeds
+    0,1,2``)."""
     def values(key: str) -> str:
         return ",".join(dict.fromkeys(str(row.get(key)) for row in rows if row.get(key) not in (None, "")))
 
     noise = values("profile_noise") if any(row.get("profile_noise") for row in rows) else ""
-    parts = [f"split {values('split')}" if values("split") else "", f"noise {noise}" if noise else "",
-             f"seeds {values('seed')}" if values("seed") else "saved instances"]
+    types = " / ".join(dict.fromkeys(str(row["gpu_types"]) for row in rows if row.get("gpu_types")))
+    parts = [f"types {types}" if types else "", f"split {values('split')}" if values("split") else "",
+             f"noise {noise}" if noise else "", f"seeds {values('seed')}" if values("seed") else "saved instances"]
     return ", ".join(part for part in parts if part)
 
 
