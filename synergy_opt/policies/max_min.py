@@ -110,7 +110,9 @@ def solve_max_min_fairness(
     options: Mapping[str, Any] | None = None,
 ) -> PolicyResult:
     """Gavel's max-min fairness on ``problem`` by any LP backend; ``objective`` is the least normalised
-    throughput ``z`` (1.0 when every job gets what its proportional share would give it).
+    throughput ``z``: job ``i``'s effective throughput times ``s_i / (w_i prop_i)`` (row M2, Gavel's
+    normalisation). For a one-GPU job of weight 1, 1.0 is what its proportional share gives it; a job of ``s_i``
+    GPUs is at 1.0 with ``prop_i / s_i``.
 
     ``aggregate`` solves jobs alike as one class (exact). ``method``: ``"lp"`` the whole LP, ``"decomposed"``
     reduced LPs with most jobs fixed on their cheapest type, certified optimal (decomposed.py), ``"auto"`` the

@@ -85,7 +85,10 @@ def profile_job(
         The grid (per GPU, strictly increasing).
     memory_model
         Gives the throughput at every memory value from the one measured at full memory
-        (:attr:`JobModel.memory_model` for a modelled job).
+        (:attr:`JobModel.memory_model` for a modelled job). Its ``throughput(at_full_memory, mem_gb_per_gpu)``
+        is called once, with arrays: ``at_full_memory`` of shape ``(cpus, 1)`` and ``mem_gb_per_gpu`` of shape
+        ``(1, mems)``, and must return the ``(cpus, mems)`` grid (numpy's broadcasting: ``np.minimum``, not
+        ``min``).
     threshold
         The paper's flatness threshold in (0, 1): a stretch of the CPU axis improving by less is not searched.
     minutes_per_point
