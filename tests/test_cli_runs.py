@@ -430,3 +430,14 @@ def test_a_trace_files_plots_have_no_load_figure_and_no_generator_words(tmp_path
     assert (out / "jct_cdf.png").is_file() and not (out / "jct_vs_load.png").exists()
     title = setting_title(read_csv(out / "table.csv"), ("mechanism",))
     assert "trace mine.csv" in title and "static" not in title and "jobs/h" not in title
+
+
+def test_a_reader_that_leaves_is_not_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    # `bench compare A B --wide | head -3` printed "error: [Errno 32] Broken pipe" and exited 2, as bad input does.
+    from synergy_opt.cli.errors import BROKEN_PIPE, run_cli
+
+    def main(argv: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    assert run_cli("prog", main, []) == BROKEN_PIPE
+    assert capsys.readouterr().err == ""

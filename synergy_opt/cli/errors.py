@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -35,6 +36,7 @@ from synergy_opt.errors import InvalidInputError, SynergyError
 USAGE_ERROR = 2  # argparse's exit code for bad arguments; bad input found later exits the same way
 RUN_FAILED = 1  # the input was accepted but the run could not finish (not the caller's mistake)
 INTERRUPTED = 130  # the shell's code for a run ended by Ctrl-C (128 + SIGINT)
+BROKEN_PIPE = 141  # the shell's code for a writer whose reader went away (128 + SIGPIPE): `... | head`
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -60,12 +62,23 @@ def run_cli(prog: str, main: Callable[[Sequence[str] | None], int], argv: Sequen
         return INTERRUPTED
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else USAGE_ERROR)
+    except BrokenPipeError:
+        # The reader of the output left (`| head`): not bad input. Quietly, as Unix tools end; what is still
+        # buffered for stdout goes nowhere (else Python reports the pipe again at exit).
+        _silence_stdout()
+        return BROKEN_PIPE
     except (InvalidInputError, OSError) as error:
         print(f"{prog}: error: {_one_line(error)}", file=sys.stderr)
         return USAGE_ERROR
     except SynergyError as error:
         print(f"{prog}: failed: {type(error).__name__}: {_one_line(error)}", file=sys.stderr)
         return RUN_FAILED
+
+
+def _silence_stdout() -> None:
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no file descriptor (a test's capture)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 @contextlib.contextmanager
