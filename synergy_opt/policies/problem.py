@@ -30,7 +30,9 @@ class PolicyProblem:
     ----------
     throughputs
         ``(jobs, types)``: job ``i``'s throughput on ``scale_factors[i]`` GPUs of type ``t`` (Gavel: steps per
-        second; any unit shared by a job's row). 0: the job cannot run on that type.
+        second; any unit shared by a job's row). 0: the job cannot run on that type. As in Gavel's LPs, a type
+        of fewer GPUs than a job's scale factor is not ruled out: the job may get time there that no round can
+        use (give it 0 there to rule it out; the simulator refuses a job that no type it can use holds).
     scale_factors
         GPUs each job runs on.
     gpus
