@@ -7,6 +7,7 @@ each step a vertex enumeration); Gavel's round mechanism traced by hand."""
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -273,6 +274,17 @@ def test_finish_time_fairness_by_hand_on_two_types(solver: str, method: str) -> 
     result = solve_finish_time_fairness(problem, [100.0, 200.0, 300.0], solver=solver, method=method)
     assert result.objective == pytest.approx(float(Fraction(55, 72)), rel=TOL)
     check_hand_allocation(result)
+
+
+def test_finish_time_fairness_beside_a_job_that_runs_nowhere_warns_nothing() -> None:
+    # numpy's "invalid value encountered in divide" leaked from the job's inf / inf (a usability review).
+    problem = PolicyProblem([[1.0, 4.0], [3.0, 1.0], [2.0, 2.0], [0.0, 0.0]], [1, 1, 1, 1], [1, 1],
+                            types=("k80", "v100"), job_ids=("A", "B", "C", "D"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = solve_finish_time_fairness(problem, [100.0, 200.0, 300.0, 50.0])
+    assert result.status is Status.OPTIMAL and np.isfinite(result.objective)
+    assert result.as_dict()["D"] == {"k80": 0.0, "v100": 0.0}
 
 
 def hand_problem() -> PolicyProblem:

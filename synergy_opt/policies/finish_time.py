@@ -51,9 +51,10 @@ def ratios(problem: PolicyProblem, x: np.ndarray, elapsed: np.ndarray, remaining
            expected_alone: np.ndarray) -> np.ndarray:
     """``rho[i](x)`` (row F1); infinite for a job with no throughput under ``x``."""
     throughput = (problem.throughputs * x).sum(axis=1)
-    with np.errstate(divide="ignore"):
+    # A job that runs nowhere expects to finish never (inf / inf: NaN, read by no caller: they take running jobs).
+    with np.errstate(divide="ignore", invalid="ignore"):
         finish = elapsed + np.where(throughput > 0, remaining / np.where(throughput > 0, throughput, 1.0), np.inf)
-    return np.asarray(finish / expected_alone)
+        return np.asarray(finish / expected_alone)
 
 
 def step_slope(problem: PolicyProblem, rows: np.ndarray, target: float, elapsed: np.ndarray,
@@ -162,7 +163,8 @@ def solve_finish_time_fairness(
         steps += 1
         rho = ratios(problem, x, waited, left, expected_alone)
         target = float(rho[runs].max()) if runs.any() else 0.0
-        scale = expected_alone * (problem.throughputs * x).sum(axis=1)  # D[i](x_prev)
+        with np.errstate(invalid="ignore"):  # inf * 0 for jobs that run nowhere (not read)
+            scale = expected_alone * (problem.throughputs * x).sum(axis=1)  # D[i](x_prev)
         begun = time.perf_counter()
         if decompose:
             solved, decomposed = decomposed_step(problem, rows, counts, target, waited, left, expected_alone, scale,
