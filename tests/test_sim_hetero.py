@@ -235,3 +235,12 @@ def test_a_trace_jobs_own_matrices_need_the_reference_type() -> None:
     bad = {**OWN_TYPES, "jobs": [{**OWN_TYPES["jobs"][0], "profiles": {"k80": {"cpu_per_gpu": [1.0]}}}]}
     with pytest.raises(so.InvalidInputError, match=r"jobs\[0\].profiles.k80.mem_gb_per_gpu"):
         so.sim.trace_io.trace_from_dict(bad)
+
+
+def test_the_up_front_rounds_check_reads_a_jobs_fastest_type() -> None:
+    # 360000 s at the v100's share is 1200 rounds there, 600 on the k80 (twice as fast): the up-front check read
+    # the job's one-type matrix (the v100's) and refused max_rounds=1000 (a review).
+    trace = so.sim.trace_io.trace_from_dict({**OWN_TYPES, "jobs": [{**OWN_TYPES["jobs"][0], "duration_s": 360000}]})
+    cluster = HeteroCluster((ServerType("k80", 1, 4, 12, 250), ServerType("v100", 1, 4, 12, 250)))
+    result = so.simulate(trace, cluster, mechanism="proportional", max_rounds=1000)
+    assert result.jobs["jct_s"].tolist() == [180000.0]

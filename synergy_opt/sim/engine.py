@@ -330,9 +330,13 @@ class _Run:
     def check_rounds_needed(self, max_rounds: int) -> None:
         """Refuse up front a run whose monitored jobs need more than ``max_rounds`` rounds (sim/bounds.py)."""
         window = np.arange(self.first, min(self.last, self.size))
-        best = np.array([self.trace.jobs[int(p)].profile.tput.max() for p in window]) / self.state.floor[window]
+        best = self._best_throughputs(window) / self.state.floor[window]
         check_rounds_needed(self.state.duration[window], best, self.state.gpus[window], self.cluster.total_gpus,
                             self.round_s, max_rounds, self.first)
+
+    def _best_throughputs(self, positions: np.ndarray) -> np.ndarray:
+        """Each job's most throughput anywhere (its matrix's peak), in its floor's unit."""
+        return np.array([self.trace.jobs[int(p)].profile.tput.max() for p in positions])
 
     def _grow(self, trace: Trace, extension: bool = False) -> None:
         """Take the (longer) trace's jobs: the first ``self.size`` are those already simulated. Jobs ready

@@ -76,6 +76,11 @@ class HeteroRun(_Run):
     def max_job_gpus(self) -> int:
         return int(self.type_gpus.max())
 
+    def _best_throughputs(self, positions: np.ndarray) -> np.ndarray:
+        """Each job's most throughput on any type (its own ``profile`` may be another type's, in another unit)."""
+        return np.array([max(float(matrix.tput.max()) for matrix in self.profiles[int(p)].values())
+                         for p in positions])
+
     def _floors(self, trace: Trace, old: int) -> tuple[np.ndarray, tuple[float, float]]:
         self.profiles = trace_type_profiles(trace, self.hetero)
         self.type_tables = [ThroughputTable([job[name] for job in self.profiles]) for name in self.names]
