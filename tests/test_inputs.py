@@ -278,9 +278,11 @@ def test_open_ends_accept_what_is_inside() -> None:
     assert NON_NEGATIVE("x", np.int64(0)) == 0.0 and POSITIVE("x", 1e-300) == 1e-300
 
 
+@pytest.mark.parametrize("types", [None, {"k80": 1, "v100": 1}])
 @pytest.mark.parametrize("name", sorted(so.MECHANISMS))
-def test_a_misspelt_mechanism_option_lists_spend_spare_and_the_closest(name: str) -> None:
+def test_a_misspelt_mechanism_option_lists_spend_spare_and_the_closest(name: str, types: dict[str, int] | None
+                                                                       ) -> None:
     # spend_spare, every mechanism's option, was missing from the list ("options: none" for proportional).
-    instance = so.generate_round(gpus=16)
+    instance = so.generate_round(gpus=16, types=types)
     with pytest.raises(InvalidInputError, match=r"options\.spendspare.*spend_spare.*did you mean 'spend_spare'"):
         so.run_mechanism(instance, name, spendspare=True)

@@ -57,7 +57,8 @@ def run_hetero_mechanism(instance: HeteroRound, name: str, order: np.ndarray, ru
         checked = check_keyword_options(solve_hetero_near_opt, options, skip=("instance", "order"))
         return solve_hetero_near_opt(instance, order, **checked).allocation
     own, spare = split_spare_option(options)
-    allocation = solve_opt(instance, **check_keyword_options(solve_opt, own, skip=("instance",))).allocation
+    allocation = solve_opt(instance, **check_keyword_options(solve_opt, own, skip=("instance",),
+                                                             also=("spend_spare",))).allocation
     return spend_spare_per_type(instance, allocation) if spare else allocation
 
 
