@@ -538,6 +538,9 @@ def file_cases() -> Iterator[Case]:
     yield rejects("csv gpus a word", lambda t: load_trace(csv_rows(
         t, "w.csv", "id,arrival_s,gpus,duration_s,model", "a,0,two,600,res18")), "rows[0].gpus",
         "must be a number, written as JSON writes one")
+    yield rejects("csv duration a 5000-digit integer keeps its reason", lambda t: load_trace(csv_rows(
+        t, "big.csv", "id,arrival_s,gpus,duration_s,model", f"a,0,1,{'9' * 5000},res18")), "rows[0].duration_s",
+        "out of range")
     yield rejects("csv header with spaces", lambda t: load_trace(csv_rows(
         t, "sp.csv", "id, arrival_s, gpus, duration_s, model", "a,0,1,600,res18")), "columns.arrival_s",
         "spaces around them")
