@@ -146,6 +146,13 @@ ROWS = [
     Row("sim trace built-in job on a type without its matrix", "sim", (
         "--trace", "{builtin}", "--types", "k80:1,a100:1", "--no-progress", "--out", "{out}"),
         "trace.jobs[0].model='res18'"),
+    # Generated traces the run refused only after the header and the folder (a review): now checked first.
+    sim("generated built-in jobs on a type without their matrices", "--types", "a100:1,v100:1", "--load", "static",
+        names="a100"),
+    sim("an artifact policy on several types", "--types", "k80:1,v100:1", "--policy", "fifo-artifact",
+        names="fifo-artifact"),
+    sim("a static trace shorter than the monitored window", "--gpus", "8", "--jobs", "10", "--load", "static",
+        "--monitor", "0,50", names="monitor"),
     sim("resume missing", "--resume", "{file}.missing", names="--resume"),
     sim("resume not a result folder", "--resume", "{empty}", names="--resume"),
     sim("resume a bench folder", "--resume", "{bench_dir}", names="bench"),

@@ -26,7 +26,7 @@ import math
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -378,12 +378,17 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
         for mechanism in args.mechanisms:
             run_options = options if mechanism in SIM_MECHANISMS_WITH_TIME_LIMIT else {}
             runs.append(SimRun(setting, mechanism, trace, run_options))
-    if args.trace is not None:  # the file's jobs against each run's cluster, policy and mechanism, now
-        try:
-            for run in runs:
+    # Each trace against its cluster and policy now, once per setting (seeds draw alike: one is checked), rather
+    # than after the sweep has printed its header and written its folder.
+    checked: set[tuple[int, SimSetting]] = set()
+    try:
+        for run in runs:
+            key = (id(run.trace), replace(run.setting, seed=0))
+            if key not in checked:
+                checked.add(key)
                 check_run(run)
-        except InvalidInputError as error:
-            parser.error(f"--trace {args.trace.name}: {error}")
+    except InvalidInputError as error:
+        parser.error(f"--trace {args.trace.name}: {error}" if args.trace is not None else str(error))
     keys = [run_key(run_fields(run, digest)) for run in runs]
     out = args.out or Path("results") / f"sim-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     # Fail now, in one line, rather than after the whole sweep has run.
