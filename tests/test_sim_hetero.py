@@ -244,3 +244,15 @@ def test_the_up_front_rounds_check_reads_a_jobs_fastest_type() -> None:
     cluster = HeteroCluster((ServerType("k80", 1, 4, 12, 250), ServerType("v100", 1, 4, 12, 250)))
     result = so.simulate(trace, cluster, mechanism="proportional", max_rounds=1000)
     assert result.jobs["jct_s"].tolist() == [180000.0]
+
+
+def test_own_matrices_take_a_label_of_the_users_and_leave_plain_csvs_as_they_were(tmp_path: Path) -> None:
+    # {"model": "mine", "profiles": ...} was refused as an unknown model; a trace without profiles was written
+    # with an empty profiles column, which a reader of before them refuses (a review).
+    labelled = so.sim.trace_io.trace_from_dict({**OWN_TYPES, "jobs": [{**OWN_TYPES["jobs"][0], "model": "mine"}]})
+    assert labelled.jobs[0].model == "mine" and labelled.jobs[0].profile.tput.tolist() == [[0.5], [1.0]]
+    with pytest.raises(so.InvalidInputError, match=r"jobs\[0\].profile=None: a job whose profiles hold no 'v100'"):
+        so.sim.trace_io.trace_from_dict({**OWN_TYPES, "jobs": [{**OWN_TYPES["jobs"][0],
+                                                                "profiles": {"k80": _matrix(2.0)}}]})
+    plain = so.save_trace(so.generate_trace(3, load=1.0), tmp_path / "plain.csv")
+    assert plain.read_text().splitlines()[1].split(",")[-1] == '"profile"'

@@ -33,7 +33,7 @@ from synergy_opt.files import MAX_TEXT_BYTES, atomic_open, read_text
 from synergy_opt.gavel_throughputs import GavelThroughputs
 from synergy_opt.generate import GENERATOR_ARGUMENTS
 from synergy_opt.io import inline_profiles, job_profile, profile_entry, read_json
-from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, REFERENCE_GPU_TYPE
+from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, REFERENCE_GPU_TYPE, model_names
 from synergy_opt.sim.artifact_trace import artifact_trace, looks_like_artifact_record
 from synergy_opt.sim.gavel import FORMAT_COLUMNS as GAVEL_FORMATS
 from synergy_opt.sim.gavel import REFERENCE_TYPE, read_gavel_trace
@@ -187,13 +187,17 @@ def trace_from_dict(data: Any) -> Trace:
 
 def _job(where: str, raw: Mapping[str, Any], ratio: int) -> TraceJob:
     """A job from its parsed fields: its ``profiles`` per GPU type read, and its one-type matrix the inline
-    ``profile``, its model's, or (given neither) its ``v100`` matrix of ``profiles``."""
-    fields = dict(raw)
-    if raw.get("profiles") is not None:
-        fields["profiles"] = inline_profiles(f"{where}.profiles", raw["profiles"], raw.get("model"))
-        if "profile" not in raw and raw.get("model") is None and REFERENCE_GPU_TYPE in fields["profiles"]:
-            return trace_job_from_fields(where, fields, fields["profiles"][REFERENCE_GPU_TYPE])
-    _model, profile = job_profile(where, raw, ratio)
+    ``profile``, its built-in model's, or (given neither) its ``v100`` matrix of ``profiles``."""
+    if raw.get("profiles") is None:
+        return trace_job_from_fields(where, raw, job_profile(where, raw, ratio)[1])
+    fields = {**raw, "profiles": inline_profiles(f"{where}.profiles", raw["profiles"], raw.get("model"))}
+    if "profile" in raw or raw.get("model") in model_names():
+        profile = job_profile(where, raw, ratio)[1]
+    elif REFERENCE_GPU_TYPE in fields["profiles"]:  # its model, if named, is a label of the user's
+        profile = fields["profiles"][REFERENCE_GPU_TYPE]
+    else:
+        raise InvalidInputError(f"{where}.profile", None, f"a job whose profiles hold no {REFERENCE_GPU_TYPE!r} "
+                                "matrix needs its one-type matrix: an inline 'profile' or a built-in 'model'")
     return trace_job_from_fields(where, fields, profile)
 
 
@@ -221,14 +225,17 @@ def _csv_text(trace: Trace) -> str:
     buffer.write(f"# {FORMAT} {json.dumps(json_value('metadata', dict(trace.metadata)), allow_nan=False)}\n")
     # Text cells quoted, numbers not: a lone carriage return in an id survives the round trip.
     writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
-    writer.writerow(_CSV_COLUMNS)
+    # The profiles column only when a job has them: a reader of before them refuses the column.
+    typed = any(job.profiles is not None for job in trace.jobs)
+    writer.writerow(_CSV_COLUMNS if typed else _CSV_COLUMNS[:-1])
     for job in trace.jobs:
         inline = profile_entry(job.model, job.profile, ratio).get("profile")
         profile = "" if inline is None else json.dumps(inline)
         iter_time = "" if job.iter_time_s is None else job.iter_time_s
-        profiles = "" if job.profiles is None else json.dumps(_profiles_entry(job))
-        writer.writerow((job.id, job.arrival_s, job.gpus, job.duration_s, job.model or "", job.profiling_s,
-                         iter_time, profile, profiles))
+        row = [job.id, job.arrival_s, job.gpus, job.duration_s, job.model or "", job.profiling_s, iter_time, profile]
+        if typed:
+            row.append("" if job.profiles is None else json.dumps(_profiles_entry(job)))
+        writer.writerow(row)
     return buffer.getvalue()
 
 
