@@ -142,7 +142,7 @@ ROWS = [
     # The two below were found by the run after the sweep's folder was written and its header printed.
     Row("sim trace job with no throughput at the share", "sim", ("--trace", "{above_share}", "--gpus", "16",
                                                                  "--no-progress", "--out", "{out}"),
-        "trace.jobs[0].profile='a'"),
+        "trace.jobs[0]='a': its profile gives throughput 0"),
     Row("sim trace built-in job on a type without its matrix", "sim", (
         "--trace", "{builtin}", "--types", "k80:1,a100:1", "--no-progress", "--out", "{out}"),
         "trace.jobs[0].model='res18'"),

@@ -320,7 +320,7 @@ def test_a_profile_without_throughput_at_the_proportional_share_is_named() -> No
     flat_zero = so.Profile([4.0, 8.0], [62.5], [[1.0], [2.0]])  # nothing below 4 CPUs per GPU
     with pytest.raises(InvalidInputError) as error:
         simulate(Trace((job("x", 0, 1, 10, flat_zero),)), so.Cluster(1))
-    assert error.value.field == "trace.jobs[0].profile"
+    assert error.value.field == "trace.jobs[0]" and "its profile gives throughput 0" in str(error.value)
 
 
 # ---- the generator ----------------------------------------------------------------------------------------------

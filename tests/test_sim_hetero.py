@@ -256,3 +256,13 @@ def test_own_matrices_take_a_label_of_the_users_and_leave_plain_csvs_as_they_wer
                                                                 "profiles": {"k80": _matrix(2.0)}}]})
     plain = so.save_trace(so.generate_trace(3, load=1.0), tmp_path / "plain.csv")
     assert plain.read_text().splitlines()[1].split(",")[-1] == '"profile"'
+
+
+def test_a_job_whose_own_reference_matrix_gives_nothing_at_the_share_is_named_by_it() -> None:
+    # The error named trace.jobs[0].profile, not the matrix at fault (a review).
+    above = {"cpu_per_gpu": [4.0, 8.0], "mem_gb_per_gpu": [62.5], "tput": [[1.0], [2.0]]}
+    trace = so.sim.trace_io.trace_from_dict({**OWN_TYPES, "jobs": [{**OWN_TYPES["jobs"][0], "profile": _matrix(1.0),
+                                                                    "profiles": {"k80": _matrix(2.0), "v100": above}}]})
+    cluster = HeteroCluster((ServerType("k80", 1, 4, 12, 250), ServerType("v100", 1, 4, 12, 250)))
+    with pytest.raises(so.InvalidInputError, match=r"trace.jobs\[0\]='a': its profiles\['v100'\] matrix gives"):
+        so.simulate(trace, cluster, mechanism="proportional")

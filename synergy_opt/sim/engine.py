@@ -69,7 +69,7 @@ from synergy_opt.sim.progress import PROGRESS, Accounting, ExactProgress, make_a
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
 from synergy_opt.sim.state import JobArrays
 from synergy_opt.sim.throughput import ThroughputTable
-from synergy_opt.sim.trace import MAX_TRACE_JOBS, Trace, check_extension_fits
+from synergy_opt.sim.trace import MAX_TRACE_JOBS, Trace, TraceJob, check_extension_fits
 from synergy_opt.validation import NON_NEGATIVE, POSITIVE, SEED, InstanceOf, Optional, boolean, checked
 
 # A dynamic trace's first fifth warms the cluster up; the JCT figures are taken over the rest by default.
@@ -334,6 +334,10 @@ class _Run:
         check_rounds_needed(self.state.duration[window], best, self.state.gpus[window], self.cluster.total_gpus,
                             self.round_s, max_rounds, self.first)
 
+    def _floor_matrix(self, job: TraceJob) -> str:
+        """Which of the job's matrices its floor is read from (for a message)."""
+        return "profile"
+
     def _best_throughputs(self, positions: np.ndarray) -> np.ndarray:
         """Each job's most throughput anywhere (its matrix's peak), in its floor's unit."""
         return np.array([self.trace.jobs[int(p)].profile.tput.max() for p in positions])
@@ -365,10 +369,11 @@ class _Run:
         floors, (c_p, m_p) = self._floors(trace, old)
         zero = np.flatnonzero(floors <= 0)
         if zero.size:
+            job = new_jobs[int(zero[0])]
             raise InvalidInputError(
-                f"trace.jobs[{old + int(zero[0])}].profile", new_jobs[int(zero[0])].id,  # its matrix may be unnamed
-                f"throughput 0 at the GPU-proportional share ({c_p:g} CPUs, {m_p:g} GB per GPU): its duration "
-                "there, and so its speedup, is undefined",
+                f"trace.jobs[{old + int(zero[0])}]", job.id,  # by its id: its matrix may be unnamed
+                f"its {self._floor_matrix(job)} gives throughput 0 at the GPU-proportional share ({c_p:g} CPUs, "
+                f"{m_p:g} GB per GPU): its duration there, and so its speedup, is undefined",
             )
         fresh = JobArrays.of(new_jobs, floors, self.accounting.arrivals(new_jobs, old))
         self.state = self.state.extended(fresh)

@@ -33,7 +33,7 @@ from synergy_opt.sim.policies import JobStates, Policy, ranking
 from synergy_opt.sim.progress import Accounting
 from synergy_opt.sim.result import ROUND_COLUMNS
 from synergy_opt.sim.throughput import ThroughputTable
-from synergy_opt.sim.trace import Trace
+from synergy_opt.sim.trace import Trace, TraceJob
 from synergy_opt.sim.type_profiles import trace_type_profiles
 
 _USE = ("gpu_util_pct", "cpu_util_pct", "mem_util_pct")
@@ -75,6 +75,10 @@ class HeteroRun(_Run):
     @property
     def max_job_gpus(self) -> int:
         return int(self.type_gpus.max())
+
+    def _floor_matrix(self, job: TraceJob) -> str:
+        reference = self.names[self.reference]
+        return f"profiles[{reference!r}] matrix" if job.profiles is not None else "profile"
 
     def _best_throughputs(self, positions: np.ndarray) -> np.ndarray:
         """Each job's most throughput on any type (its own ``profile`` may be another type's, in another unit)."""
