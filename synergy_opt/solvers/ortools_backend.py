@@ -202,8 +202,10 @@ def _cpsat_solver(params: SolverParams) -> cp_model.CpSolver:
     # The LP relaxation of every row, not only of the simple ones (CP-SAT's default, 1): the toolkit's models are
     # MILPs whose cover and capacity rows CP-SAT's search alone is weak on. With 1, on 2 cores (2 workers),
     # CP-SAT did not prove the joint's patterns model of 9 of 26 small rounds in 5 s (8 fuzzed ones; on a
-    # hand-made 6-job heterogeneous one it found no solution in 30 s); with 2, all 26 in 5 s together. An
-    # option given overrides it.
+    # hand-made 6-job heterogeneous one it found no solution in 30 s); with 2, all 26 in 5 s together, and the
+    # backend tests' integer models and OPT's milp-integral at 32 GPUs 3-6x faster. The price: the noisy
+    # 1024-GPU ideal ILP on one worker took up to 30% longer in a review's runs (none in ours, on 2 workers).
+    # An option given overrides it.
     p.linearization_level = 2
     for key, value in params.options.items():  # checked by check_cpsat_options
         setattr(p, key, value)
