@@ -219,9 +219,10 @@ class Allocation:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Allocation:
+        if isinstance(data, Mapping):
+            known_fields("", data, ("jobs",))  # first: a misspelt 'job' is named with the closest
         if not isinstance(data, Mapping) or not isinstance(data.get("jobs"), Mapping):
             raise InvalidInputError("jobs", data, "an allocation is {'jobs': {job id: [placements]}}")
-        known_fields("", data, ("jobs",))
         jobs: dict[str, tuple[Placement, ...]] = {}
         for job_id, parts in data["jobs"].items():
             if not isinstance(job_id, str) or not job_id:

@@ -350,11 +350,8 @@ def profile_entry(model: str | None, profile: Profile, ratio: int) -> dict[str, 
 def inline_profiles(where: str, raw: Any, model: str | None) -> dict[str, Profile]:
     """Matrices per GPU type written inline, ``{type: {cpu_per_gpu, mem_gb_per_gpu, tput}}`` (a trace job's
     ``profiles``), named ``model``; errors name ``where`` and the type."""
-    if not isinstance(raw, Mapping) or not raw:
-        raise InvalidInputError(where, raw, "must be a non-empty object of GPU type -> matrix")
-    for kind in raw:
-        if not kind:
-            raise InvalidInputError(where, kind, "a GPU type name is a non-empty string")
+    if not isinstance(raw, Mapping):  # its names and being non-empty: the job's own rule (hetero.type_matrices)
+        raise InvalidInputError(where, raw, "must be an object of GPU type -> matrix")
     return {str(kind): _profile(matrix, model, f"{where}.{kind}") for kind, matrix in raw.items()}
 
 

@@ -125,3 +125,10 @@ def test_capacity_tolerance_admits_float_noise_only() -> None:
     third = 12 / 3
     assert evaluate(INSTANCE, allocation(a=[(0, 2, third * 2, 100)], c=[(0, 1, third + 1e-12, 50)])).valid
     assert not quiet(allocation(a=[(0, 2, 8.01, 100)], c=[(0, 1, 4, 50)])).valid
+
+
+def test_a_misspelt_jobs_key_is_named_with_the_closest() -> None:
+    # {"job": {...}} was told what an allocation is, not which key it misspelt (a review).
+    with pytest.raises(InvalidInputError, match="did you mean 'jobs'") as error:
+        evaluate(INSTANCE, {"job": {}})
+    assert error.value.field == "allocation.job"

@@ -541,6 +541,9 @@ def file_cases() -> Iterator[Case]:
     yield rejects("csv duration a 5000-digit integer keeps its reason", lambda t: load_trace(csv_rows(
         t, "big.csv", "id,arrival_s,gpus,duration_s,model", f"a,0,1,{'9' * 5000},res18")), "rows[0].duration_s",
         "out of range")
+    yield rejects("csv optional column with spaces", lambda t: load_trace(csv_rows(
+        t, "sp2.csv", "id,arrival_s,gpus,duration_s, model", "a,0,1,600,res18")), "columns. model",
+        "spaces around them")
     yield rejects("csv header with spaces", lambda t: load_trace(csv_rows(
         t, "sp.csv", "id, arrival_s, gpus, duration_s, model", "a,0,1,600,res18")), "columns.arrival_s",
         "spaces around them")

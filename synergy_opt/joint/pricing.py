@@ -59,7 +59,7 @@ class ItemTypes:
 
     def fits(self, patterns: np.ndarray) -> np.ndarray:
         """Whether each pattern (rows) fits one server: its sums within the capacity (its relative slack
-        included), the one test of every pattern routine here."""
+        included), the test every pattern routine here makes (the tests check them against it)."""
         return np.all(patterns @ self.need <= self.capacity, axis=1)
 
     @cached_property

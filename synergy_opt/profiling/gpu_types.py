@@ -52,9 +52,9 @@ SPEED_RATIO = Number(1 / MAX_QUANTITY, MAX_QUANTITY)
 
 
 def speed_ratio_map(name: str, value: Any) -> dict[str, float]:
-    """The rule for speed ratios: GPU type name -> a number > 0."""
+    """The rule for speed ratios: GPU type name -> a number in [1e-30, 1e30] (``SPEED_RATIO``)."""
     if not isinstance(value, Mapping):
-        raise InvalidInputError(name, value, "must be a dict of GPU type -> speed ratio (a number > 0)")
+        raise InvalidInputError(name, value, "must be a dict of GPU type -> speed ratio (a number in [1e-30, 1e30])")
     return {str(kind): SPEED_RATIO(f"{name}[{kind!r}]", ratio) for kind, ratio in value.items()}
 
 
@@ -94,7 +94,7 @@ def type_profiles(model: JobModel, ratios: Mapping[str, float], cpu_axis: Any, m
 
 
 def faster_gpu_matrix(tput: np.ndarray, ratio: float, other_stages: np.ndarray) -> np.ndarray:
-    """A matrix ``tput`` of the slowest-stage form on a GPU ``ratio`` times as fast (any ``ratio > 0``).
+    """A matrix ``tput`` of the slowest-stage form on a GPU ``ratio`` times as fast (any ratio of ``SPEED_RATIO``).
 
     In units of the iteration at the reference point: the GPU stage is ``g = 1 / max W`` (the peak is
     GPU-bound), the other stages together ``S = 1 / W`` wherever the matrix is below its peak (it measures

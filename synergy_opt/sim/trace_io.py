@@ -269,11 +269,12 @@ def _trace_from_csv(text: str) -> Trace:
         reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)  # an unclosed quote is an error
         rows = list(reader)
         fieldnames = list(reader.fieldnames or ())
+    # Names with spaces around them (a header written 'id, arrival_s, ...') are the usual cause of the two below.
+    spaced = " (the header's names have spaces around them: write 'id,arrival_s,...')" if any(
+        name != name.strip() for name in fieldnames) else ""
     missing = [name for name in ("id", "arrival_s", "gpus", "duration_s") if name not in fieldnames]
     if missing:
-        spaced = any(name != name.strip() for name in fieldnames)
-        raise InvalidInputError(f"columns.{missing[0]}", fieldnames, "missing column" + (
-            " (the header's names have spaces around them: write 'id,arrival_s,...')" if spaced else ""))
+        raise InvalidInputError(f"columns.{missing[0]}", fieldnames, "missing column" + spaced)
     # A column read twice, or one the reader does not know (a misspelt 'iter_time'), would be dropped silently.
     repeated = [name for index, name in enumerate(fieldnames) if name in fieldnames[:index]]
     if repeated:
@@ -281,7 +282,7 @@ def _trace_from_csv(text: str) -> Trace:
     unknown = [name for name in fieldnames if name not in _CSV_COLUMNS]
     if unknown:
         raise InvalidInputError(f"columns.{unknown[0]}", fieldnames, f"not a trace column (columns: "
-                                f"{', '.join(_CSV_COLUMNS)})")
+                                f"{', '.join(_CSV_COLUMNS)}){spaced}")
     ratio = _ratio(metadata)
     jobs = []
     for index, row in enumerate(rows):
