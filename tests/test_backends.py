@@ -463,3 +463,14 @@ def test_highs_reports_an_lps_row_duals_and_the_others_none() -> None:
     for other in ("pyomo-highs", "ortools-scip"):
         if not backend(other).missing():
             assert solve_model(model, other).row_duals is None
+
+
+@pytest.mark.parametrize("solver", solver_names())
+def test_a_solve_stopped_without_a_solution_reports_no_wrong_bound(solver: str) -> None:
+    # CP-SAT stopped at 0.1 s without a solution reported an upper bound of 0.0 on a maximisation whose optimum
+    # is 562.3 (a usability review); a bound given must bound.
+    require(solver)
+    instance = synergy_opt.generate_round(1024, profile_noise=0.05, multi_gpu=True, seed=4)
+    optimum = synergy_opt.solve_ideal(instance).objective
+    result = synergy_opt.solve_ideal(instance, solver=solver, time_limit=0.05, method="direct")
+    assert result.bound is None or result.bound >= optimum * (1 - 1e-6), (result.status, result.bound)

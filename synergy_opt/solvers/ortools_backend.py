@@ -255,7 +255,9 @@ def solve_cpsat(model: LinearModel, params: SolverParams) -> SolveResult:
         status = Status.FEASIBLE if has_incumbent else Status.NO_SOLUTION
     message = f"CP-SAT {solver.status_name(native)}"
     values = np.array(solver.response_proto.solution, dtype=float) if status.has_solution else None
-    bound = None if status in (Status.INFEASIBLE, Status.ERROR) else float(solver.best_objective_bound)
+    # CP-SAT stopped without a solution reports a bound it may not have computed (0.0 on a maximisation whose
+    # optimum is 562, a time limit of 0.1 s): only a bound beside a solution is read.
+    bound = float(solver.best_objective_bound) if values is not None else None
 
     artificial = np.zeros(model.num_vars, dtype=bool)
     if values is not None:
@@ -274,6 +276,9 @@ def solve_cpsat(model: LinearModel, params: SolverParams) -> SolveResult:
     objective = float(model.objective @ values + model.objective_offset) if values is not None else None
     if bound is not None and not math.isfinite(bound):
         bound = None
+    if bound is not None and objective is not None and (bound - objective) * (1 if model.sense == "max" else -1) \
+            < -1e-9 * max(1.0, abs(objective)):
+        bound = None  # on the wrong side of its own solution: not a bound
     solved = time.perf_counter()  # includes the reduced-box re-solve, when there was one
     return SolveResult(
         status=status,
