@@ -265,7 +265,7 @@ def test_catalogue(solver: str, case_name: str, request: pytest.FixtureRequest) 
     if case.x is not None:
         np.testing.assert_allclose(result.x, case.x, atol=TOL)
     assert result.bound is not None and result.bound == pytest.approx(case.objective, rel=TOL, abs=TOL)
-    assert result.gap == 0.0
+    assert result.gap == pytest.approx(0.0, abs=TOL)  # the gap proved: bound and objective meet
     if model.is_mip:
         assert result.is_vertex is None
     elif backend(solver).capabilities.vertex_lp:
@@ -474,3 +474,11 @@ def test_a_solve_stopped_without_a_solution_reports_no_wrong_bound(solver: str) 
     optimum = synergy_opt.solve_ideal(instance).objective
     result = synergy_opt.solve_ideal(instance, solver=solver, time_limit=0.05, method="direct")
     assert result.bound is None or result.bound >= optimum * (1 - 1e-6), (result.status, result.bound)
+
+
+def test_an_optimal_solve_under_a_loose_gap_reports_the_gap_it_proved() -> None:
+    # .gap read 0 for every OPTIMAL result, also one stopped by mip_gap=0.01 (a usability review).
+    instance = synergy_opt.generate_round(128, profile_noise=0.05, seed=1)
+    result = synergy_opt.solve_ideal(instance, mip_gap=0.01, method="direct")
+    assert result.status is Status.OPTIMAL and result.bound is not None and result.objective is not None
+    assert 0 < result.gap == pytest.approx((result.bound - result.objective) / result.objective) <= 0.01
