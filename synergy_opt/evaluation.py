@@ -163,15 +163,17 @@ class Evaluation:
         return self
 
     def to_frame(self) -> Any:
-        """One row per job (a pandas ``DataFrame`` indexed by job id): ``gpus``, ``gpus_placed``, ``servers``,
-        ``throughput``, ``floor``, ``meets_floor``, ``split``, ``disproportionate``."""
+        """One row per job (a pandas ``DataFrame`` indexed by job id): ``gpus``, ``gpus_placed`` (and ``gpu_type`` on
+        a heterogeneous round), ``servers``, ``throughput``, ``floor``, ``meets_floor``, ``split``,
+        ``disproportionate``."""
         import pandas as pd  # pandas only when asked for: `import synergy_opt` stays light
 
-        rows = [{"job": s.job_id, "gpus": s.gpus, "gpus_placed": s.gpus_placed, "servers": s.servers,
-                 "throughput": s.throughput, "floor": s.floor, "meets_floor": s.meets_floor, "split": s.split,
-                 "disproportionate": s.disproportionate} for s in self.jobs.values()]
-        columns = ["job", "gpus", "gpus_placed", "servers", "throughput", "floor", "meets_floor", "split",
-                   "disproportionate"]
+        typed = isinstance(self.instance, HeteroRound)
+        rows = [{"job": s.job_id, "gpus": s.gpus, "gpus_placed": s.gpus_placed, "gpu_type": s.gpu_type,
+                 "servers": s.servers, "throughput": s.throughput, "floor": s.floor, "meets_floor": s.meets_floor,
+                 "split": s.split, "disproportionate": s.disproportionate} for s in self.jobs.values()]
+        columns = ["job", "gpus", "gpus_placed", *(["gpu_type"] if typed else []), "servers", "throughput", "floor",
+                   "meets_floor", "split", "disproportionate"]
         return pd.DataFrame(rows, columns=columns).set_index("job")
 
     def summary(self) -> dict[str, float | int | bool]:

@@ -322,3 +322,26 @@ def test_the_core_search_counts_the_gpu_slack_once(name: str) -> None:
     if name == "below":  # the joint's decomposition stopped at the wrong bound too
         joint = so.solve_joint(instance, mip_gap=0.0)
         assert joint.status is Status.OPTIMAL and joint.objective == pytest.approx(2.788, rel=1e-9)
+
+
+def test_heterogeneous_results_read_as_frames_as_homogeneous_ones_do() -> None:
+    # HeteroIdealResult had no to_frame, Evaluation.to_frame no gpu_type column, HeteroJointResult no consolidate
+    # (a usability review; the README and joint.md promise them).
+    instance = so.generate_round(types={"k80": 1, "v100": 1}, seed=2)
+    ideal = so.solve_ideal(instance)
+    frame = ideal.to_frame()
+    assert list(frame.index) == [job.id for job in instance.jobs]
+    assert frame["gpu_type"].tolist() == [ideal.configs[job.id].gpu_type for job in instance.jobs]
+    assert frame["throughput"].sum() == pytest.approx(ideal.objective)
+    assert "gpu_type" not in so.solve_ideal(so.generate_round(gpus=16)).to_frame()  # one type: as it was
+    allocation = so.run_mechanism(instance, "tune")
+    scored = so.evaluate(instance, allocation).to_frame()
+    assert scored["gpu_type"].tolist() == [allocation_type(instance, allocation, job.id) for job in instance.jobs]
+    for consolidate in (False, True):
+        assert so.solve_joint(instance, consolidate=consolidate).consolidate is consolidate
+
+
+def allocation_type(instance: HeteroRound, allocation: so.Allocation, job_id: str) -> str:
+    """The GPU type of the servers a job runs on (its first placement's)."""
+    server = allocation.jobs[job_id][0].server
+    return instance.cluster.names[int(instance.cluster.server_types[server])]

@@ -28,7 +28,7 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.hetero_core import solve_core
 from synergy_opt.ideal.hetero_model import HeteroIdealModel, build_hetero_ideal
-from synergy_opt.ideal.model import JobConfig, Objective, Reductions
+from synergy_opt.ideal.model import JobConfig, Objective, Reductions, configs_frame
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import relative_gap
 
@@ -88,6 +88,11 @@ class HeteroIdealResult:
     @property
     def gap(self) -> float | None:
         return relative_gap(self.status, self.objective, self.bound)
+
+    def to_frame(self) -> Any:
+        """The chosen types and configs, one row per job (:func:`~synergy_opt.ideal.model.configs_frame`: a pandas
+        ``DataFrame`` indexed by job id, with ``gpu_type``; no rows without a solution)."""
+        return configs_frame(self.configs.values())
 
     @cached_property
     def configs(self) -> dict[str, JobConfig]:

@@ -18,9 +18,10 @@ Exact reductions (each switchable, see :class:`Reductions`): configs below the f
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -78,6 +79,21 @@ class JobConfig:
     @property
     def mem_gb(self) -> float:
         return self.gpus * self.mem_gb_per_gpu
+
+
+def configs_frame(configs: Iterable[JobConfig]) -> Any:
+    """The configs, one row per job (a pandas ``DataFrame`` indexed by job id): ``gpus`` (and ``gpu_type`` on a
+    heterogeneous round), ``cpu_per_gpu``, ``mem_gb_per_gpu``, ``cpus``, ``mem_gb``, ``throughput``, ``floor``."""
+    import pandas as pd  # pandas only when asked for: `import synergy_opt` stays light
+
+    chosen = list(configs)
+    typed = any(c.gpu_type is not None for c in chosen)
+    columns = ["job", "gpus", *(["gpu_type"] if typed else []), "cpu_per_gpu", "mem_gb_per_gpu", "cpus", "mem_gb",
+               "throughput", "floor"]
+    rows = [{"job": c.job_id, "gpus": c.gpus, "gpu_type": c.gpu_type, "cpu_per_gpu": c.cpu_per_gpu,
+             "mem_gb_per_gpu": c.mem_gb_per_gpu, "cpus": c.cpus, "mem_gb": c.mem_gb, "throughput": c.throughput,
+             "floor": c.floor} for c in chosen]
+    return pd.DataFrame(rows, columns=columns).set_index("job")
 
 
 @dataclass(frozen=True, eq=False)

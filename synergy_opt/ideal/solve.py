@@ -13,7 +13,15 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.core import solve_core
 from synergy_opt.ideal.hetero_solve import HETERO_METHODS, HeteroIdealResult, solve_hetero_ideal
-from synergy_opt.ideal.model import OBJECTIVE, IdealModel, JobConfig, Objective, Reductions, build_ideal
+from synergy_opt.ideal.model import (
+    OBJECTIVE,
+    IdealModel,
+    JobConfig,
+    Objective,
+    Reductions,
+    build_ideal,
+    configs_frame,
+)
 from synergy_opt.instance import RoundInstance
 from synergy_opt.io import any_round
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
@@ -96,13 +104,7 @@ class IdealResult(SolvedModel):
         """The chosen configs, one row per job (a pandas ``DataFrame`` indexed by job id): ``gpus``,
         ``cpu_per_gpu``, ``mem_gb_per_gpu``, ``cpus``, ``mem_gb``, ``throughput``, ``floor`` (no rows without a
         solution)."""
-        import pandas as pd  # pandas only when asked for: `import synergy_opt` stays light
-
-        rows = [{"job": c.job_id, "gpus": c.gpus, "cpu_per_gpu": c.cpu_per_gpu, "mem_gb_per_gpu": c.mem_gb_per_gpu,
-                 "cpus": c.cpus, "mem_gb": c.mem_gb, "throughput": c.throughput, "floor": c.floor}
-                for c in self.configs.values()]
-        columns = ["job", "gpus", "cpu_per_gpu", "mem_gb_per_gpu", "cpus", "mem_gb", "throughput", "floor"]
-        return pd.DataFrame(rows, columns=columns).set_index("job")
+        return configs_frame(self.configs.values())
 
     @cached_property
     def fractional_jobs(self) -> tuple[str, ...]:

@@ -80,6 +80,7 @@ class HeteroJointResult:
     per_type: Mapping[str, Any] | None = None
     types: tuple[str, ...] | None = None
     phases: dict[str, float] = field(default_factory=dict)
+    consolidate: bool = False  # the rule solved, as JointResult.consolidate: every job that fits one server on one
 
     @property
     def has_solution(self) -> bool:

@@ -213,8 +213,9 @@ def solve_joint(
             raise InvalidInputError("formulation", formulation, "is taken on rounds of one GPU type only; a "
                                     "HeteroRound's joint model is the patterns model")
         check_options(objective, split_penalty, upper_bound, "patterns")
-        return solve_hetero_joint(instance, solver, consolidate, split_penalty, params, objective,
-                                  reductions or JointReductions(), upper_bound, method, solve_joint)
+        return replace(solve_hetero_joint(instance, solver, consolidate, split_penalty, params, objective,
+                                          reductions or JointReductions(), upper_bound, method, solve_joint),
+                       consolidate=consolidate)
     if method not in METHODS:
         raise InvalidInputError("method", method, f"choose one of {', '.join(METHODS)}")
     if start is not None:
