@@ -82,6 +82,7 @@ class Evaluation:
 
     @property
     def valid(self) -> bool:
+        """No server over its capacity and every placed job with exactly its GPUs (``problems`` says what not)."""
         return not self.problems
 
     @cached_property
@@ -96,10 +97,12 @@ class Evaluation:
 
     @property
     def unplaced(self) -> tuple[str, ...]:
+        """Jobs without a GPU."""
         return tuple(job_id for job_id, score in self.jobs.items() if not score.placed)
 
     @property
     def split_jobs(self) -> tuple[str, ...]:
+        """Jobs placed on more than one server."""
         return tuple(job_id for job_id, score in self.jobs.items() if score.split)
 
     @property

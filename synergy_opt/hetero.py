@@ -396,6 +396,7 @@ class HeteroRound:
 
     @property
     def baselines(self) -> tuple[str, ...]:
+        """Each job's baseline type, in job order (its floor is its throughput at that type's share)."""
         return tuple(job.baseline_type for job in self.jobs)
 
     @cached_property
@@ -448,6 +449,7 @@ class HeteroRound:
         return floors
 
     def floor(self, job_id: str) -> float:
+        """``job_id``'s floor: its throughput at its baseline type's proportional share."""
         return float(self.floors[self.job_index[job_id]])
 
     @cached_property

@@ -75,6 +75,7 @@ class Cluster:
         return self.mem_gb_per_server / self.gpus_per_server
 
     def to_dict(self) -> dict[str, Any]:
+        """Its JSON form, as a round file's ``cluster``."""
         return {
             "servers": self.servers,
             "gpus_per_server": self.gpus_per_server,
@@ -178,6 +179,7 @@ class Placement:
         object.__setattr__(self, "mem_gb", NON_NEGATIVE("mem_gb", self.mem_gb))
 
     def to_dict(self) -> dict[str, Any]:
+        """Its JSON form: ``server``, ``gpus``, ``cpus``, ``mem_gb``."""
         return {"server": self.server, "gpus": self.gpus, "cpus": _plain(self.cpus), "mem_gb": _plain(self.mem_gb)}
 
 
@@ -208,6 +210,7 @@ class Allocation:
         object.__setattr__(self, "jobs", jobs)
 
     def to_dict(self) -> dict[str, Any]:
+        """Its JSON form, ``{"jobs": {job id: [placements]}}`` (:meth:`from_dict` reads it back)."""
         return {"jobs": {job_id: [p.to_dict() for p in parts] for job_id, parts in self.jobs.items()}}
 
     def to_frame(self) -> Any:
@@ -247,9 +250,11 @@ class Allocation:
         return cls(jobs)
 
     def gpus_of(self, job_id: str) -> int:
+        """GPUs placed for ``job_id`` over all its servers (0 when it is not placed)."""
         return sum(p.gpus for p in self.jobs.get(job_id, ()))
 
     def servers_of(self, job_id: str) -> tuple[int, ...]:
+        """The servers ``job_id`` is placed on, in order (empty when it is not placed)."""
         return tuple(p.server for p in self.jobs.get(job_id, ()))
 
 

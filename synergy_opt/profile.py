@@ -117,6 +117,7 @@ class Profile:
         return Profile(cpu, mem, tput, self.name)
 
     def to_dict(self) -> dict[str, Any]:
+        """Its JSON form: ``cpu_per_gpu``, ``mem_gb_per_gpu``, ``tput`` (a round file's inline matrix)."""
         return {
             "cpu_per_gpu": self.cpu_per_gpu.tolist(),
             "mem_gb_per_gpu": self.mem_gb_per_gpu.tolist(),

@@ -61,6 +61,7 @@ def reference_server() -> dict[str, float]:
 
 
 def model_names() -> tuple[str, ...]:
+    """The built-in models' names (``res18``, ``m5``, ...), the paper's ten, in the data file's order."""
     return tuple(_raw()["models"])
 
 

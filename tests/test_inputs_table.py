@@ -324,6 +324,11 @@ def solver_cases() -> Iterator[Case]:
     yield rejects("solve_ideal reductions", lambda: so.solve_ideal(INSTANCE, reductions="none"), "reductions")
     yield rejects("solve_ideal core with options", lambda: so.solve_ideal(INSTANCE, method="core",
                                                                           options={"presolve": "off"}), "options")
+    # It ran HiGHS whatever was asked (a usability review).
+    yield rejects("solve_ideal core on another solver", lambda: so.solve_ideal(INSTANCE, method="core",
+                                                                               solver="ortools-scip"), "solver")
+    yield rejects("solve_ideal core on another solver, heterogeneous", lambda: so.solve_ideal(
+        so.generate_round(types={"k80": 1, "v100": 1}), method="core", solver="ortools-scip"), "solver")
     yield rejects("solve_ideal unknown keyword", lambda: so.solve_ideal(INSTANCE, bogus=1), "solve_ideal()")
     yield rejects("solve_joint consolidate=no", lambda: so.solve_joint(INSTANCE, consolidate="no"), "consolidate")
     for kind, value in [("2", 2), ("str", "0.5"), ("-0.1", -0.1), ("nan", math.nan)]:

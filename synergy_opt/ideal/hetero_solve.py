@@ -170,6 +170,9 @@ def solve_hetero_ideal(
         return _per_type(instance, solver, relax, objective, reductions, params, solve_type)
     ideal = build_hetero_ideal(instance, objective=objective, reductions=reductions)
     if method == "core":
+        if solver != DEFAULT_SOLVER and not fallback:  # it ran on HiGHS whatever was asked
+            raise InvalidInputError("solver", solver, f"the core method runs on {DEFAULT_SOLVER} (its prices and "
+                                    "searches); another solver takes the whole model: method='direct'")
         if relax or not reductions.fix_below_floor or params.options:
             raise InvalidInputError("method", method, "the core method solves the ILP with floors fixed "
                                     "(relax=False, Reductions.fix_below_floor=True) and takes no backend options")

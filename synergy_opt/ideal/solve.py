@@ -50,6 +50,7 @@ class IdealResult(SolvedModel):
 
     @cached_property
     def y(self) -> np.ndarray:
+        """The model's ``y`` block: per config column, how many of its class's jobs take it (eq. 6)."""
         return self.solve.values(self.ideal.model, "y")
 
     @cached_property
@@ -66,14 +67,17 @@ class IdealResult(SolvedModel):
 
     @property
     def cpu_per_gpu(self) -> np.ndarray:
+        """Each job's CPUs per GPU in its chosen config, in job order."""
         return self.ideal.col_cpu[self.chosen_columns]
 
     @property
     def mem_gb_per_gpu(self) -> np.ndarray:
+        """Each job's GB per GPU in its chosen config, in job order."""
         return self.ideal.col_mem[self.chosen_columns]
 
     @property
     def throughput(self) -> np.ndarray:
+        """Each job's throughput in its chosen config, in job order."""
         return self.ideal.col_tput[self.chosen_columns]
 
     @property
@@ -181,6 +185,9 @@ def solve_ideal(
         raise InvalidInputError("method", method, f"on a homogeneous round choose one of {', '.join(METHODS)}")
     if method == "core" and options:
         raise InvalidInputError("options", options, "the core method takes no backend options (method='direct' does)")
+    if method == "core" and solver != DEFAULT_SOLVER:  # it ran on HiGHS whatever was asked
+        raise InvalidInputError("solver", solver, f"the core method runs on {DEFAULT_SOLVER} (its prices and "
+                                "searches); another solver takes the whole model: method='direct'")
     ideal = build_ideal(instance, objective=objective, reductions=reductions)
     model = ideal.model.relaxed() if relax else ideal.model
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,

@@ -95,6 +95,7 @@ class JointResult(SolvedModel):
 
     @cached_property
     def evaluation(self) -> Evaluation | None:
+        """The allocation scored by :func:`synergy_opt.evaluate` (None without one)."""
         if self.allocation is None or self.joint is None:
             return None
         return evaluate(self.joint.instance, self.allocation)
