@@ -199,6 +199,13 @@ class Evaluation:
 def evaluate(instance: RoundInstance | HeteroRound, allocation: Allocation, *, strict: bool = False) -> Evaluation:
     """Score ``allocation`` on ``instance``.
 
+    A job with exactly its GPUs runs at its matrix's value at its CPUs and GB per GPU (the largest grid point at
+    or below each, 0 below the grid); a job split over servers runs at its poorest server's pace (its per-GPU
+    share there), so CPUs or memory out of proportion to the GPUs on a server are not gained
+    (``JobScore.disproportionate`` flags it); a job without exactly its GPUs has throughput 0. A server may be
+    over its capacity by ``CAPACITY_TOLERANCE`` (1e-7, relative: float rounding) before the allocation is
+    invalid.
+
     Parameters
     ----------
     instance, allocation

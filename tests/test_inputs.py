@@ -286,3 +286,13 @@ def test_a_misspelt_mechanism_option_lists_spend_spare_and_the_closest(name: str
     instance = so.generate_round(gpus=16, types=types)
     with pytest.raises(InvalidInputError, match=r"options\.spendspare.*spend_spare.*did you mean 'spend_spare'"):
         so.run_mechanism(instance, name, spendspare=True)
+
+
+def test_the_documented_heterogeneous_round_file_loads() -> None:
+    # docs/inputs.md shows a synergy-round/2 file in full (a usability review found none to copy).
+    text = (Path(__file__).parents[1] / "docs" / "inputs.md").read_text()
+    example = text.split("<!-- synergy-round/2 example -->", 1)[1].split("```json", 1)[1].split("```", 1)[0]
+    instance = so.load_instance(json.loads(example))
+    assert [job.id for job in instance.jobs] == ["a", "b"] and instance.cluster.names == ("k80", "v100")
+    assert instance.floor("b") == pytest.approx(1.0)  # 3 CPUs and 62.5 GB per GPU on the v100
+    assert so.evaluate(instance, so.run_mechanism(instance, "tune")).valid
