@@ -27,7 +27,7 @@ def gap_figure(summary: Sequence[Row], title: str = "") -> Figure:
 
     The ideal ILP (0 by definition) and its LP relaxation (at most 0) are left out: they are the reference.
     """
-    return _figure(summary, "pct_ideal", lambda pct: 100.0 - pct, "gap to the ideal ILP optimum, OPT (%)",
+    return _figure(summary, "pct_ideal", lambda pct: 100.0 - pct, "gap to the ideal ILP optimum (%)",
                    log=False, skip=("ideal", "ideal-lp"), title=title)
 
 
