@@ -534,7 +534,7 @@ def json_number(name: str, text: str) -> int | float:
         json.loads(text)
     except json.JSONDecodeError:  # not JSON at all ('two'): a CSV cell's reader need not hear of JSON
         raise InvalidInputError(name, text, "must be a number, written as JSON writes one (600, -1.5e3)") from None
-    except ValueError:  # JSON, but a number out of range (5000 digits): parse_json says so
+    except (ValueError, RecursionError):  # JSON out of range (5000 digits), or nested deep: parse_json says so
         pass
     value = parse_json((name, text), text, name)
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -149,6 +149,8 @@ ROWS = [
     # Generated traces the run refused only after the header and the folder (a review): now checked first.
     sim("generated built-in jobs on a type without their matrices", "--types", "a100:1,v100:1", "--load", "static",
         names="a100"),
+    sim("a generated trace too long for the rounds in one seed only", "--gpus", "8", "--load", "static", "--round-s",
+        "1", "--seeds", "1,0", names="seed 0"),  # the check looked at the first seed's draw only (a review)
     sim("an artifact policy on several types", "--types", "k80:1,v100:1", "--policy", "fifo-artifact",
         names="fifo-artifact"),
     sim("a static trace shorter than the monitored window", "--gpus", "8", "--jobs", "10", "--load", "static",

@@ -544,6 +544,9 @@ def file_cases() -> Iterator[Case]:
     yield rejects("csv optional column with spaces", lambda t: load_trace(csv_rows(
         t, "sp2.csv", "id,arrival_s,gpus,duration_s, model", "a,0,1,600,res18")), "columns. model",
         "spaces around them")
+    yield rejects("csv duration nested 100000 deep", lambda t: load_trace(csv_rows(
+        t, "deep.csv", "id,arrival_s,gpus,duration_s,model", f"a,0,1,{'[' * 100000},res18")), "rows[0].duration_s",
+        "nested deeper")  # a RecursionError's traceback, once (a review)
     yield rejects("csv header with spaces", lambda t: load_trace(csv_rows(
         t, "sp.csv", "id, arrival_s, gpus, duration_s, model", "a,0,1,600,res18")), "columns.arrival_s",
         "spaces around them")

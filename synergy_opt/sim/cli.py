@@ -378,17 +378,18 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
         for mechanism in args.mechanisms:
             run_options = options if mechanism in SIM_MECHANISMS_WITH_TIME_LIMIT else {}
             runs.append(SimRun(setting, mechanism, trace, run_options))
-    # Each trace against its cluster and policy now, once per setting (seeds draw alike: one is checked), rather
-    # than after the sweep has printed its header and written its folder.
+    # Each trace against its cluster and policy now, rather than after the sweep has printed its header and written
+    # its folder: a file's (or a Philly log's draw) once per setting, a generated one per seed (its jobs differ).
     checked: set[tuple[int, SimSetting]] = set()
     try:
         for run in runs:
-            key = (id(run.trace), replace(run.setting, seed=0))
+            key = (id(run.trace), run.setting if run.trace is None else replace(run.setting, seed=0))
             if key not in checked:
                 checked.add(key)
                 check_run(run)
     except InvalidInputError as error:
-        parser.error(f"--trace {args.trace.name}: {error}" if args.trace is not None else str(error))
+        where = f"--trace {args.trace.name}" if args.trace is not None else f"the trace of seed {run.setting.seed}"
+        parser.error(f"{where}: {error}")
     keys = [run_key(run_fields(run, digest)) for run in runs]
     out = args.out or Path("results") / f"sim-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     # Fail now, in one line, rather than after the whole sweep has run.
