@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import synergy_opt
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError, UnknownNameError
@@ -520,3 +521,19 @@ def test_an_exported_file_names_its_blocks(tmp_path: Path) -> None:
                                                               / "paper_example.json"))
     text = write_model(built, tmp_path / "paper.LP").read_text()  # a suffix in capitals too
     assert " y_0 " in text and "assign_0:" in text and "\nbinary\n" in text
+
+
+@pytest.mark.parametrize("tool", ["glpsol", "cbc"])
+def test_an_exported_zero_objective_and_keyword_blocks_read_alike(tmp_path: Path, tool: str) -> None:
+    # OPT's placement LP has no objective: HiGHS wrote 'obj: ' and GLPK refused the file; a block named as an LP
+    # keyword ('free') gave a file HiGHS itself could not read back (a review).
+    model = LinearModel("zero", "min", np.zeros(2), sp.csr_array(np.array([[1.0, 1.0]])), np.array([1.0]),
+                        np.array([2.0]), np.zeros(2), np.ones(2), np.zeros(2, dtype=bool), {"x": slice(0, 2)},
+                        {"free": slice(0, 1)})
+    path = write_model(model, tmp_path / "zero.lp")
+    assert _objective_by(tool, path) == pytest.approx(0.0, abs=1e-9)
+    highspy = pytest.importorskip("highspy")
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    assert h.readModel(str(path)) == highspy.HighsStatus.kOk  # its ranged row written as two: free_lo, free_up
+    assert h.getLp().row_names_ == ["free_lo", "free_up"]

@@ -1,7 +1,9 @@
 """Export a neutral model as MPS or CPLEX LP, written by HiGHS (the model itself knows no backend).
 
-Written to be read by other tools too: columns and rows carry their blocks' names (``y_12``, ``cpu_0``); rows of
-no coefficient that 0 meets are left out (GLPK refuses them); an objective constant is a column of its own fixed at
+Written to be read by other tools too: columns and rows carry their blocks' names (``y_12``; a block of one row
+bare, ``cpu``; one named as an LP keyword with a trailing ``_``); rows of no coefficient that 0 meets are left out,
+and an objective or another row without a term gets ``0 <first column>`` (GLPK refuses them empty); an objective
+constant is a column of its own fixed at
 1 (``objective_constant``: GLPK refuses a constant in an LP file's objective and CBC drops it); an LP file's integer
 sections are headed ``binary`` and ``general`` (HiGHS's ``bin`` and ``gen`` were read by CBC 2.10 as variable
 names, so it solved the LP relaxation). An MPS file states a maximisation in an ``OBJSENSE`` section, as CPLEX,
@@ -28,6 +30,12 @@ SUFFIXES = (".mps", ".lp")
 OFFSET_COLUMN = "objective_constant"
 # HiGHS's LP section headers, and what every LP reader knows them as.
 _LP_SECTIONS = {"bin": "binary", "gen": "general"}
+_EMPTY_OBJECTIVE = re.compile(r"^ obj:\s*$")
+_EMPTY_ROW = re.compile(r"^ (?P<name>\S+): (?P<sense>>=|<=|=) (?P<rhs>\S+)\s*$")
+# Words an LP file reads as its own (a block named so is written with a trailing _).
+_LP_KEYWORDS = frozenset({"bin", "binary", "binaries", "bound", "bounds", "end", "free", "gen", "general",
+                          "generals", "inf", "infinity", "int", "integer", "integers", "max", "maximize",
+                          "maximum", "min", "minimize", "minimum", "semi", "st", "subject", "such", "obj"})
 
 
 def write_model(model: LinearModel | Any, path: str | os.PathLike[str]) -> Path:
@@ -53,10 +61,24 @@ def write_model(model: LinearModel | Any, path: str | os.PathLike[str]) -> Path:
         highs.writeModel(str(written))
         if written != temporary:
             written.replace(temporary)
-        if suffix == ".lp":
-            text = temporary.read_text()
-            temporary.write_text("\n".join(_LP_SECTIONS.get(line, line) for line in text.split("\n")))
+        if suffix == ".lp" and portable.num_vars:
+            temporary.write_text(_readable_lp(temporary.read_text(), lp.col_names_[0]))
     return target
+
+
+def _readable_lp(text: str, first: str) -> str:
+    """HiGHS's LP text as GLPK and CBC read it too: the integer sections named in full, and an objective or a row
+    without a term given ``0 <first column>`` (GLPK refuses an empty one: a zero objective, an infeasible row of
+    no coefficient)."""
+    lines = []
+    for line in text.split("\n"):
+        line = _LP_SECTIONS.get(line, line)
+        if _EMPTY_OBJECTIVE.match(line):
+            line = f"{line.rstrip()} 0 {first}"
+        elif found := _EMPTY_ROW.match(line):
+            line = f" {found['name']}: 0 {first} {found['sense']} {found['rhs']}"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _portable(model: LinearModel) -> LinearModel:
@@ -107,4 +129,6 @@ def _names(blocks: dict[str, slice], count: int, other: str) -> list[str]:
 def _name(text: str) -> str:
     """Letters, digits and ``_`` only, not starting with a digit (what MPS and LP readers all take in a name)."""
     cleaned = re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_")
+    if cleaned.lower() in _LP_KEYWORDS:
+        return f"{cleaned}_"
     return f"n_{cleaned}" if cleaned[:1].isdigit() else cleaned
