@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from decimal import Decimal
 from pathlib import Path
@@ -432,12 +433,28 @@ def test_a_trace_files_plots_have_no_load_figure_and_no_generator_words(tmp_path
     assert "trace mine.csv" in title and "static" not in title and "jobs/h" not in title
 
 
-def test_a_reader_that_leaves_is_not_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
-    # `bench compare A B --wide | head -3` printed "error: [Errno 32] Broken pipe" and exited 2, as bad input does.
-    from synergy_opt.cli.errors import BROKEN_PIPE, run_cli
+def test_a_reader_that_leaves_is_not_bad_input() -> None:
+    # `bench compare A B --wide | head -3` printed "error: [Errno 32] Broken pipe" and exited 2, as bad input does;
+    # a broken pipe that is not stdout's stays an error (a review).
+    script = textwrap.dedent("""
+        import sys
+        from synergy_opt.cli.errors import run_cli
 
-    def main(argv: object) -> int:
-        raise BrokenPipeError(32, "Broken pipe")
+        def lines(argv):
+            for _ in range(100_000):
+                print("x" * 100)
+            return 0
 
-    assert run_cli("prog", main, []) == BROKEN_PIPE
-    assert capsys.readouterr().err == ""
+        def other_pipe(argv):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        sys.exit(run_cli("prog", lines if sys.argv[1] == "lines" else other_pipe, []))
+    """)
+    reader = subprocess.Popen([sys.executable, "-c", script, "lines"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.readline()
+    reader.stdout.close()  # as `head -1` does
+    assert reader.wait(timeout=60) == 141 and reader.stderr.read() == b""
+    other = subprocess.run([sys.executable, "-c", script, "other"], capture_output=True, text=True, timeout=60)
+    assert other.returncode == 2 and "Broken pipe" in other.stderr

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import select
 import signal
 import sys
 import threading
@@ -48,7 +49,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def run_cli(prog: str, main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None) -> int:
     """``main(argv)``'s exit code; an error prints one line: bad input (InvalidInputError, OSError) gives 2,
-    any other SynergyError 1.
+    any other SynergyError 1; a reader of stdout that left (``| head``) ends it quietly with 141.
 
     ``SystemExit`` from argparse (``--help``, a bad flag) becomes its exit code, so that callers (tests, other
     tools) get a return value rather than an exit.
@@ -62,7 +63,10 @@ def run_cli(prog: str, main: Callable[[Sequence[str] | None], int], argv: Sequen
         return INTERRUPTED
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else USAGE_ERROR)
-    except BrokenPipeError:
+    except BrokenPipeError as error:
+        if not _stdout_gone():  # another pipe (a worker's, say): a fault like any other OSError
+            print(f"{prog}: error: {_one_line(error)}", file=sys.stderr)
+            return USAGE_ERROR
         # The reader of the output left (`| head`): not bad input. Quietly, as Unix tools end; what is still
         # buffered for stdout goes nowhere (else Python reports the pipe again at exit).
         _silence_stdout()
@@ -75,10 +79,27 @@ def run_cli(prog: str, main: Callable[[Sequence[str] | None], int], argv: Sequen
         return RUN_FAILED
 
 
+def _stdout_gone() -> bool:
+    """Whether stdout's reader has left: its pipe polls as broken (POLLERR); True when stdout has no file (a
+    test's capture: the pipe broken can only be its own)."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (OSError, ValueError, AttributeError):
+        return True
+    if not hasattr(select, "poll"):  # Windows: no poll; take it as stdout's, as before
+        return True
+    poller = select.poll()
+    poller.register(descriptor, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
 def _silence_stdout() -> None:
     with contextlib.suppress(OSError, ValueError, AttributeError):  # no file descriptor (a test's capture)
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
 
 
 @contextlib.contextmanager
