@@ -1,9 +1,9 @@
 """Two result folders side by side: rows matched on the settings they share, each figure of both and their ratio.
 
 Both command lines' ``compare DIR_A DIR_B`` use :func:`side_by_side`. The key columns are the settings whose
-values the two folders have in common (a setting whose values differ entirely, e.g. ``round_s`` 300 against 600,
-is what was compared, and goes in the title); a row of one folder with no match in the other is shown with
-``-`` for the other's figures.
+values the two folders have in common; a setting whose values differ entirely and of which the second folder holds
+one (``round_s`` 300 against 600, or ``mechanism`` proportional and tune against ideal) is what was compared, and goes
+in the title; a row of one folder with no match in the other is shown with ``-`` for the other's figures.
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ def side_by_side(
     two folders' values), and one row per key with ``a.<figure>``, ``b.<figure>`` and ``ratio.<figure>``
     (second over first) for each figure; first's rows in order, then those only the second has.
 
-    A column is a difference (rows matched across it: fifo in A against srtf in B) only when each folder holds
-    one value of it; a column of several values in a folder stays a key even without a value in common (A at 32
-    and 64 GPUs, B at 128 and 256: nothing matches, each row is shown alone), as matching across it would pair
-    rows arbitrarily."""
+    A column is a difference (rows matched across it: fifo in A against srtf in B) only when the second folder
+    holds one value of it (each of the first's rows then meets that one); with several there, it stays a key
+    even without a value in common (A at 32 and 64 GPUs, B at 128 and 256: nothing matches, each row is shown
+    alone), as matching across it would pair rows arbitrarily."""
     keys, differences = [], {}
     for column in candidates:
         mine = list(dict.fromkeys(_text(row.get(column)) for row in first))
         theirs = list(dict.fromkeys(_text(row.get(column)) for row in second))
-        if set(mine) & set(theirs) or len(mine) > 1 or len(theirs) > 1:
+        if set(mine) & set(theirs) or len(theirs) > 1:
             keys.append(column)
         else:
             differences[column] = (mine, theirs)
