@@ -277,14 +277,19 @@ def test_servers_of_astronomic_capacity_take_every_job(cpus: float) -> None:
 
 @pytest.mark.xfail(strict=True, reason="SPEC 4 (ideal ILP >= joint >= every mechanism's total) fails on a round "
                    "whose grid point sits within the packing's FIT_TOLERANCE (1e-9 of a server) above the share: the "
-                   "ILP keeps capacities exactly (0), TUNE's packing and the joint's server patterns (the same 1e-9) "
+                   "ILP keeps capacities exactly (0), TUNE's packing (and the joint's server patterns, the same 1e-9) "
                    "place the point (0.002) and the evaluator, at 1e-7, accepts it. Aligning them is a modelling "
                    "choice (every model's rows at the packing's slack, or an exact packing), not made here")
 def test_the_exact_ilp_bounds_tune_within_the_packings_slack() -> None:
     instance = so.load_instance(OVER_BY_A_HAIR)
-    ideal = so.solve_ideal(instance).objective
-    assert so.solve_joint(instance, mip_gap=0.0).objective <= ideal
-    assert so.evaluate(instance, so.run_mechanism(instance, "tune")).objective <= ideal
+    assert so.evaluate(instance, so.run_mechanism(instance, "tune")).objective <= so.solve_ideal(instance).objective
+
+
+@pytest.mark.xfail(strict=True, reason="the same slack in the joint's server patterns (the xfail above): 0.002 "
+                   "above the exact ILP's 0 on the same round")
+def test_the_exact_ilp_bounds_the_joint_within_the_packings_slack() -> None:
+    instance = so.load_instance(OVER_BY_A_HAIR)
+    assert so.solve_joint(instance, mip_gap=0.0).objective <= so.solve_ideal(instance).objective
 
 
 @pytest.mark.parametrize("name", ["fuzz_cpsat_patterns_round.json", "hand_hetero_6_jobs_round.json"])

@@ -334,6 +334,8 @@ def test_heterogeneous_results_read_as_frames_as_homogeneous_ones_do() -> None:
     assert frame["gpu_type"].tolist() == [ideal.configs[job.id].gpu_type for job in instance.jobs]
     assert frame["throughput"].sum() == pytest.approx(ideal.objective)
     assert "gpu_type" not in so.solve_ideal(so.generate_round(gpus=16)).to_frame()  # one type: as it was
+    unsolved = so.solve_ideal(instance, time_limit=1e-9, method="direct")
+    assert not unsolved.has_solution and "gpu_type" in unsolved.to_frame()  # its columns without rows too
     allocation = so.run_mechanism(instance, "tune")
     scored = so.evaluate(instance, allocation).to_frame()
     assert scored["gpu_type"].tolist() == [allocation_type(instance, allocation, job.id) for job in instance.jobs]

@@ -28,7 +28,7 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.hetero_core import solve_core
 from synergy_opt.ideal.hetero_model import HeteroIdealModel, build_hetero_ideal
-from synergy_opt.ideal.model import JobConfig, Objective, Reductions, configs_frame
+from synergy_opt.ideal.model import JobConfig, Objective, Reductions, check_core_solver, configs_frame
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import relative_gap
 
@@ -87,12 +87,12 @@ class HeteroIdealResult:
 
     @property
     def gap(self) -> float | None:
-        return relative_gap(self.status, self.objective, self.bound)
+        return relative_gap(self.objective, self.bound)
 
     def to_frame(self) -> Any:
         """The chosen types and configs, one row per job (:func:`~synergy_opt.ideal.model.configs_frame`: a pandas
         ``DataFrame`` indexed by job id, with ``gpu_type``; no rows without a solution)."""
-        return configs_frame(self.configs.values())
+        return configs_frame(self.configs.values(), typed=True)
 
     @cached_property
     def configs(self) -> dict[str, JobConfig]:
@@ -170,9 +170,7 @@ def solve_hetero_ideal(
         return _per_type(instance, solver, relax, objective, reductions, params, solve_type)
     ideal = build_hetero_ideal(instance, objective=objective, reductions=reductions)
     if method == "core":
-        if solver != DEFAULT_SOLVER and not fallback:  # it ran on HiGHS whatever was asked
-            raise InvalidInputError("solver", solver, f"the core method runs on {DEFAULT_SOLVER} (its prices and "
-                                    "searches); another solver takes the whole model: method='direct'")
+        check_core_solver(solver, DEFAULT_SOLVER)
         if relax or not reductions.fix_below_floor or params.options:
             raise InvalidInputError("method", method, "the core method solves the ILP with floors fixed "
                                     "(relax=False, Reductions.fix_below_floor=True) and takes no backend options")

@@ -81,13 +81,21 @@ class JobConfig:
         return self.gpus * self.mem_gb_per_gpu
 
 
-def configs_frame(configs: Iterable[JobConfig]) -> Any:
-    """The configs, one row per job (a pandas ``DataFrame`` indexed by job id): ``gpus`` (and ``gpu_type`` on a
-    heterogeneous round), ``cpu_per_gpu``, ``mem_gb_per_gpu``, ``cpus``, ``mem_gb``, ``throughput``, ``floor``."""
+def check_core_solver(solver: str, default: str) -> None:
+    """The core method runs on ``default`` (HiGHS: its prices and searches); another solver is refused by name
+    (it ran HiGHS whatever was asked)."""
+    if solver != default:
+        raise InvalidInputError("solver", solver, f"the core method runs on {default} (its prices and searches); "
+                                "another solver takes the whole model: method='direct'")
+
+
+def configs_frame(configs: Iterable[JobConfig], typed: bool = False) -> Any:
+    """The configs, one row per job (a pandas ``DataFrame`` indexed by job id): ``gpus`` (and ``gpu_type`` when
+    ``typed``: a heterogeneous round's), ``cpu_per_gpu``, ``mem_gb_per_gpu``, ``cpus``, ``mem_gb``, ``throughput``,
+    ``floor``."""
     import pandas as pd  # pandas only when asked for: `import synergy_opt` stays light
 
     chosen = list(configs)
-    typed = any(c.gpu_type is not None for c in chosen)
     columns = ["job", "gpus", *(["gpu_type"] if typed else []), "cpu_per_gpu", "mem_gb_per_gpu", "cpus", "mem_gb",
                "throughput", "floor"]
     rows = [{"job": c.job_id, "gpus": c.gpus, "gpu_type": c.gpu_type, "cpu_per_gpu": c.cpu_per_gpu,

@@ -20,6 +20,7 @@ from synergy_opt.ideal.model import (
     Objective,
     Reductions,
     build_ideal,
+    check_core_solver,
     configs_frame,
 )
 from synergy_opt.instance import RoundInstance
@@ -185,9 +186,8 @@ def solve_ideal(
         raise InvalidInputError("method", method, f"on a homogeneous round choose one of {', '.join(METHODS)}")
     if method == "core" and options:
         raise InvalidInputError("options", options, "the core method takes no backend options (method='direct' does)")
-    if method == "core" and solver != DEFAULT_SOLVER:  # it ran on HiGHS whatever was asked
-        raise InvalidInputError("solver", solver, f"the core method runs on {DEFAULT_SOLVER} (its prices and "
-                                "searches); another solver takes the whole model: method='direct'")
+    if method == "core":
+        check_core_solver(solver, DEFAULT_SOLVER)
     ideal = build_ideal(instance, objective=objective, reductions=reductions)
     model = ideal.model.relaxed() if relax else ideal.model
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,

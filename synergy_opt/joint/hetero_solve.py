@@ -88,7 +88,7 @@ class HeteroJointResult:
 
     @property
     def gap(self) -> float | None:
-        return relative_gap(self.status, self.objective, self.bound)
+        return relative_gap(self.objective, self.bound)
 
     @property
     def build_seconds(self) -> float:

@@ -80,6 +80,13 @@ def jct_cdf_figure(jobs: pd.DataFrame) -> Figure:
     groups = list(monitored.groupby(panel_columns, sort=False, dropna=False)) if panel_columns else [((), monitored)]
     figure, axes = _grid(len(groups), share_x=True)  # one JCT scale: panels compare at a glance
     figure.suptitle(setting_title(rows, ()), fontsize=10)
+    # Plain numbers at 1, 2 and 5 of each decade over a span of up to 3 decades, at each decade over more (within
+    # one decade matplotlib labelled the minor ticks too, over 5 the 1-2-5 labels ran into each other); the axis
+    # is shared, so one span for all panels.
+    hours_all = monitored["jct_s"].to_numpy() / 3600.0
+    positive = hours_all[hours_all > 0]
+    decades = float(np.log10(positive.max() / positive.min())) if positive.size else 0.0
+    subs = (1.0, 2.0, 5.0) if decades <= 3 else (1.0,)
     for axis, (key, group) in zip(axes, groups, strict=False):
         for mechanism in mechanisms:
             hours = np.sort(group.loc[group["mechanism"] == mechanism, "jct_s"].to_numpy() / 3600.0)
@@ -87,9 +94,7 @@ def jct_cdf_figure(jobs: pd.DataFrame) -> Figure:
                 axis.step(hours, np.arange(1, hours.size + 1) / hours.size, where="post",
                           markevery=max(hours.size // 8, 1), **_style(mechanisms, mechanism))
         axis.set_xscale("log")
-        # Plain numbers at 1, 2 and 5 of each decade, none on the minor ticks (within one decade matplotlib
-        # labelled those too, and they ran into each other).
-        axis.xaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.xaxis.set_major_locator(ticker.LogLocator(base=10, subs=subs))
         axis.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
         axis.xaxis.set_minor_formatter(ticker.NullFormatter())
         axis.set_xlabel("JCT (hours, log scale)")

@@ -87,7 +87,7 @@ class SolverParams:
             object.__setattr__(self, name, rule(name, getattr(self, name)))
 
 
-def relative_gap(status: Status, objective: float | None, bound: float | None) -> float | None:
+def relative_gap(objective: float | None, bound: float | None) -> float | None:
     """``|bound - objective| / |objective|``, None without both. Also when OPTIMAL: a solve stopped by a loose
     ``mip_gap`` (0.01, say) is OPTIMAL with the gap it proved (0.0023), which reads 0 only when bound and objective
     meet (it read 0 for every OPTIMAL solve)."""
@@ -121,8 +121,8 @@ class SolveResult:
 
     @property
     def gap(self) -> float | None:
-        """Relative gap between objective and bound (0 when proven optimal)."""
-        return relative_gap(self.status, self.objective, self.bound)
+        """Relative gap between objective and bound: what the solve proved (an OPTIMAL one within its mip_gap)."""
+        return relative_gap(self.objective, self.bound)
 
     def solution(self) -> np.ndarray:
         if not self.has_solution or self.x is None:
