@@ -107,7 +107,7 @@ def _row(cell: Cell, instance: RoundInstance | HeteroRound, outcome: Outcome, ro
     row: dict[str, Any] = dict.fromkeys(CELL_COLUMNS)
     row.update(
         gpus=instance.cluster.total_gpus, servers=instance.cluster.servers, trace=spec.trace, seed=spec.seed,
-        split=spec.split_text, profile_noise=None if spec.payload is not None else spec.profile_noise,
+        split=spec.split_text, profile_noise=spec.profile_noise,
         gpu_types=_types_text(instance), instance=spec.name, jobs=len(instance.jobs), mechanism=cell.mechanism,
         solver=cell.solver, status=outcome.status, solver_objective=outcome.objective, bound=outcome.bound,
         build_ms=_ms(outcome.build_s), solve_ms=_ms(outcome.solve_s), round_ms=1000 * round_s,

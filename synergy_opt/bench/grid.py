@@ -36,14 +36,15 @@ class InstanceSpec:
     trace: str  # "single", "multi", or "saved" when a saved file does not say
     seed: int | None
     split: tuple[float, float, float] | None
-    profile_noise: float = 0.0
+    profile_noise: float | None = 0.0  # None: a saved instance whose metadata does not say
     payload: str | None = None  # JSON of a saved instance
     types: tuple[tuple[str, int], ...] | None = None  # servers per GPU type: a heterogeneous round
 
     def make(self) -> RoundInstance | HeteroRound:
         if self.payload is not None:
             return load_instance(json.loads(self.payload))
-        assert self.seed is not None and self.split is not None  # generated specs always have both
+        # Generated specs always have all three.
+        assert self.seed is not None and self.split is not None and self.profile_noise is not None
         if self.types is not None:
             return generate_round(split=self.split, multi_gpu=self.trace == "multi", seed=self.seed,
                                   profile_noise=self.profile_noise, types=dict(self.types))
@@ -107,7 +108,7 @@ def saved_specs(directory: str | Path) -> list[InstanceSpec]:
                 trace=trace,
                 seed=meta.get("seed"),
                 split=None if split is None else tuple(float(v) for v in split),  # type: ignore[arg-type]
-                profile_noise=float(meta.get("profile_noise", 0.0)),
+                profile_noise=float(meta["profile_noise"]) if "profile_noise" in meta else None,
                 # Re-serialised so that every worker reads exactly what this process read.
                 payload=json.dumps(instance_to_dict(instance)),
             )
