@@ -80,8 +80,8 @@ def run_cli(prog: str, main: Callable[[Sequence[str] | None], int], argv: Sequen
 
 
 def _stdout_gone() -> bool:
-    """Whether stdout's reader has left: its pipe polls as broken (POLLERR); True when stdout has no file (a
-    test's capture: the pipe broken can only be its own)."""
+    """Whether stdout's reader has left: its pipe polls as broken (POLLERR on Linux, POLLHUP where a widowed pipe
+    says so instead); True when stdout has no file (a test's capture: the pipe broken can only be its own)."""
     try:
         descriptor = sys.stdout.fileno()
     except (OSError, ValueError, AttributeError):
@@ -90,7 +90,7 @@ def _stdout_gone() -> bool:
         return True
     poller = select.poll()
     poller.register(descriptor, select.POLLOUT)
-    return any(events & select.POLLERR for _, events in poller.poll(0))
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
 
 
 def _silence_stdout() -> None:
