@@ -180,6 +180,11 @@ class HeteroCluster:
     def names(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.types)
 
+    @property
+    def counts_text(self) -> str:
+        """Servers per type as :meth:`of` reads them (``"k80:4,v100:4"``): a result's label of the cluster."""
+        return ",".join(f"{t.name}:{t.servers}" for t in self.types)
+
     @cached_property
     def _index(self) -> dict[str, int]:
         return {name: index for index, name in enumerate(self.names)}

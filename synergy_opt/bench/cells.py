@@ -95,20 +95,14 @@ def run_cell(cell: Cell, options: RunOptions | None = None) -> dict[str, Any]:
     return _row(cell, instance, outcome, round_s)
 
 
-def _types_text(instance: RoundInstance | HeteroRound) -> str:
-    """A heterogeneous round's servers per GPU type (``k80:4,p100:4,v100:4``); empty for one type."""
-    if not isinstance(instance, HeteroRound):
-        return ""
-    return ",".join(f"{kind.name}:{kind.servers}" for kind in instance.cluster.types)
-
-
 def _row(cell: Cell, instance: RoundInstance | HeteroRound, outcome: Outcome, round_s: float) -> dict[str, Any]:
     spec = cell.spec
     row: dict[str, Any] = dict.fromkeys(CELL_COLUMNS)
     row.update(
         gpus=instance.cluster.total_gpus, servers=instance.cluster.servers, trace=spec.trace, seed=spec.seed,
         split=spec.split_text, profile_noise=spec.profile_noise,
-        gpu_types=_types_text(instance), instance=spec.name, jobs=len(instance.jobs), mechanism=cell.mechanism,
+        gpu_types=instance.cluster.counts_text if isinstance(instance, HeteroRound) else "", instance=spec.name,
+        jobs=len(instance.jobs), mechanism=cell.mechanism,
         solver=cell.solver, status=outcome.status, solver_objective=outcome.objective, bound=outcome.bound,
         build_ms=_ms(outcome.build_s), solve_ms=_ms(outcome.solve_s), round_ms=1000 * round_s,
         message=" ".join(outcome.message.split())[:MESSAGE_CHARS], settings=outcome.settings,

@@ -179,7 +179,7 @@ def simulate(
         "seed": seed, "backfill": backfill, "accounting": accounting,
     }
     if isinstance(cluster, HeteroCluster):
-        settings["types"] = ",".join(f"{t.name}:{t.servers}" for t in cluster.types)
+        settings["types"] = cluster.counts_text
     jobs, rounds, job_rounds = run.tables()
     summary = summarise(jobs, rounds, time.perf_counter() - wall, settings)
     summary["arrivals_capped"] = run.arrivals_capped
