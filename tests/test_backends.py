@@ -170,6 +170,17 @@ def cbc_preprocess_ip() -> LinearModel:
     return b.build()
 
 
+def offset_only(rows: int) -> Callable[[], LinearModel]:
+    # No columns, only an objective constant of -3 (and ``rows`` empty rows, 0 <= 1): the optimum is the constant
+    # (HiGHS reported 0).
+    def build() -> LinearModel:
+        b = ModelBuilder(f"offset_only_{rows}", "max")
+        b.add_rows("r", np.zeros(0), np.zeros(0), np.zeros(0), upper=np.ones(rows), count=rows)
+        return replace(b.build(), objective_offset=-3.0)
+
+    return build
+
+
 CASES: dict[str, Case] = {
     "lp_max": Case(lp_max, Status.OPTIMAL, 11.0, (3.0, 1.0)),
     "knapsack": Case(knapsack, Status.OPTIMAL, 23.0, (1.0, 1.0, 0.0, 0.0)),
@@ -186,6 +197,8 @@ CASES: dict[str, Case] = {
     "min_ip_decimal": Case(min_ip_decimal, Status.OPTIMAL, 12.25, (2.0, 1.0)),
     "equality_lp": Case(lambda: _equality(False), Status.OPTIMAL, 7.5, (1.5, 1.5, 1.0)),
     "equality_ip": Case(lambda: _equality(True), Status.OPTIMAL, 6.0, (2.0, 2.0, 0.0)),
+    "offset_only": Case(offset_only(0), Status.OPTIMAL, -3.0, ()),
+    "offset_only_rows": Case(offset_only(2), Status.OPTIMAL, -3.0, ()),
 }
 
 # Known defects of a backend on a case: (solver, case) -> reason. Strict xfail, so a fix is noticed.
@@ -393,7 +406,7 @@ def test_registry_imports_no_solver_library() -> None:
 
 @pytest.mark.parametrize("suffix", [".mps", ".lp"])
 @pytest.mark.parametrize("case_name", ["lp_max", "knapsack", "mixed_mip", "min_lp_offset", "equality_lp",
-                                       "equality_ip"])
+                                       "equality_ip", "offset_only", "offset_only_rows"])
 def test_export_reads_back_into_highs(tmp_path: Path, case_name: str, suffix: str) -> None:
     highspy = pytest.importorskip("highspy")
     case = CASES[case_name]
@@ -506,11 +519,12 @@ def _objective_by(tool: str, path: Path) -> float:
 
 
 @pytest.mark.parametrize("tool", ["glpsol", "cbc"])
-@pytest.mark.parametrize("case_name", ["lp_max", "knapsack", "mixed_mip", "min_lp_offset", "equality_ip"])
+@pytest.mark.parametrize("case_name", ["lp_max", "knapsack", "mixed_mip", "min_lp_offset", "equality_ip",
+                                       "offset_only", "offset_only_rows"])
 def test_an_exported_lp_file_reads_the_same_in_glpk_and_cbc(tmp_path: Path, case_name: str, tool: str) -> None:
     # CBC read HiGHS's 'bin'/'gen' section headers as variable names (solving the LP relaxation) and dropped an
     # objective constant, which GLPK refused (a usability review): the file now says 'binary'/'general' and
-    # carries the constant as a column fixed at 1.
+    # carries the constant as a column fixed at 1. GLPK refused a file without rows (an empty 'st' section).
     case = CASES[case_name]
     path = write_model(case.build(), tmp_path / f"{case_name}.lp")
     assert _objective_by(tool, path) == pytest.approx(case.objective, rel=1e-6, abs=1e-6)

@@ -2,13 +2,13 @@
 
 Written to be read by other tools too: columns and rows carry their blocks' names (``y_12``; a block of one row
 bare, ``cpu``; one named as an LP keyword with a trailing ``_``); rows of no coefficient that 0 meets are left out,
-and an objective or another row without a term gets ``0 <first column>`` (GLPK refuses them empty); an objective
-constant is a column of its own fixed at
-1 (``objective_constant``: GLPK refuses a constant in an LP file's objective and CBC drops it); an LP file's integer
-sections are headed ``binary`` and ``general`` (HiGHS's ``bin`` and ``gen`` were read by CBC 2.10 as variable
-names, so it solved the LP relaxation). An MPS file states a maximisation in an ``OBJSENSE`` section, as CPLEX,
-Gurobi, SCIP and HiGHS read it; CBC 2.10 ignores that section (it minimises) and GLPK refuses it: with those, use
-the LP file.
+and an objective or another row without a term gets ``0 <first column>`` (GLPK refuses them empty), an LP file of
+no rows the row ``no_rows: 0 <first column> >= 0`` (GLPK refuses an empty section); an objective constant is a
+column of its own fixed at 1 (``objective_constant``: GLPK refuses a constant in an LP file's objective and CBC
+drops it); an LP file's integer sections are headed ``binary`` and ``general`` (HiGHS's ``bin`` and ``gen`` were
+read by CBC 2.10 as variable names, so it solved the LP relaxation). An MPS file states a maximisation in an
+``OBJSENSE`` section, as CPLEX, Gurobi, SCIP and HiGHS read it; CBC 2.10 ignores that section (it minimises) and
+GLPK refuses it: with those, use the LP file.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from synergy_opt.solvers.model import LinearModel, as_linear_model
 
 SUFFIXES = (".mps", ".lp")
 OFFSET_COLUMN = "objective_constant"
+NO_ROWS = "no_rows"  # the one row, 0 >= 0, of an LP file of a model without rows
 # HiGHS's LP section headers, and what every LP reader knows them as.
 _LP_SECTIONS = {"bin": "binary", "gen": "general"}
 _EMPTY_OBJECTIVE = re.compile(r"^ obj:\s*$")
@@ -70,13 +71,15 @@ def _readable_lp(text: str, first: str) -> str:
     """HiGHS's LP text as GLPK and CBC read it too: the integer sections named in full, and an objective or a row
     without a term given ``0 <first column>`` (GLPK refuses an empty one: a zero objective, an infeasible row of
     no coefficient)."""
-    lines = []
+    lines: list[str] = []
     for line in text.split("\n"):
         line = _LP_SECTIONS.get(line, line)
         if _EMPTY_OBJECTIVE.match(line):
             line = f"{line.rstrip()} 0 {first}"
         elif found := _EMPTY_ROW.match(line):
             line = f" {found['name']}: 0 {first} {found['sense']} {found['rhs']}"
+        elif lines and lines[-1] == "st" and not line.startswith(" "):  # no rows: GLPK refuses an empty section
+            lines.append(f" {NO_ROWS}: 0 {first} >= 0")
         lines.append(line)
     return "\n".join(lines)
 

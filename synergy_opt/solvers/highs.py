@@ -215,12 +215,15 @@ def _solve_once(model: LinearModel, params: SolverParams) -> SolveResult:
     solved = time.perf_counter()
     x = np.array(h.getSolution().col_value, dtype=float) if status.has_solution else None
     objective = float(info.objective_function_value) if status.has_solution else None
+    if objective is not None and not model.num_vars:  # HiGHS says 0 for a model without columns, whatever its offset
+        objective = float(model.objective_offset)
     if model.is_mip:
         bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else None
         is_vertex = None
     else:
         bound = objective if status is Status.OPTIMAL else None
-        is_vertex = bool(h.getBasis().valid) if status.has_solution else None
+        # A model without columns has one point, a vertex (HiGHS keeps no basis for it).
+        is_vertex = bool(h.getBasis().valid or not model.num_vars) if status.has_solution else None
     valid_duals = info.dual_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
     row_duals = (np.array(h.getSolution().row_dual, dtype=float)
                  if status is Status.OPTIMAL and not model.is_mip and valid_duals else None)
