@@ -49,8 +49,9 @@ def instance(jobs: int, reweighting: str) -> tuple[PolicyProblem, Entities]:
     throughputs = [[table.get(t, kind, 1) or 0.0 for t in TYPES] for kind in kinds]
     weights = [1.0 if reweighting == "fifo" else float(i % 2 + 1) for i in range(jobs)]
     names = [f"entity{e}" for e in range(ENTITIES)]
+    # Ids must be distinct (the job types repeat): the job's place and its type.
     problem = PolicyProblem(np.array(throughputs), [1] * jobs, [GPUS_PER_TYPE] * len(TYPES), weights, TYPES,
-                            tuple(kinds))
+                            tuple(f"{i}:{kind}" for i, kind in enumerate(kinds)))
     entities = Entities([names[i // (JOBS // ENTITIES)] for i in range(jobs)],
                         {name: float(e + 1) for e, name in enumerate(names)}, dict.fromkeys(names, reweighting))
     return problem, entities

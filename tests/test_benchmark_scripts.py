@@ -21,3 +21,16 @@ def test_a_benchmark_script_shows_its_help(path: Path) -> None:
     run = subprocess.run([sys.executable, str(path), "--help"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "usage:" in run.stdout
+
+
+def test_the_hierarchical_benchmark_reproduces_its_recorded_results(tmp_path: Path) -> None:
+    # The script crashed once the policies refused repeated job ids (it passed Gavel's job types, which repeat, as
+    # ids) while its recorded CSV stayed: it runs in about a second, so the record is checked whole.
+    pandas = pytest.importorskip("pandas")
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    out = tmp_path / "hierarchical.csv"
+    run = subprocess.run([sys.executable, str(root / "bench_hierarchical.py"), "--out", str(out), "--no-plot"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    recorded = pandas.read_csv(root / "results" / "hierarchical.csv")
+    pandas.testing.assert_frame_equal(pandas.read_csv(out), recorded, rtol=1e-9, atol=1e-12)
