@@ -42,6 +42,19 @@ def test_proportional_fifo_three_jobs_hand_computed() -> None:
     assert result.summary["avg_jct_h"] == pytest.approx((250 + 350 + 210) / 3 / 3600)
 
 
+def test_jct_percentiles_hand_computed() -> None:
+    # 20 one-GPU jobs at time 0 on 20 GPUs, durations 1..20 hours (whole rounds): JCT k hours. Linear percentiles
+    # of 1..20: p50 10.5, p95 at rank 0.95 x 19 = 18.05 -> 19.05, p99 at 18.81 -> 19.81 (a mutation reading p95 as
+    # the 90th percentile, or p99 as the largest, survived the suite).
+    trace = Trace(tuple(job(f"j{k}", 0, 1, 3600 * k) for k in range(1, 21)))
+    summary = simulate(trace, so.Cluster(5, 4), mechanism="proportional", round_s=600).summary
+    assert summary["avg_jct_h"] == pytest.approx(10.5)
+    assert summary["p50_jct_h"] == pytest.approx(10.5)
+    assert summary["p95_jct_h"] == pytest.approx(19.05)
+    assert summary["p99_jct_h"] == pytest.approx(19.81)
+    assert summary["makespan_h"] == pytest.approx(20.0)
+
+
 def test_a_job_that_does_not_fit_is_passed_over_not_blocking() -> None:
     # At 100 s: A (4 GPUs) runs; B (8 GPUs) does not fit and is passed over; C (2 GPUs) runs at once.
     trace = Trace((job("A", 0, 4, 1000), job("B", 1, 8, 100), job("C", 2, 2, 100)))
