@@ -119,12 +119,25 @@ def test_an_allocation_dicts_unknown_field_is_named_with_the_closest(placement: 
 def test_a_job_with_the_wrong_gpu_count_does_not_run() -> None:
     result = quiet(allocation(b=[(0, 3, 9, 150)]))
     assert result.jobs["b"].throughput == 0.0 and result.jobs["b"].gpus_placed == 3
+    # More GPUs than it needs is as wrong as fewer (a mutation judging only fewer survived the suite).
+    more = quiet(allocation(c=[(0, 2, 6, 100)]))
+    assert not more.valid and more.problems == ("job 'c' placed with 2 GPUs but needs 1",)
+    assert more.jobs["c"].throughput == 0.0
 
 
 def test_capacity_tolerance_admits_float_noise_only() -> None:
     third = 12 / 3
     assert evaluate(INSTANCE, allocation(a=[(0, 2, third * 2, 100)], c=[(0, 1, third + 1e-12, 50)])).valid
     assert not quiet(allocation(a=[(0, 2, 8.01, 100)], c=[(0, 1, 4, 50)])).valid
+    # 1e-6 over (relative) is over: only float rounding, 1e-7, is admitted.
+    assert not quiet(allocation(a=[(0, 2, 8 + 12e-6, 100)], c=[(0, 1, 4, 50)])).valid
+
+
+def test_a_slightly_uneven_split_is_disproportionate() -> None:
+    # 6 CPUs per GPU on one server, 5.99 on the other: not the same per-GPU config (a tolerance of 1e-1 passed it).
+    result = evaluate(INSTANCE, allocation(b=[(0, 2, 12, 100), (1, 2, 11.98, 100)]))
+    assert result.disproportionate_splits == ("b",)
+    assert result.jobs["b"].throughput == 1.0  # 5.99 CPUs read the 3-CPU row
 
 
 def test_a_misspelt_jobs_key_is_named_with_the_closest() -> None:

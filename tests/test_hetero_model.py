@@ -228,6 +228,15 @@ def test_totals_per_type_add_up() -> None:
         so.evaluate(so.generate_round(16), so.Allocation({})).by_type()
 
 
+def test_floors_violated_per_type() -> None:
+    # b on v100 at 3 CPUs and 25 GB per GPU, under its floor; a on k80 at its share (its floor): one violation,
+    # on v100 (a mutation counting none per type survived the suite).
+    result = so.evaluate(ROUND, allocation(a=[(0, 2, 6, 100)], b=[(1, 4, 12, 100)]))
+    assert result.floors_violated == ("b",)
+    rows = result.by_type()
+    assert rows["v100"]["floors_violated"] == 1 and rows["k80"]["floors_violated"] == 0
+
+
 @pytest.mark.parametrize("case", [dict(gpus=64, seed=1), dict(gpus=64, multi_gpu=True, profile_noise=0.05, seed=2)])
 def test_a_one_type_round_scores_exactly_as_its_homogeneous_round(case: dict[str, Any]) -> None:
     instance = so.generate_round(**case)
