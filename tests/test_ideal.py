@@ -250,3 +250,22 @@ def test_subset_groups_are_the_groups_of_the_subset() -> None:
         for a, b in zip(got, expected, strict=True):
             for name in ("cpu_axis", "mem_axis", "tput", "jobs", "row"):
                 assert np.array_equal(getattr(a, name), getattr(b, name))
+
+
+def test_a_relaxations_fractional_job_hand_derived() -> None:
+    # One server of 2 GPUs and 7.5 CPUs: both jobs' floor is their value at 3 CPUs (1.0). The ILP keeps both at 3
+    # (2.0: 5 + 3 > 7.5). The LP gives a, whose 2 more CPUs gain 1.0 (b's only 0.8), the 1.5 CPUs left: 0.75 of
+    # its 5-CPU config and 0.25 of its 3-CPU one, 2.75 in all. a is the fractional job; its config read off the
+    # LP is the one of most weight (5 CPUs); the configs carry the floors, not the throughputs (three mutations
+    # of these passed the suite).
+    cluster = so.Cluster(1, 2, 7.5, 100)
+    a = so.Profile([1, 3, 5], [50], [[0.5], [1.0], [2.0]])
+    b = so.Profile([1, 3, 5], [50], [[0.5], [1.0], [1.8]])
+    instance = so.RoundInstance(cluster, (so.Job("a", 1, a), so.Job("b", 1, b)))
+    exact = so.solve_ideal(instance)
+    assert exact.objective == pytest.approx(2.0) and exact.fractional_jobs == ()
+    relaxed = so.solve_ideal(instance, relax=True)
+    assert relaxed.objective == pytest.approx(2.75)
+    assert relaxed.fractional_jobs == ("a",)
+    assert list(relaxed.cpu_per_gpu) == [5.0, 3.0]
+    assert {j: (c.throughput, c.floor) for j, c in relaxed.configs.items()} == {"a": (2.0, 1.0), "b": (1.0, 1.0)}
