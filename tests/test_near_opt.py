@@ -403,6 +403,23 @@ def test_spend_spare_raises_a_split_job_only_with_room_on_every_server() -> None
     assert score.valid and not score.disproportionate_splits
 
 
+def test_spend_spare_checks_a_split_job_again_after_an_earlier_move_took_its_room() -> None:
+    """Two servers of 2 GPUs and 8 CPUs, 2 idle on each. s (2 GPUs, split 1+1) and x (beside it on server 1)
+    both fit 3 -> 5 CPUs at first; x gains more, moves first and takes server 1's room, so s, checked again, must
+    stay (a mutation admitting room on any one of its servers passed the suite and overloaded server 1)."""
+    def grid(low: float, high: float) -> Profile:
+        return Profile([3, 5], [50], [[low], [high]])
+
+    jobs = (Job("s", 2, grid(1.0, 1.5)), Job("x", 1, grid(1.0, 3.0)), Job("y", 1, grid(1.0, 1.0)))
+    instance = RoundInstance(Cluster(2, 2, 8, 100), jobs)
+    start = Allocation({"s": (Placement(0, 1, 3, 50), Placement(1, 1, 3, 50)), "x": (Placement(1, 1, 3, 50),),
+                        "y": (Placement(0, 1, 3, 50),)})
+    spent = spend_spare(instance, start)
+    assert spent.jobs["x"] == (Placement(1, 1, 5, 50),)
+    assert spent.jobs["s"] == start.jobs["s"] and spent.jobs["y"] == start.jobs["y"]
+    assert evaluate(instance, spent).valid
+
+
 def test_spend_spare_is_an_option_of_every_mechanism_and_is_checked() -> None:
     instance = generate_round(16, seed=0)
     for name in MECHANISMS:
