@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from synergy_opt import generate_round, solve_ideal, solve_opt
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError
 from synergy_opt.evaluation import Evaluation, evaluate
-from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
+from synergy_opt.instance import Cluster, Job, Placement, Profile, RoundInstance
 from synergy_opt.placement.rounding import round_placement
 from synergy_opt.placement.solve import OptResult, PlacementKind
 from synergy_opt.solvers import Status, available_solvers, backend
@@ -124,7 +124,21 @@ def test_split_job_is_placed_by_demoting_an_above_proportional_job() -> None:
     assert len(report.demoted) == 1 and report.demoted[0] in ("A", "B")
     assert report.objective == pytest.approx(3.5)
     assert report.throughput_lost == pytest.approx(0.5)
+    assert report.relative_loss == pytest.approx(0.5 / 4.0)  # of the ideal objective, not the rounded one
     assert_valid(instance, rounded.evaluation)
+
+
+def test_a_replaced_job_goes_first_where_the_placement_put_it() -> None:
+    # Three servers of 2 GPUs and 6 CPUs. A (2 CPUs) is whole on server 2, B (3 CPUs) on server 0; C (3 CPUs) is
+    # split over servers 1 and 2. Best fit over the whole cluster would take server 0 (3 CPUs left, exactly C's);
+    # the placement's servers come first, and of them server 2 fits best (a mutation dropping the hint passed the
+    # suite: a mutation-testing helper).
+    grid = Profile([1, 2, 3, 5], [50], [[0.5], [0.8], [1.0], [1.5]])
+    instance = RoundInstance(Cluster(3, 2, 6, 100), (Job("A", 1, grid), Job("B", 1, grid), Job("C", 1, grid)))
+    shares = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 0.5], [1.0, 0.0, 0.5]])
+    rounded = round_placement(instance, shares, np.array([2.0, 3.0, 3.0]), np.full(3, 50.0), ideal_objective=3.0)
+    assert rounded.report.replaced == {"C": "ideal"}
+    assert rounded.allocation.jobs["C"] == (Placement(2, 1, 3.0, 50.0),)
 
 
 def test_rounding_rejects_bad_shapes() -> None:
