@@ -6,6 +6,8 @@ profile), so CI sees the same examples every time.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,7 +27,7 @@ from synergy_opt import (
     run_mechanism,
     solve_ideal,
 )
-from synergy_opt.evaluation import Evaluation, evaluate
+from synergy_opt.evaluation import Evaluation, InvalidAllocationWarning, evaluate
 from synergy_opt.instance import Allocation
 from synergy_opt.io import instance_to_dict
 from synergy_opt.mechanisms.demand import best_case_demands
@@ -509,3 +511,16 @@ def test_a_round_without_jobs_gives_an_empty_allocation(name: str) -> None:
 def test_unknown_options_are_bad_input(name: str) -> None:
     with pytest.raises(InvalidInputError, match=r"options\.colour"):
         run_mechanism(worked_example(), name, colour="blue")
+
+
+@pytest.mark.parametrize("mechanism", ["tune", "greedy", "drf", "tetris", "near-opt", "opt"])
+def test_a_knife_edge_round_is_packed_within_the_capacity(mechanism: str) -> None:
+    # Three jobs whose best case is 8.000001 CPUs per GPU on a server of 24: all three would pass the capacity by
+    # 1.25e-7 (relative), more than the evaluator's float tolerance (1e-7). A packing slack of 1e-6 placed them
+    # (a mutation of FIT_TOLERANCE that passed the suite); the packings' 1e-9 does not.
+    edge = so.Profile([3, 8.000001], [50], [[1.0], [2.0]])
+    instance = so.RoundInstance(so.Cluster(1, 3, 24, 150), tuple(so.Job(f"j{k}", 1, edge) for k in range(3)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InvalidAllocationWarning)
+        result = so.evaluate(instance, so.run_mechanism(instance, mechanism))
+    assert result.valid and result.server_use[0, 1] <= 24.0
