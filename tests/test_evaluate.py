@@ -49,6 +49,10 @@ def test_grid_lookup_never_over_claims() -> None:
     assert result.jobs["a"].throughput == 0.5
     # A float hair below a grid value (20.83 x 3 / 3) still reads that value.
     assert PROFILE.throughput(3 * (1 - 1e-12), 50) == 1.0
+    # But not 1e-4 below it, nor 1e-6: that is a config under the grid point (a tolerance of 1e-3 passed the suite).
+    assert PROFILE.throughput(3 * (1 - 1e-4), 50) == 0.4
+    assert PROFILE.throughput(3 * (1 - 1e-6), 50) == 0.4
+    assert PROFILE.throughput(3, 50 * (1 - 1e-6)) == 0.5
 
 
 def test_a_split_job_runs_at_its_poorest_server() -> None:
