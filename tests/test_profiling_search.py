@@ -304,3 +304,21 @@ def test_bad_delay_arguments(arguments: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidInputError) as error:
         with_profiling_delay(**given)
     assert error.value.field == field
+
+
+@pytest.mark.parametrize(("step_cpus", "gain", "knee"), [(8, 1.15, 4), (10, 1.18, 3)])
+def test_a_late_step_above_the_threshold_is_found(step_cpus: int, gain: float, knee: int) -> None:
+    """A CPU curve that levels off at ``knee`` CPUs and steps up by ``gain`` at ``step_cpus`` (a loader stage that
+    pays off late): the step is more than the 10% threshold, so the search finds it and no point is off by as much
+    as the threshold (a flat rule at twice the threshold measured 5 points of 12 and claimed 1.154 where the
+    throughput is 1.0: a mutation that passed the suite)."""
+    from synergy_opt.profiling.optimistic import search_cpu_axis
+
+    cpu = np.arange(1.0, 13.0)
+
+    def curve(c: float) -> float:
+        return min(1.0, c / knee) * (gain if c >= step_cpus else 1.0)
+
+    found = search_cpu_axis(curve, cpu, 0.1)
+    truth = np.array([curve(c) for c in cpu])
+    assert np.max(np.abs(found - truth) / truth) < 0.1

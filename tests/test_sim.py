@@ -55,6 +55,15 @@ def test_jct_percentiles_hand_computed() -> None:
     assert summary["makespan_h"] == pytest.approx(20.0)
 
 
+def test_a_job_due_just_after_a_round_holds_its_gpus_through_the_next() -> None:
+    # A needs 100.05 s on all 8 GPUs: 0.05 s past the first 100 s round, so it holds them through the second and
+    # B (8 GPUs) starts at 200 (a finish tolerance of 1e-3 let B start at 100: a mutation that passed the suite).
+    trace = Trace((job("A", 0, 8, 100.05), job("B", 0, 8, 100)))
+    result = simulate(trace, so.Cluster(1), mechanism="proportional", round_s=100)
+    assert jct(result) == {"A": pytest.approx(100.05), "B": 300}
+    assert result.jobs.set_index("id")["first_start_s"].to_dict() == {"A": 0, "B": 200}
+
+
 def test_a_job_that_does_not_fit_is_passed_over_not_blocking() -> None:
     # At 100 s: A (4 GPUs) runs; B (8 GPUs) does not fit and is passed over; C (2 GPUs) runs at once.
     trace = Trace((job("A", 0, 4, 1000), job("B", 1, 8, 100), job("C", 2, 2, 100)))
