@@ -469,6 +469,15 @@ def test_drf_serves_the_smallest_dominant_share_first() -> None:
     assert set(run_mechanism(instance, "drf").jobs) == {"j0", "j1", "j2"}  # by default nobody waits
 
 
+def test_dominant_shares_hand_computed() -> None:
+    # 8 GPUs, 24 CPUs, 500 GB: a 1-GPU job at 250 GB is memory-dominant (0.5), a 2-GPU one at 9 CPUs per GPU
+    # CPU-dominant (0.75), a 4-GPU one at 1 CPU and 10 GB GPU-dominant (0.5) (dropping memory from the share
+    # changed only the digests: a mutation-testing helper).
+    instance = round_of(Cluster(1, 8, 24, 500), [("gnmt", 1), ("gnmt", 2), ("gnmt", 4)])
+    shares = dominant_shares(instance, np.array([3.0, 9.0, 1.0]), np.array([250.0, 10.0, 10.0]))
+    np.testing.assert_allclose(shares, [0.5, 0.75, 0.5])
+
+
 def test_tetris_places_by_alignment_not_by_priority() -> None:
     # One 3-GPU server: the 12-CPU jobs align best with its free resources, so they fill its CPUs and gnmt,
     # first in priority, waits. Greedy follows the priority instead.
