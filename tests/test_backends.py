@@ -170,12 +170,13 @@ def cbc_preprocess_ip() -> LinearModel:
     return b.build()
 
 
-def offset_only(rows: int) -> Callable[[], LinearModel]:
-    # No columns, only an objective constant of -3 (and ``rows`` empty rows, 0 <= 1): the optimum is the constant
-    # (HiGHS reported 0).
+def offset_only(rows: int, lower: float = -np.inf) -> Callable[[], LinearModel]:
+    # No columns, only an objective constant of -3 (and ``rows`` empty rows, lower <= 0 <= 1): the optimum is the
+    # constant (HiGHS reported 0); with a lower bound above 0 no point meets the rows (HiGHS said OPTIMAL).
     def build() -> LinearModel:
         b = ModelBuilder(f"offset_only_{rows}", "max")
-        b.add_rows("r", np.zeros(0), np.zeros(0), np.zeros(0), upper=np.ones(rows), count=rows)
+        b.add_rows("r", np.zeros(0), np.zeros(0), np.zeros(0), lower=np.full(rows, lower), upper=np.ones(rows),
+                   count=rows)
         return replace(b.build(), objective_offset=-3.0)
 
     return build
@@ -199,6 +200,8 @@ CASES: dict[str, Case] = {
     "equality_ip": Case(lambda: _equality(True), Status.OPTIMAL, 6.0, (2.0, 2.0, 0.0)),
     "offset_only": Case(offset_only(0), Status.OPTIMAL, -3.0, ()),
     "offset_only_rows": Case(offset_only(2), Status.OPTIMAL, -3.0, ()),
+    "offset_only_infeasible": Case(offset_only(2, lower=0.5), Status.INFEASIBLE),
+    "nothing": Case(lambda: ModelBuilder("nothing", "min").build(), Status.OPTIMAL, 0.0, ()),
 }
 
 # Known defects of a backend on a case: (solver, case) -> reason. Strict xfail, so a fix is noticed.
@@ -406,7 +409,7 @@ def test_registry_imports_no_solver_library() -> None:
 
 @pytest.mark.parametrize("suffix", [".mps", ".lp"])
 @pytest.mark.parametrize("case_name", ["lp_max", "knapsack", "mixed_mip", "min_lp_offset", "equality_lp",
-                                       "equality_ip", "offset_only", "offset_only_rows"])
+                                       "equality_ip", "offset_only", "offset_only_rows", "nothing"])
 def test_export_reads_back_into_highs(tmp_path: Path, case_name: str, suffix: str) -> None:
     highspy = pytest.importorskip("highspy")
     case = CASES[case_name]
@@ -520,7 +523,7 @@ def _objective_by(tool: str, path: Path) -> float:
 
 @pytest.mark.parametrize("tool", ["glpsol", "cbc"])
 @pytest.mark.parametrize("case_name", ["lp_max", "knapsack", "mixed_mip", "min_lp_offset", "equality_ip",
-                                       "offset_only", "offset_only_rows"])
+                                       "offset_only", "offset_only_rows", "nothing"])
 def test_an_exported_lp_file_reads_the_same_in_glpk_and_cbc(tmp_path: Path, case_name: str, tool: str) -> None:
     # CBC read HiGHS's 'bin'/'gen' section headers as variable names (solving the LP relaxation) and dropped an
     # objective constant, which GLPK refused (a usability review): the file now says 'binary'/'general' and

@@ -5,10 +5,11 @@ bare, ``cpu``; one named as an LP keyword with a trailing ``_``); rows of no coe
 and an objective or another row without a term gets ``0 <first column>`` (GLPK refuses them empty), an LP file of
 no rows the row ``no_rows: 0 <first column> >= 0`` (GLPK refuses an empty section); an objective constant is a
 column of its own fixed at 1 (``objective_constant``: GLPK refuses a constant in an LP file's objective and CBC
-drops it); an LP file's integer sections are headed ``binary`` and ``general`` (HiGHS's ``bin`` and ``gen`` were
-read by CBC 2.10 as variable names, so it solved the LP relaxation). An MPS file states a maximisation in an
-``OBJSENSE`` section, as CPLEX, Gurobi, SCIP and HiGHS read it; CBC 2.10 ignores that section (it minimises) and
-GLPK refuses it: with those, use the LP file.
+drops it), and a model of neither columns nor constant gets a column ``no_columns`` fixed at 0; an LP file's
+integer sections are headed ``binary`` and ``general`` (HiGHS's ``bin`` and ``gen`` were read by CBC 2.10 as
+variable names, so it solved the LP relaxation). An MPS file states a maximisation in an ``OBJSENSE`` section,
+as CPLEX, Gurobi, SCIP and HiGHS read it; CBC 2.10 ignores that section (it minimises) and GLPK refuses it: with
+those, use the LP file.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from synergy_opt.solvers.model import LinearModel, as_linear_model
 SUFFIXES = (".mps", ".lp")
 OFFSET_COLUMN = "objective_constant"
 NO_ROWS = "no_rows"  # the one row, 0 >= 0, of an LP file of a model without rows
+NO_COLUMNS = "no_columns"  # the one column, fixed at 0, of a file of a model without columns or constant
 # HiGHS's LP section headers, and what every LP reader knows them as.
 _LP_SECTIONS = {"bin": "binary", "gen": "general"}
 _EMPTY_OBJECTIVE = re.compile(r"^ obj:\s*$")
@@ -86,7 +88,8 @@ def _readable_lp(text: str, first: str) -> str:
 
 def _portable(model: LinearModel) -> LinearModel:
     """``model`` as every reader reads it, with the same optimum: without the rows of no coefficient that 0 meets
-    (HiGHS writes one as ``name: >= -1``, which GLPK refuses), its objective constant a column fixed at 1."""
+    (HiGHS writes one as ``name: >= -1``, which GLPK refuses), its objective constant a column fixed at 1 (a
+    model of no column and no constant, a column fixed at 0)."""
     empty = np.diff(model.matrix.indptr) == 0
     idle = empty & (model.row_lower <= 0) & (model.row_upper >= 0)
     if idle.any():
@@ -95,13 +98,21 @@ def _portable(model: LinearModel) -> LinearModel:
                   if (kept := _kept_slice(where, keep, model.num_cons)) is not None}
         model = replace(model, matrix=model.matrix[keep], row_lower=model.row_lower[keep],
                         row_upper=model.row_upper[keep], con_blocks=blocks)
-    if not model.objective_offset:
-        return model
-    one = np.ones(1)
+    if model.objective_offset:
+        return _with_fixed_column(model, OFFSET_COLUMN, 1.0, model.objective_offset)
+    if not model.num_vars:  # an LP file needs a column to write its objective and rows with
+        return _with_fixed_column(model, NO_COLUMNS, 0.0, 0.0)
+    return model
+
+
+def _with_fixed_column(model: LinearModel, name: str, value: float, cost: float) -> LinearModel:
+    """``model`` with one more column, ``name``, fixed at ``value`` and of objective ``cost``, in no row; the
+    objective constant taken off (it is the column's cost when there is one)."""
+    fixed = np.full(1, value)
     matrix = sp.hstack([model.matrix, sp.csr_array((model.num_cons, 1))], format="csr")
-    blocks = {**model.var_blocks, OFFSET_COLUMN: slice(model.num_vars, model.num_vars + 1)}
-    return replace(model, objective=np.r_[model.objective, model.objective_offset], matrix=matrix,
-                   col_lower=np.r_[model.col_lower, one], col_upper=np.r_[model.col_upper, one],
+    blocks = {**model.var_blocks, name: slice(model.num_vars, model.num_vars + 1)}
+    return replace(model, objective=np.r_[model.objective, cost], matrix=matrix,
+                   col_lower=np.r_[model.col_lower, fixed], col_upper=np.r_[model.col_upper, fixed],
                    integer=np.r_[model.integer, False], var_blocks=blocks, objective_offset=0.0)
 
 

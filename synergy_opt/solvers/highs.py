@@ -212,6 +212,13 @@ def _solve_once(model: LinearModel, params: SolverParams) -> SolveResult:
         status, message = settle_infeasible_or_unbounded(model, params, solve)
     elif status is None:
         status = Status.FEASIBLE if has_incumbent else Status.NO_SOLUTION
+    if not model.num_vars:  # HiGHS calls a model without columns "Empty" (OPTIMAL), whatever its rows say
+        excluded = np.flatnonzero((model.row_lower > 0) | (model.row_upper < 0))
+        if excluded.size:
+            i = int(excluded[0])
+            status = Status.INFEASIBLE
+            message = (f"row {i} has no entries but bounds [{model.row_lower[i]}, {model.row_upper[i]}] that "
+                       "exclude 0")
     solved = time.perf_counter()
     x = np.array(h.getSolution().col_value, dtype=float) if status.has_solution else None
     objective = float(info.objective_function_value) if status.has_solution else None
