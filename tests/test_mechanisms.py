@@ -487,6 +487,19 @@ def test_tetris_places_by_alignment_not_by_priority() -> None:
     assert set(run_mechanism(instance, "greedy", order=order).jobs) == {"j2", "j1"}
 
 
+def test_tetris_aligns_with_what_is_free_not_with_size() -> None:
+    # One server of 4 GPUs, 24 CPUs, 400 GB (a fraction of each per unit below). Best cases: B 1 CPU and 300 GB,
+    # A 13 CPUs and 10 GB, C 8 CPUs and 100 GB, 1 GPU each. Empty, the server takes B (the largest, 0.25 + 0.04 +
+    # 0.75). Then 0.96 of its CPUs and 0.25 of its memory are free: A aligns with that (0.71 against C's 0.57),
+    # though C is the larger (0.83 against 0.82); after A, C's 100 GB no longer fit. By size it would be B and C
+    # (a mutation scoring by size changed only the digests: a mutation-testing helper).
+    jobs = (Job("A", 1, Profile([1, 13], [10, 300], [[0.5, 0.5], [2.0, 2.0]])),
+            Job("B", 1, Profile([1, 13], [10, 300], [[0.5, 2.0], [0.5, 2.0]])),
+            Job("C", 1, Profile([1, 8], [10, 100], [[0.5, 0.5], [0.5, 2.0]])))
+    instance = RoundInstance(Cluster(1, 4, 24, 400), jobs)
+    assert set(run_mechanism(instance, "tetris", skip=True).jobs) == {"A", "B"}
+
+
 # -- registry ----------------------------------------------------------------------------------------------
 def test_unknown_mechanism_names_the_known_ones() -> None:
     with pytest.raises(UnknownNameError) as error:
