@@ -28,7 +28,7 @@ from synergy_opt import (
     solve_ideal,
 )
 from synergy_opt.evaluation import Evaluation, InvalidAllocationWarning, evaluate
-from synergy_opt.instance import Allocation
+from synergy_opt.instance import Allocation, Placement
 from synergy_opt.io import instance_to_dict
 from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.mechanisms.drf import dominant_shares
@@ -546,3 +546,13 @@ def test_a_knife_edge_round_is_packed_within_the_capacity(mechanism: str) -> Non
         warnings.simplefilter("error", InvalidAllocationWarning)
         result = so.evaluate(instance, so.run_mechanism(instance, mechanism))
     assert result.valid and result.server_use[0, 1] <= 24.0
+
+
+def test_proportional_packs_by_best_fit_so_a_whole_server_stays_free() -> None:
+    # Two servers of 4 GPUs: X and Y (2 GPUs each) share server 0 by best fit, so Z (4 GPUs) gets server 1 whole;
+    # worst fit put Y on server 1 and split Z over both (a mutation that changed only the digests).
+    gnmt = builtin_profile("gnmt")
+    instance = RoundInstance(Cluster(2, 4, 12, 200), (Job("X", 2, gnmt), Job("Y", 2, gnmt), Job("Z", 4, gnmt)))
+    jobs = run_mechanism(instance, "proportional").jobs
+    assert [p.server for p in jobs["X"]] == [0] and [p.server for p in jobs["Y"]] == [0]
+    assert jobs["Z"] == (Placement(1, 4, 12.0, 200.0),)
