@@ -35,6 +35,7 @@ from synergy_opt.mechanisms.drf import dominant_shares
 from synergy_opt.packing.order import SORTS
 from synergy_opt.packing.place import (
     FITS,
+    _gpu_servers,
     best_fit_server,
     fewest_servers,
     fill_servers,
@@ -556,3 +557,17 @@ def test_proportional_packs_by_best_fit_so_a_whole_server_stays_free() -> None:
     jobs = run_mechanism(instance, "proportional").jobs
     assert [p.server for p in jobs["X"]] == [0] and [p.server for p in jobs["Y"]] == [0]
     assert jobs["Z"] == (Placement(1, 4, 12.0, 200.0),)
+
+
+def test_demotion_makes_room_where_least_must_be_released() -> None:
+    # Two servers of 4 GPUs, 12 CPUs. Server 0: a 2-GPU job at 5 CPUs per GPU (2 CPUs and 2 GPUs free); server 1:
+    # a 1-GPU job at 3 CPUs (9 CPUs and 3 GPUs free). A 1-GPU job at 3 CPUs that must make room goes to server 1,
+    # where nothing is released, though server 0 is the tighter fit on GPUs (a mutation ignoring what must be
+    # released changed only the digests).
+    gnmt = builtin_profile("gnmt")
+    instance = RoundInstance(Cluster(2, 4, 12, 200), (Job("a", 2, gnmt), Job("b", 1, gnmt), Job("c", 1, gnmt)))
+    state = ServerState(instance)
+    state.place(0, (0,), (2,), 5.0, 50.0)
+    state.place(1, (1,), (1,), 3.0, 50.0)
+    servers, counts = _gpu_servers(state, 1, 3.0, 50.0, None)
+    assert servers.tolist() == [1] and counts.tolist() == [1]
