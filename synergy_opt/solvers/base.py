@@ -168,6 +168,18 @@ def settle_infeasible_or_unbounded(
     return Status.NO_SOLUTION, f"infeasible or unbounded; the feasibility check ended {result.status.value}"
 
 
+def empty_row_conflict(model: LinearModel) -> str | None:
+    """The first row without a coefficient whose bounds exclude 0, in words (the model is infeasible before any
+    solver runs: HiGHS and Pyomo's interfaces need telling); None when every such row admits 0."""
+    empty = np.diff(model.matrix.indptr) == 0
+    conflicts = np.flatnonzero(empty & ((model.row_lower > 0) | (model.row_upper < 0)))
+    if not conflicts.size:
+        return None
+    i = int(conflicts[0])
+    lower, upper = float(model.row_lower[i]), float(model.row_upper[i])
+    return f"row {i} has no entries but bounds [{lower}, {upper}] that exclude 0"
+
+
 def row_violation(model: LinearModel, x: np.ndarray) -> float:
     """Largest violation of ``model``'s rows by ``x``, relative to ``1 + |activity|`` (0 when none)."""
     activity = model.matrix @ x

@@ -64,7 +64,7 @@ def write_model(model: LinearModel | Any, path: str | os.PathLike[str]) -> Path:
         highs.writeModel(str(written))
         if written != temporary:
             written.replace(temporary)
-        if suffix == ".lp" and portable.num_vars:
+        if suffix == ".lp":  # _portable leaves a column at least, the one the LP text's fixes name
             temporary.write_text(_readable_lp(temporary.read_text(), lp.col_names_[0]))
     return target
 

@@ -22,6 +22,7 @@ from synergy_opt.solvers.base import (
     SolveResult,
     SolverParams,
     Status,
+    empty_row_conflict,
     row_violation,
     settle_infeasible_or_unbounded,
     silenced_output,
@@ -191,8 +192,24 @@ def solve(model: LinearModel, params: SolverParams) -> SolveResult:
                            f"the first point passed a row by {passed:.2g}, relative)")
 
 
+def _without_columns(model: LinearModel, start: float) -> SolveResult:
+    """A model without columns, which HiGHS calls "Empty" (OPTIMAL at 0) whatever its rows and objective constant
+    say: its one point, a vertex, is optimal at the constant unless an empty row excludes 0."""
+    native = str(_M.kModelEmpty)
+    conflict = empty_row_conflict(model)
+    seconds = time.perf_counter() - start
+    if conflict is not None:
+        return SolveResult(status=Status.INFEASIBLE, solver="highs", build_seconds=seconds, message=conflict,
+                           native_status=native)
+    offset = float(model.objective_offset)
+    return SolveResult(status=Status.OPTIMAL, solver="highs", objective=offset, bound=offset, x=np.zeros(0),
+                       build_seconds=seconds, message="Empty", is_vertex=True, native_status=native)
+
+
 def _solve_once(model: LinearModel, params: SolverParams) -> SolveResult:
     start = time.perf_counter()
+    if not model.num_vars:
+        return _without_columns(model, start)
     h = to_highs(model)
     h.setOptionValue("output_flag", bool(params.verbose))
     if params.time_limit is not None:
@@ -212,25 +229,15 @@ def _solve_once(model: LinearModel, params: SolverParams) -> SolveResult:
         status, message = settle_infeasible_or_unbounded(model, params, solve)
     elif status is None:
         status = Status.FEASIBLE if has_incumbent else Status.NO_SOLUTION
-    if not model.num_vars:  # HiGHS calls a model without columns "Empty" (OPTIMAL), whatever its rows say
-        excluded = np.flatnonzero((model.row_lower > 0) | (model.row_upper < 0))
-        if excluded.size:
-            i = int(excluded[0])
-            status = Status.INFEASIBLE
-            message = (f"row {i} has no entries but bounds [{model.row_lower[i]}, {model.row_upper[i]}] that "
-                       "exclude 0")
     solved = time.perf_counter()
     x = np.array(h.getSolution().col_value, dtype=float) if status.has_solution else None
     objective = float(info.objective_function_value) if status.has_solution else None
-    if objective is not None and not model.num_vars:  # HiGHS says 0 for a model without columns, whatever its offset
-        objective = float(model.objective_offset)
     if model.is_mip:
         bound = float(info.mip_dual_bound) if np.isfinite(info.mip_dual_bound) else None
         is_vertex = None
     else:
         bound = objective if status is Status.OPTIMAL else None
-        # A model without columns has one point, a vertex (HiGHS keeps no basis for it).
-        is_vertex = bool(h.getBasis().valid or not model.num_vars) if status.has_solution else None
+        is_vertex = bool(h.getBasis().valid) if status.has_solution else None
     valid_duals = info.dual_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
     row_duals = (np.array(h.getSolution().row_dual, dtype=float)
                  if status is Status.OPTIMAL and not model.is_mip and valid_duals else None)

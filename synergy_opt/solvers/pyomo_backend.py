@@ -36,6 +36,7 @@ from synergy_opt.solvers.base import (
     SolverParams,
     Status,
     check_solution,
+    empty_row_conflict,
     find_binary,
     settle_infeasible_or_unbounded,
 )
@@ -114,6 +115,9 @@ def to_pyomo(model: LinearModel) -> tuple[pyo.ConcreteModel, Any]:
     concrete, x
         The model and its indexed variable, whose index ``j`` is the neutral model's column ``j``.
     """
+    conflict = empty_row_conflict(model)
+    if conflict is not None:
+        raise _Trivial(conflict)
     m = pyo.ConcreteModel(name=model.name)
     lower = [float(v) if math.isfinite(v) else None for v in model.col_lower]
     upper = [float(v) if math.isfinite(v) else None for v in model.col_upper]
@@ -131,11 +135,7 @@ def to_pyomo(model: LinearModel) -> tuple[pyo.ConcreteModel, Any]:
     for i in range(model.num_cons):
         lo, hi = float(model.row_lower[i]), float(model.row_upper[i])
         begin, end = int(indptr[i]), int(indptr[i + 1])
-        if begin == end:
-            if lo > 0 or hi < 0:
-                raise _Trivial(f"row {i} has no entries but bounds [{lo}, {hi}] that exclude 0")
-            continue
-        if not (math.isfinite(lo) or math.isfinite(hi)):
+        if begin == end or not (math.isfinite(lo) or math.isfinite(hi)):  # empty ones admit 0 (checked above)
             continue
         terms = [xs[j] for j in indices[begin:end]]
         expr = LinearExpression(constant=0.0, linear_coefs=data[begin:end], linear_vars=terms)
