@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from synergy_opt.gc_pause import paused_gc
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.io import any_round
@@ -116,6 +117,7 @@ MECHANISMS: dict[str, Mechanism] = {
 
 
 @checked(instance=any_round, name=OneOf(tuple(MECHANISMS)), order=Optional(ids))
+@paused_gc()  # a round's many small objects would trigger full collections (gc_pause.py)
 def run_mechanism(
     instance: RoundInstance | HeteroRound, name: str, order: Iterable[str] | None = None, **options: Any
 ) -> Allocation:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from synergy_opt.gc_pause import paused_gc
 from synergy_opt.hetero import HeteroRound, run_per_type
 from synergy_opt.ideal.hetero_model import build_hetero_ideal
 from synergy_opt.ideal.hetero_types import baseline_bound, lp_types, solve_lp
@@ -53,6 +54,7 @@ class HeteroNearOptResult:
     types: tuple[str, ...]
 
 
+@paused_gc()  # its many small objects would trigger full collections (gc_pause.py)
 def solve_hetero_near_opt(instance: HeteroRound, order: np.ndarray | None = None, spend_spare: bool = True,
                           best_case_tolerance: float = DEFAULT_TOLERANCE) -> HeteroNearOptResult:
     """near-opt on ``instance`` (module docstring); the options are :func:`solve_near_opt`'s."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from synergy_opt.gc_pause import paused_gc
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.mechanisms.configs import (
     ConfigTable,
@@ -139,6 +140,7 @@ def _placed(instance: RoundInstance, table: ConfigTable, units: Units, target: n
     return exchange(table, units, entries, target)
 
 
+@paused_gc()  # its many small objects would trigger full collections (gc_pause.py)
 def solve_near_opt(
     instance: RoundInstance,
     order: np.ndarray | None = None,
