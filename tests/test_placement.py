@@ -30,7 +30,7 @@ from synergy_opt.placement.model import (
     build_placement_lp,
     job_groups,
 )
-from synergy_opt.placement.solve import placement_demands, solve_placement
+from synergy_opt.placement.solve import place_configs, placement_demands, solve_placement
 from synergy_opt.solvers import SolverParams, Status, available_solvers, backend, solve_model
 
 CI = settings(derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -384,3 +384,22 @@ def test_integer_only_backend_refuses_the_lp_clearly() -> None:
         solve_placement(demands, "lp", "ortools-cpsat")
     with pytest.raises(SolverUnavailableError, match="continuous"):
         solve_placement(demands, "milp", "ortools-cpsat")
+
+
+def test_configs_that_find_no_placement_fall_back_to_the_proportional_share_when_the_ideal_chose_them() -> None:
+    # OPT's placement step (both the homogeneous and each type's on a heterogeneous round): configs of twice a
+    # server's CPUs per GPU cannot be placed; from the ideal ILP they give way to the GPU-proportional share,
+    # whose total is the floors'; configs that were already the fallback are not replaced.
+    instance = generate_round(16, seed=4, profile_noise=0.05)
+    jobs, cluster = len(instance.jobs), instance.cluster
+    hungry, mem = np.full(jobs, 2 * cluster.cpus_per_server / cluster.gpus_per_server), np.full(jobs, 1.0)
+    configs = place_configs(instance, hungry, mem, 123.0, True, "lp", "highs", SolverParams(), {})
+    assert configs.fell_back and configs.first_status is Status.INFEASIBLE
+    assert configs.placed.shares is not None and configs.placed.status is Status.OPTIMAL
+    assert configs.cpu_per_gpu.tolist() == [cluster.cpu_per_gpu] * jobs
+    assert configs.mem_gb_per_gpu.tolist() == [cluster.mem_gb_per_gpu] * jobs
+    assert configs.value == pytest.approx(float(instance.floors.sum()), rel=1e-12)
+    kept = place_configs(instance, hungry, mem, 123.0, False, "lp", "highs", SolverParams(), {})
+    assert not kept.fell_back and kept.placed.shares is None and kept.value == 123.0
+    fits = place_configs(instance, np.full(jobs, 1.0), mem, 7.0, True, "lp", "highs", SolverParams(), {})
+    assert not fits.fell_back and fits.placed.shares is not None and fits.value == 7.0

@@ -8,24 +8,23 @@
   job at its floor, because a job only takes a type whose proportional share does (H0).
 
 ``solve_opt(round)`` on a :class:`~synergy_opt.hetero.HeteroRound` runs this; the homogeneous steps are
-passed in (``solve_type``, ``place``), so this module sits beside them without an import circle.
+passed in (``solve_type``, ``place_configs``), so this module sits beside them without an import circle.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from synergy_opt.evaluation import CAPACITY_TOLERANCE, Evaluation, evaluate
+from synergy_opt.evaluation import Evaluation, evaluate
 from synergy_opt.hetero import HeteroRound, join_allocations
 from synergy_opt.ideal import solve_ideal
 from synergy_opt.ideal.hetero_solve import HeteroIdealResult
 from synergy_opt.instance import Allocation
-from synergy_opt.placement.model import PlacementDemands
 from synergy_opt.placement.rounding import RoundingReport, round_placement
 from synergy_opt.solvers import SolverParams, Status
 
@@ -69,9 +68,9 @@ class HeteroOptResult:
 
 def solve_hetero_opt(instance: HeteroRound, solver: str, placement: str, params: SolverParams,
                      ideal_solver: str | None, placement_options: Mapping[str, Any],
-                     solve_type: Callable[..., Any], place: Callable[..., Any]) -> HeteroOptResult:
+                     solve_type: Callable[..., Any], place_configs: Callable[..., Any]) -> HeteroOptResult:
     """OPT on ``instance`` (module docstring); ``solve_type`` is :func:`~synergy_opt.placement.solve.solve_opt`
-    and ``place`` :func:`~synergy_opt.placement.solve.solve_placement`."""
+    and ``place_configs`` :func:`~synergy_opt.placement.solve.place_configs` (a type's placement step)."""
     start = time.perf_counter()
     options = {"time_limit": params.time_limit, "mip_gap": params.mip_gap, "threads": params.threads,
                "seed": params.seed, "verbose": params.verbose, "options": dict(params.options)}
@@ -104,22 +103,16 @@ def solve_hetero_opt(instance: HeteroRound, solver: str, placement: str, params:
         if not sub.jobs:
             continue
         members = np.array([fixed.job_index[job.id] for job in sub.jobs], dtype=np.int64)
-        demands = PlacementDemands(sub.cluster, tuple(job.id for job in sub.jobs), sub.gpus,
-                                   sub.gpus * cpu[members], sub.gpus * mem[members])
-        placed = place(demands.within_totals(CAPACITY_TOLERANCE), placement, solver, params, **dict(placement_options))
-        type_cpu, type_mem, type_value = cpu[members], mem[members], float(value[members].sum())
-        if placed.shares is None and ideal.has_solution:  # as one type's OPT: that type's proportional demands
-            notes.append(f"{kind}: {placement} placement of the ideal ILP's configs ended {placed.status.value}: "
-                         "GPU-proportional demands placed there")
-            type_cpu = np.full(members.size, sub.cluster.cpu_per_gpu)
-            type_mem = np.full(members.size, sub.cluster.mem_gb_per_gpu)
-            type_value = float(sub.floors.sum())
-            demands = replace(demands, cpus=sub.gpus * type_cpu, mem_gb=sub.gpus * type_mem)
-            placed = place(demands, placement, solver, params, **dict(placement_options))
+        configs = place_configs(sub, cpu[members], mem[members], float(value[members].sum()), ideal.has_solution,
+                                placement, solver, params, placement_options)
+        if configs.fell_back:  # as one type's OPT: that type's proportional demands
+            notes.append(f"{kind}: {placement} placement of the ideal ILP's configs ended "
+                         f"{configs.first_status.value}: GPU-proportional demands placed there")
+        placed = configs.placed
         if placed.shares is None:
             notes.append(f"{kind}: {placement} placement ended {placed.status.value}: nothing placed there")
             continue
-        rounded = round_placement(sub, placed.shares, type_cpu, type_mem, type_value)
+        rounded = round_placement(sub, placed.shares, configs.cpu_per_gpu, configs.mem_gb_per_gpu, configs.value)
         reports[kind], allocations[kind] = rounded.report, rounded.allocation
     allocation = join_allocations(instance.cluster, allocations)
     done = time.perf_counter()

@@ -150,6 +150,47 @@ def placement_demands(instance: RoundInstance, ideal: IdealResult | None = None)
     return PlacementDemands(instance.cluster, ids, gpus, gpus * cluster.cpu_per_gpu, gpus * cluster.mem_gb_per_gpu)
 
 
+
+@dataclass(frozen=True, eq=False)
+class PlacedConfigs:
+    """A round's per-GPU configs placed (:func:`place_configs`): the placement, and the configs and their total
+    throughput it places (GPU-proportional ones when ``fell_back``, the first placement having ended
+    ``first_status`` without a solution)."""
+
+    placed: PlacementResult
+    cpu_per_gpu: np.ndarray
+    mem_gb_per_gpu: np.ndarray
+    value: float
+    fell_back: bool
+    first_status: Status
+
+
+def proportional_configs(instance: RoundInstance) -> tuple[np.ndarray, np.ndarray]:
+    """Every job's CPUs and GB per GPU at the cluster's GPU-proportional share."""
+    cluster, jobs = instance.cluster, len(instance.jobs)
+    return np.full(jobs, cluster.cpu_per_gpu), np.full(jobs, cluster.mem_gb_per_gpu)
+
+
+def place_configs(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_gb_per_gpu: np.ndarray, value: float,
+                  from_ideal: bool, kind: PlacementKind, solver: str, params: SolverParams,
+                  options: Mapping[str, Any]) -> PlacedConfigs:
+    """OPT's placement step on one homogeneous round (a type's, on a heterogeneous one): the configs' demands
+    placed, scaled to the cluster's totals when they pass them by no more than the evaluator's tolerance (a
+    solver's own); when configs ``from_ideal`` (the ideal ILP's) find no placement, GPU-proportional demands,
+    which always fit, are placed instead (a fuzzed round's ILP used 988.8000005 GB of 988.8 and its placement
+    LP was infeasible)."""
+    ids, gpus = tuple(job.id for job in instance.jobs), instance.gpus
+    demands = PlacementDemands(instance.cluster, ids, gpus, gpus * cpu_per_gpu, gpus * mem_gb_per_gpu)
+    placed = solve_placement(demands.within_totals(CAPACITY_TOLERANCE), kind, solver, params, **dict(options))
+    first_status = placed.status
+    if placed.shares is not None or not from_ideal:
+        return PlacedConfigs(placed, cpu_per_gpu, mem_gb_per_gpu, value, False, first_status)
+    cpu_per_gpu, mem_gb_per_gpu = proportional_configs(instance)
+    demands = PlacementDemands(instance.cluster, ids, gpus, gpus * cpu_per_gpu, gpus * mem_gb_per_gpu)
+    placed = solve_placement(demands, kind, solver, params, **dict(options))
+    return PlacedConfigs(placed, cpu_per_gpu, mem_gb_per_gpu, float(instance.floors.sum()), True, first_status)
+
+
 def solve_placement(
     demands: PlacementDemands,
     kind: PlacementKind = "lp",
@@ -290,11 +331,11 @@ def solve_opt(
         )
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
                           options=dict(options or {}))
+    placement_params = params if placement == "lp" or time_limit is not None else replace(
+        params, time_limit=MILP_TIME_LIMIT)
     if isinstance(instance, HeteroRound):
-        milp_params = params if placement == "lp" or time_limit is not None else replace(
-            params, time_limit=MILP_TIME_LIMIT)
-        return solve_hetero_opt(instance, solver, placement, milp_params, ideal_solver, dict(placement_options or {}),
-                                solve_opt, solve_placement)
+        return solve_hetero_opt(instance, solver, placement, placement_params, ideal_solver,
+                                dict(placement_options or {}), solve_opt, place_configs)
     notes: list[str] = []
     start = time.perf_counter()
     ideal = solve_ideal(instance, ideal_solver or solver, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
@@ -304,29 +345,17 @@ def solve_opt(
         ideal_objective = float(ideal.objective or 0.0)
     else:
         notes.append(f"ideal ILP ended {ideal.status.value} without a solution: GPU-proportional demands placed")
-        cluster = instance.cluster
-        cpu = np.full(len(instance.jobs), cluster.cpu_per_gpu)
-        mem = np.full(len(instance.jobs), cluster.mem_gb_per_gpu)
-        ideal_objective = float(instance.floors.sum())
+        cpu, mem, ideal_objective = *proportional_configs(instance), float(instance.floors.sum())
     after_ideal = time.perf_counter()
 
-    demands = placement_demands(instance, ideal)
-    if placement != "lp" and time_limit is None:
-        params = replace(params, time_limit=MILP_TIME_LIMIT)
-    placed = solve_placement(demands.within_totals(CAPACITY_TOLERANCE), placement, solver, params,
-                             **dict(placement_options or {}))
-    if placed.shares is None and ideal.has_solution:
-        # The ILP's configs fit within its solver's tolerances, not the placement's: the proportional demands
-        # always fit (a fuzzed round's ILP used 988.8000005 GB of 988.8 and its placement LP was infeasible).
-        notes.append(f"{placement} placement of the ideal ILP's configs ended {placed.status.value}: "
+    configs = place_configs(instance, cpu, mem, ideal_objective, ideal.has_solution, placement, solver,
+                            placement_params, placement_options or {})
+    placed, cpu, mem, ideal_objective = configs.placed, configs.cpu_per_gpu, configs.mem_gb_per_gpu, configs.value
+    if configs.fell_back:
+        notes.append(f"{placement} placement of the ideal ILP's configs ended {configs.first_status.value}: "
                      "GPU-proportional demands placed")
-        cpu = np.full(len(instance.jobs), instance.cluster.cpu_per_gpu)
-        mem = np.full(len(instance.jobs), instance.cluster.mem_gb_per_gpu)
-        ideal_objective = float(instance.floors.sum())
-        demands = placement_demands(instance)
-        placed = solve_placement(demands, placement, solver, params, **dict(placement_options or {}))
     if placed.shares is None:
-        reason = demands.infeasibility() or placed.solve.message
+        reason = placed.placement.demands.infeasibility() or placed.solve.message
         raise InvalidInputError("demands", placed.status.value, f"no placement exists: {reason}")
     if placed.source == "lp":
         notes.append(f"{placement} placement ended {placed.status.value} without a better solution: the LP's "
