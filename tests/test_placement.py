@@ -13,6 +13,7 @@ Hypothesis runs derandomized (fixed examples every run).
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -23,6 +24,8 @@ from scipy.optimize import linprog
 from synergy_opt import generate_round, solve_ideal
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError
 from synergy_opt.instance import Cluster
+from synergy_opt.placement import hetero as hetero_opt
+from synergy_opt.placement import solve as placement_solve
 from synergy_opt.placement.model import (
     PlacementDemands,
     build_integral_milp,
@@ -30,7 +33,7 @@ from synergy_opt.placement.model import (
     build_placement_lp,
     job_groups,
 )
-from synergy_opt.placement.solve import place_configs, placement_demands, solve_placement
+from synergy_opt.placement.solve import opt_placement, placement_demands, solve_placement
 from synergy_opt.solvers import SolverParams, Status, available_solvers, backend, solve_model
 
 CI = settings(derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -386,20 +389,77 @@ def test_integer_only_backend_refuses_the_lp_clearly() -> None:
         solve_placement(demands, "milp", "ortools-cpsat")
 
 
+def _opt_placement(instance, cpu, mem, value: float, from_ideal: bool):  # type: ignore[no-untyped-def]
+    return opt_placement(instance, cpu, mem, value, from_ideal=from_ideal, kind="lp", solver="highs",
+                         params=SolverParams(), options={})
+
+
 def test_configs_that_find_no_placement_fall_back_to_the_proportional_share_when_the_ideal_chose_them() -> None:
-    # OPT's placement step (both the homogeneous and each type's on a heterogeneous round): configs of twice a
+    # OPT's placement step (the homogeneous one and each type's on a heterogeneous round): configs of twice a
     # server's CPUs per GPU cannot be placed; from the ideal ILP they give way to the GPU-proportional share,
     # whose total is the floors'; configs that were already the fallback are not replaced.
     instance = generate_round(16, seed=4, profile_noise=0.05)
     jobs, cluster = len(instance.jobs), instance.cluster
     hungry, mem = np.full(jobs, 2 * cluster.cpus_per_server / cluster.gpus_per_server), np.full(jobs, 1.0)
-    configs = place_configs(instance, hungry, mem, 123.0, True, "lp", "highs", SolverParams(), {})
+    configs = _opt_placement(instance, hungry, mem, 123.0, True)
     assert configs.fell_back and configs.first_status is Status.INFEASIBLE
     assert configs.placed.shares is not None and configs.placed.status is Status.OPTIMAL
     assert configs.cpu_per_gpu.tolist() == [cluster.cpu_per_gpu] * jobs
     assert configs.mem_gb_per_gpu.tolist() == [cluster.mem_gb_per_gpu] * jobs
     assert configs.value == pytest.approx(float(instance.floors.sum()), rel=1e-12)
-    kept = place_configs(instance, hungry, mem, 123.0, False, "lp", "highs", SolverParams(), {})
+    kept = _opt_placement(instance, hungry, mem, 123.0, False)
     assert not kept.fell_back and kept.placed.shares is None and kept.value == 123.0
-    fits = place_configs(instance, np.full(jobs, 1.0), mem, 7.0, True, "lp", "highs", SolverParams(), {})
+    fits = _opt_placement(instance, np.full(jobs, 1.0), mem, 7.0, True)
     assert not fits.fell_back and fits.placed.shares is not None and fits.value == 7.0
+
+
+def test_configs_past_the_totals_by_a_solvers_tolerance_are_placed_scaled_not_replaced() -> None:
+    # The ideal ILP's configs may pass the cluster's CPUs by its solver's tolerance: placed scaled to the totals.
+    instance = generate_round(16, seed=4, profile_noise=0.05)
+    jobs, cluster = len(instance.jobs), instance.cluster
+    cpu = np.full(jobs, cluster.total_cpus / instance.gpus.sum() * (1 + 5e-10))
+    configs = _opt_placement(instance, cpu, np.full(jobs, 1.0), 7.0, True)
+    assert not configs.fell_back and configs.placed.status is Status.OPTIMAL
+    assert configs.placed.placement.demands.cpus.sum() <= cluster.total_cpus
+    assert configs.cpu_per_gpu.tolist() == cpu.tolist() and configs.value == 7.0
+
+
+def test_opt_says_when_the_ideal_configs_found_no_placement(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first placement of every round (homogeneous) or type (heterogeneous) is asked for three times the
+    # ideal ILP's CPUs (a real LP on impossible demands); the GPU-proportional ones are asked as they are.
+    solve = placement_solve.solve_placement
+
+    def hungry_first(demands, *args, **kwargs):  # type: ignore[no-untyped-def]
+        share = demands.gpus * demands.cluster.cpu_per_gpu
+        if not np.array_equal(demands.cpus, share):
+            demands = replace(demands, cpus=3 * demands.cpus)
+        return solve(demands, *args, **kwargs)
+
+    monkeypatch.setattr(placement_solve, "solve_placement", hungry_first)
+    instance = generate_round(16, seed=4, profile_noise=0.05)
+    result = placement_solve.solve_opt(instance)
+    assert result.notes == ("lp placement of the ideal ILP's configs ended infeasible: GPU-proportional demands "
+                            "placed",)
+    assert result.evaluation.valid and result.rounding.ideal_objective == pytest.approx(float(instance.floors.sum()))
+    hetero = generate_round(types={"k80": 1, "v100": 1}, seed=4, profile_noise=0.05)
+    notes = placement_solve.solve_opt(hetero).notes
+    assert notes == tuple(f"{kind}: lp placement of the ideal ILP's configs ended infeasible: GPU-proportional "
+                          "demands placed there" for kind in ("k80", "v100"))
+
+
+def test_opts_ideal_ilp_has_no_time_limit_unless_given_on_heterogeneous_rounds_too(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only the placement MILPs get MILP_TIME_LIMIT by default (solve_opt's docstring); the heterogeneous OPT
+    # gave it to the type-free ideal ILP too.
+    limits: list[float | None] = []
+    solve_ideal_really = hetero_opt.solve_ideal
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        limits.append(kwargs.get("time_limit"))
+        return solve_ideal_really(*args, **kwargs)
+
+    monkeypatch.setattr(hetero_opt, "solve_ideal", recording)
+    hetero = generate_round(types={"k80": 1, "v100": 1}, seed=4, profile_noise=0.05)
+    placement_solve.solve_opt(hetero, placement="milp")
+    placement_solve.solve_opt(hetero, placement="milp", time_limit=30)
+    assert limits == [None, 30]

@@ -8,7 +8,7 @@
   job at its floor, because a job only takes a type whose proportional share does (H0).
 
 ``solve_opt(round)`` on a :class:`~synergy_opt.hetero.HeteroRound` runs this; the homogeneous steps are
-passed in (``solve_type``, ``place_configs``), so this module sits beside them without an import circle.
+passed in (``solve_type``, ``opt_placement``), so this module sits beside them without an import circle.
 """
 
 from __future__ import annotations
@@ -67,10 +67,12 @@ class HeteroOptResult:
 
 
 def solve_hetero_opt(instance: HeteroRound, solver: str, placement: str, params: SolverParams,
-                     ideal_solver: str | None, placement_options: Mapping[str, Any],
-                     solve_type: Callable[..., Any], place_configs: Callable[..., Any]) -> HeteroOptResult:
-    """OPT on ``instance`` (module docstring); ``solve_type`` is :func:`~synergy_opt.placement.solve.solve_opt`
-    and ``place_configs`` :func:`~synergy_opt.placement.solve.place_configs` (a type's placement step)."""
+                     placement_params: SolverParams, ideal_solver: str | None, placement_options: Mapping[str, Any],
+                     solve_type: Callable[..., Any], opt_placement: Callable[..., Any]) -> HeteroOptResult:
+    """OPT on ``instance`` (module docstring); ``params`` are the ideal ILP's (and, type-fixed, each type's OPT
+    is given their time limit), ``placement_params`` the placements' (the placement MILPs' default time limit
+    when none is given); ``solve_type`` is :func:`~synergy_opt.placement.solve.solve_opt` and ``opt_placement``
+    :func:`~synergy_opt.placement.solve.opt_placement` (a type's placement step)."""
     start = time.perf_counter()
     options = {"time_limit": params.time_limit, "mip_gap": params.mip_gap, "threads": params.threads,
                "seed": params.seed, "verbose": params.verbose, "options": dict(params.options)}
@@ -103,8 +105,9 @@ def solve_hetero_opt(instance: HeteroRound, solver: str, placement: str, params:
         if not sub.jobs:
             continue
         members = np.array([fixed.job_index[job.id] for job in sub.jobs], dtype=np.int64)
-        configs = place_configs(sub, cpu[members], mem[members], float(value[members].sum()), ideal.has_solution,
-                                placement, solver, params, placement_options)
+        configs = opt_placement(sub, cpu[members], mem[members], float(value[members].sum()),
+                                from_ideal=ideal.has_solution, kind=placement, solver=solver, params=placement_params,
+                                options=placement_options)
         if configs.fell_back:  # as one type's OPT: that type's proportional demands
             notes.append(f"{kind}: {placement} placement of the ideal ILP's configs ended "
                          f"{configs.first_status.value}: GPU-proportional demands placed there")

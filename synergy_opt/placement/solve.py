@@ -142,20 +142,30 @@ class OptResult:
 
 def placement_demands(instance: RoundInstance, ideal: IdealResult | None = None) -> PlacementDemands:
     """``(g_j, c*_j, m*_j)`` of ``instance``: from the ideal ILP, or GPU-proportional without one."""
-    ids = tuple(job.id for job in instance.jobs)
-    gpus = instance.gpus
     if ideal is not None and ideal.has_solution:
-        return PlacementDemands(instance.cluster, ids, gpus, ideal.cpu_demand, ideal.mem_demand)
-    cluster = instance.cluster
-    return PlacementDemands(instance.cluster, ids, gpus, gpus * cluster.cpu_per_gpu, gpus * cluster.mem_gb_per_gpu)
+        return configs_demands(instance, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu)
+    return configs_demands(instance, *proportional_configs(instance))
 
+
+def configs_demands(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_gb_per_gpu: np.ndarray
+                    ) -> PlacementDemands:
+    """Each job's GPUs, and its CPUs and memory at the given per-GPU configs (job order)."""
+    gpus = instance.gpus
+    return PlacementDemands(instance.cluster, tuple(job.id for job in instance.jobs), gpus, gpus * cpu_per_gpu,
+                            gpus * mem_gb_per_gpu)
+
+
+def proportional_configs(instance: RoundInstance) -> tuple[np.ndarray, np.ndarray]:
+    """Every job's CPUs and GB per GPU at the cluster's GPU-proportional share."""
+    cluster, jobs = instance.cluster, len(instance.jobs)
+    return np.full(jobs, cluster.cpu_per_gpu), np.full(jobs, cluster.mem_gb_per_gpu)
 
 
 @dataclass(frozen=True, eq=False)
-class PlacedConfigs:
-    """A round's per-GPU configs placed (:func:`place_configs`): the placement, and the configs and their total
-    throughput it places (GPU-proportional ones when ``fell_back``, the first placement having ended
-    ``first_status`` without a solution)."""
+class OptPlacement:
+    """OPT's placement step on one round (:func:`opt_placement`): the placement, and the per-GPU configs and
+    their total throughput it places (GPU-proportional ones when ``fell_back``; ``first_status`` is then how
+    the placement of the configs given ended)."""
 
     placed: PlacementResult
     cpu_per_gpu: np.ndarray
@@ -165,30 +175,22 @@ class PlacedConfigs:
     first_status: Status
 
 
-def proportional_configs(instance: RoundInstance) -> tuple[np.ndarray, np.ndarray]:
-    """Every job's CPUs and GB per GPU at the cluster's GPU-proportional share."""
-    cluster, jobs = instance.cluster, len(instance.jobs)
-    return np.full(jobs, cluster.cpu_per_gpu), np.full(jobs, cluster.mem_gb_per_gpu)
-
-
-def place_configs(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_gb_per_gpu: np.ndarray, value: float,
+def opt_placement(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_gb_per_gpu: np.ndarray, value: float, *,
                   from_ideal: bool, kind: PlacementKind, solver: str, params: SolverParams,
-                  options: Mapping[str, Any]) -> PlacedConfigs:
+                  options: Mapping[str, Any]) -> OptPlacement:
     """OPT's placement step on one homogeneous round (a type's, on a heterogeneous one): the configs' demands
     placed, scaled to the cluster's totals when they pass them by no more than the evaluator's tolerance (a
-    solver's own); when configs ``from_ideal`` (the ideal ILP's) find no placement, GPU-proportional demands,
-    which always fit, are placed instead (a fuzzed round's ILP used 988.8000005 GB of 988.8 and its placement
-    LP was infeasible)."""
-    ids, gpus = tuple(job.id for job in instance.jobs), instance.gpus
-    demands = PlacementDemands(instance.cluster, ids, gpus, gpus * cpu_per_gpu, gpus * mem_gb_per_gpu)
+    solver's own); when configs ``from_ideal`` (the ideal ILP's, worth ``value``) find no placement,
+    GPU-proportional demands, which always fit, are placed instead (a fuzzed round's ILP used 988.8000005 GB of
+    988.8 and its placement LP was infeasible)."""
+    demands = configs_demands(instance, cpu_per_gpu, mem_gb_per_gpu)
     placed = solve_placement(demands.within_totals(CAPACITY_TOLERANCE), kind, solver, params, **dict(options))
-    first_status = placed.status
     if placed.shares is not None or not from_ideal:
-        return PlacedConfigs(placed, cpu_per_gpu, mem_gb_per_gpu, value, False, first_status)
+        return OptPlacement(placed, cpu_per_gpu, mem_gb_per_gpu, value, False, placed.status)
     cpu_per_gpu, mem_gb_per_gpu = proportional_configs(instance)
-    demands = PlacementDemands(instance.cluster, ids, gpus, gpus * cpu_per_gpu, gpus * mem_gb_per_gpu)
-    placed = solve_placement(demands, kind, solver, params, **dict(options))
-    return PlacedConfigs(placed, cpu_per_gpu, mem_gb_per_gpu, float(instance.floors.sum()), True, first_status)
+    fallback = solve_placement(configs_demands(instance, cpu_per_gpu, mem_gb_per_gpu), kind, solver, params,
+                               **dict(options))
+    return OptPlacement(fallback, cpu_per_gpu, mem_gb_per_gpu, float(instance.floors.sum()), True, placed.status)
 
 
 def solve_placement(
@@ -334,8 +336,8 @@ def solve_opt(
     placement_params = params if placement == "lp" or time_limit is not None else replace(
         params, time_limit=MILP_TIME_LIMIT)
     if isinstance(instance, HeteroRound):
-        return solve_hetero_opt(instance, solver, placement, placement_params, ideal_solver,
-                                dict(placement_options or {}), solve_opt, place_configs)
+        return solve_hetero_opt(instance, solver, placement, params, placement_params, ideal_solver,
+                                dict(placement_options or {}), solve_opt, opt_placement)
     notes: list[str] = []
     start = time.perf_counter()
     ideal = solve_ideal(instance, ideal_solver or solver, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
@@ -348,8 +350,8 @@ def solve_opt(
         cpu, mem, ideal_objective = *proportional_configs(instance), float(instance.floors.sum())
     after_ideal = time.perf_counter()
 
-    configs = place_configs(instance, cpu, mem, ideal_objective, ideal.has_solution, placement, solver,
-                            placement_params, placement_options or {})
+    configs = opt_placement(instance, cpu, mem, ideal_objective, from_ideal=ideal.has_solution, kind=placement,
+                            solver=solver, params=placement_params, options=placement_options or {})
     placed, cpu, mem, ideal_objective = configs.placed, configs.cpu_per_gpu, configs.mem_gb_per_gpu, configs.value
     if configs.fell_back:
         notes.append(f"{placement} placement of the ideal ILP's configs ended {configs.first_status.value}: "
