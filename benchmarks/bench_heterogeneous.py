@@ -10,6 +10,7 @@ Run from the repository root::
     python benchmarks/bench_heterogeneous.py ideal --mip-gap 1e-4   # the same within HiGHS's default gap
     python benchmarks/bench_heterogeneous.py ideal --quick   # a smoke run (small rounds, no CSV)
     python benchmarks/bench_heterogeneous.py family   # every mechanism, the ideal ILP and the joint on the round family
+    python benchmarks/bench_heterogeneous.py family --reuse-references   # the mechanisms again, the ideal and joint as recorded
     python benchmarks/bench_heterogeneous.py summary  # the recorded CSVs as formulations/heterogeneous.md's tables
 
 Rounds: ``generate_round(types=..., profile_noise=0.05, split=(20, 70, 10))`` (type-free, K80, P100 and V100
@@ -145,7 +146,7 @@ def bench_near_opt(args: argparse.Namespace) -> None:
                "joint", "joint_bound", "joint_status", "pct_joint", "pct_joint_bound", "ideal_free", "ideal_share",
                "ideal_baseline", "tune_baseline", "proportional", "moved", "load"]
     # Read before the Writer truncates the file: the joint and the value table of each round, as recorded.
-    recorded = _recorded_references() if args.reuse_references else {}
+    recorded = _recorded("hetero_near_opt.csv", ("trace", "seed"), REFERENCE_COLUMNS) if args.reuse_references else {}
     out = Writer("hetero_near_opt.csv", columns, args.quick, args.append)
     for trace in args.traces:
         for seed in args.seeds:
@@ -183,7 +184,10 @@ def bench_family(args: argparse.Namespace) -> None:
     columns = ["member", "scale", "seed", "jobs", "gpus", *FAMILY_MECHANISMS, "near_opt_s", "near_opt_source",
                "ideal", "ideal_s", "ideal_status", "joint", "joint_bound", "joint_status", "joint_s", "pct_joint",
                "pct_joint_tune", "load"]
-    out = Writer(f"hetero_family-x{args.family_scale}.csv", columns, args.quick, args.append)
+    name = f"hetero_family-x{args.family_scale}.csv"
+    # Read before the Writer truncates the file: the ideal and the joint of each round, as recorded.
+    recorded = _recorded(name, ("member", "seed"), FAMILY_REFERENCES) if args.reuse_references else {}
+    out = Writer(name, columns, args.quick, args.append)
     for member in members:
         for seed in args.seeds:
             instance = hetero_member_round(member, args.family_scale, seed)
@@ -194,17 +198,25 @@ def bench_family(args: argparse.Namespace) -> None:
             row.update(near_opt_s=time.perf_counter() - start, near_opt_source=near.source)
             for name in FAMILY_MECHANISMS:
                 row[name] = valid_total(instance, near.allocation) if name == "near-opt" else total(instance, name)
-            start = time.perf_counter()
-            ideal = solve_ideal(instance, time_limit=args.time_limit)
-            row.update(ideal=ideal.objective, ideal_s=time.perf_counter() - start, ideal_status=ideal.status.value)
-            start = time.perf_counter()
-            joint = solve_joint(instance, consolidate=False, time_limit=args.joint_time_limit)
-            row.update(joint=joint.objective, joint_bound=joint.bound, joint_status=joint.status.value,
-                       joint_s=time.perf_counter() - start, load=load())
-            if joint.objective:
-                row["pct_joint"] = 100 * row["near-opt"] / joint.objective
-                row["pct_joint_tune"] = 100 * row["tune"] / joint.objective
+            row.update(recorded.get((member, seed)) or _family_references(instance, args), load=load())
+            if row["joint"]:
+                row["pct_joint"] = 100 * row["near-opt"] / row["joint"]
+                row["pct_joint_tune"] = 100 * row["tune"] / row["joint"]
             out.add(row)
+
+
+FAMILY_REFERENCES = ("ideal", "ideal_s", "ideal_status", "joint", "joint_bound", "joint_status", "joint_s")
+
+
+def _family_references(instance: HeteroRound, args: argparse.Namespace) -> dict[str, Any]:
+    """What the mechanisms are measured against on a family round: the type-free ideal ILP and the joint."""
+    start = time.perf_counter()
+    ideal = solve_ideal(instance, time_limit=args.time_limit)
+    row = {"ideal": ideal.objective, "ideal_s": time.perf_counter() - start, "ideal_status": ideal.status.value}
+    start = time.perf_counter()
+    joint = solve_joint(instance, consolidate=False, time_limit=args.joint_time_limit)
+    return {**row, "joint": joint.objective, "joint_bound": joint.bound, "joint_status": joint.status.value,
+            "joint_s": time.perf_counter() - start}
 
 
 REFERENCE_COLUMNS = ("joint", "joint_bound", "joint_status", "ideal_free", "ideal_share", "ideal_baseline",
@@ -222,17 +234,20 @@ def _references(instance: HeteroRound, args: argparse.Namespace) -> dict[str, An
             "tune_baseline": total(instance, "tune"), "proportional": total(instance, "proportional")}
 
 
-def _recorded_references() -> dict[tuple[str, int], dict[str, Any]]:
-    """The references of results/hetero_near_opt.csv by (trace, seed) (``--reuse-references``: near-opt is
-    measured again, the joint is not solved again)."""
-    path = RESULTS / "hetero_near_opt.csv"
+def _recorded(name: str, keys: tuple[str, ...], columns: tuple[str, ...]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """``columns`` of the recorded results/``name`` by its ``keys`` columns (``--reuse-references``: the
+    mechanisms are measured again, the references are not solved again); statuses as text, the rest numbers."""
+    path = RESULTS / name
     if not path.exists():
         return {}
     with path.open() as handle:
         rows = list(csv.DictReader(handle))
-    numbers = [c for c in REFERENCE_COLUMNS if c != "joint_status"]
-    return {(row["trace"], int(row["seed"])): {**{c: float(row[c]) if row[c] else None for c in numbers},
-                                              "joint_status": row["joint_status"]} for row in rows}
+
+    def value(column: str, text: str) -> Any:
+        return text if column.endswith("status") else float(text) if text else None
+
+    return {tuple(int(row[k]) if k == "seed" else row[k] for k in keys): {c: value(c, row[c]) for c in columns}
+            for row in rows}
 
 
 def summarise(args: argparse.Namespace) -> None:
@@ -308,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--traces", type=lambda t: t.split(","), default=["single", "multi"],
                         help="single,multi (default both)")
     parser.add_argument("--reuse-references", action="store_true",
-                        help="near-opt: take the joint and the value table from results/hetero_near_opt.csv")
+                        help="near-opt, family: take the references (the joint, the value table, the ideal) from the "
+                             "CSV being rewritten")
     parser.add_argument("--joint-sizes", type=lambda t: t.split(","), default=list(JOINT_SIZES),
                         help="joint: 3x128,3x1024 (default both)")
     parser.add_argument("--family-scale", type=int, default=1,
