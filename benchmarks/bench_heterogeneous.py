@@ -10,7 +10,7 @@ Run from the repository root::
     python benchmarks/bench_heterogeneous.py ideal --mip-gap 1e-4   # the same within HiGHS's default gap
     python benchmarks/bench_heterogeneous.py ideal --quick   # a smoke run (small rounds, no CSV)
     python benchmarks/bench_heterogeneous.py family   # every mechanism, the ideal ILP and the joint on the round family
-    python benchmarks/bench_heterogeneous.py family --reuse-references   # the mechanisms again, the ideal and joint as recorded
+    python benchmarks/bench_heterogeneous.py family --reuse-references   # the mechanisms again, the rest as recorded
     python benchmarks/bench_heterogeneous.py summary  # the recorded CSVs as formulations/heterogeneous.md's tables
 
 Rounds: ``generate_round(types=..., profile_noise=0.05, split=(20, 70, 10))`` (type-free, K80, P100 and V100
