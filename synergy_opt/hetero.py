@@ -243,6 +243,14 @@ class HeteroCluster:
         capacity.flags.writeable = False
         return capacity
 
+    @cached_property
+    def share_per_gpu(self) -> np.ndarray:
+        """``(2, types)``: each type's GPU-proportional share per GPU, CPUs (row 0) and GB (row 1), so that
+        ``share_per_gpu[:, kinds]`` is the share of jobs on types ``kinds`` (positions)."""
+        shares = np.array([[t.cpu_per_gpu for t in self.types], [t.mem_gb_per_gpu for t in self.types]])
+        shares.flags.writeable = False
+        return shares
+
     def to_dict(self) -> dict[str, Any]:
         return {"types": [t.to_dict() for t in self.types], "reference": self.reference}
 

@@ -23,6 +23,7 @@ from scipy.optimize import linprog
 
 from synergy_opt import generate_round, solve_ideal
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError
+from synergy_opt.hetero import HeteroCluster, HeteroRound, ServerType
 from synergy_opt.instance import Cluster
 from synergy_opt.placement import hetero as hetero_opt
 from synergy_opt.placement import solve as placement_solve
@@ -463,3 +464,32 @@ def test_opts_ideal_ilp_has_no_time_limit_unless_given_on_heterogeneous_rounds_t
     placement_solve.solve_opt(hetero, placement="milp")
     placement_solve.solve_opt(hetero, placement="milp", time_limit=30)
     assert limits == [None, 30]
+
+
+def test_heterogeneous_opt_places_the_baseline_types_proportional_share_when_its_ideal_ilp_finds_nothing() -> None:
+    # A real HiGHS solve of the type-free ideal ILP allowed 1e-9 s ends without a solution; the placements (no
+    # limit) then place every job's GPU-proportional share on its baseline type, which is worth the floors. The
+    # types' servers differ in shape, so that each type's share is its own.
+    drawn = generate_round(types={"k80": 2, "p100": 1, "v100": 2}, seed=5, profile_noise=0.05)
+    shapes = {"k80": (16, 256), "p100": (24, 500), "v100": (32, 750)}
+    cluster = HeteroCluster(tuple(ServerType(t.name, t.servers, 8, *shapes[t.name]) for t in drawn.cluster.types),
+                            drawn.cluster.reference)
+    hetero = HeteroRound(cluster, drawn.jobs)
+    result = hetero_opt.solve_hetero_opt(hetero, "highs", "lp", SolverParams(time_limit=1e-9), SolverParams(),
+                                         None, {}, placement_solve.solve_opt, opt_placement)
+    assert not result.ideal.has_solution
+    assert result.notes == (f"ideal ILP ended {result.ideal.status.value} without a solution: GPU-proportional "
+                            "demands on the baseline types placed",)
+    assert result.evaluation.valid and result.evaluation.unplaced == ()
+    assert result.evaluation.floors_violated == ()
+    assert {job_id: share.gpu_type for job_id, share in result.evaluation.jobs.items()} == {
+        job.id: job.baseline_type for job in hetero.jobs}
+    for job in hetero.jobs:
+        kind = hetero.cluster[job.baseline_type]
+        parts = result.allocation.jobs[job.id]
+        assert sum(p.cpus for p in parts) == pytest.approx(job.gpus * kind.cpu_per_gpu, rel=1e-9)
+        assert sum(p.mem_gb for p in parts) == pytest.approx(job.gpus * kind.mem_gb_per_gpu, rel=1e-9)
+    assert result.objective == pytest.approx(float(hetero.floors.sum()), rel=1e-9)
+    assert hetero.cluster.share_per_gpu[:, hetero.baseline_index].tolist() == [
+        [hetero.cluster[job.baseline_type].cpu_per_gpu for job in hetero.jobs],
+        [hetero.cluster[job.baseline_type].mem_gb_per_gpu for job in hetero.jobs]]

@@ -266,3 +266,14 @@ def test_a_job_whose_own_reference_matrix_gives_nothing_at_the_share_is_named_by
     cluster = HeteroCluster((ServerType("k80", 1, 4, 12, 250), ServerType("v100", 1, 4, 12, 250)))
     with pytest.raises(so.InvalidInputError, match=r"trace.jobs\[0\]='a': its profiles\['v100'\] matrix gives"):
         so.simulate(trace, cluster, mechanism="proportional")
+
+
+def test_the_type_free_ideal_without_a_solution_runs_the_policys_types_at_their_proportional_share() -> None:
+    # Real HiGHS solves allowed 1e-9 s end without a solution, every round: the fallback gives each job its
+    # policy-chosen type's GPU-proportional share (the types' servers differ in shape), as proportional does.
+    trace = so.generate_trace(12, load=None, multi_gpu=True, seed=3)
+    cluster = HeteroCluster((ServerType("k80", 1, 8, 16, 256), ServerType("v100", 1, 8, 32, 750)))
+    free = so.simulate(trace, cluster, policy="fifo", mechanism="ideal-type-free", round_s=600, time_limit=1e-9)
+    plain = so.simulate(trace, cluster, policy="fifo", mechanism="proportional", round_s=600)
+    assert free.rounds.fallback.all()
+    assert free.jobs.finish_s.tolist() == plain.jobs.finish_s.tolist()

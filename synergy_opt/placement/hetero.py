@@ -95,9 +95,7 @@ def solve_hetero_opt(instance: HeteroRound, solver: str, placement: str, params:
         notes.append(f"ideal ILP ended {ideal.status.value} without a solution: GPU-proportional demands on the "
                      "baseline types placed")
         fixed = instance.at_baseline()
-        shares = [fixed.cluster[job.baseline_type] for job in fixed.jobs]
-        cpu = np.array([t.cpu_per_gpu for t in shares])
-        mem = np.array([t.mem_gb_per_gpu for t in shares])
+        cpu, mem = instance.cluster.share_per_gpu[:, instance.baseline_index]
         value = fixed.floors
     reports: dict[str, RoundingReport] = {}
     allocations: dict[str, Allocation] = {}

@@ -201,9 +201,7 @@ class HeteroRun(_Run):
             result = solve(instance)
             types, fallback = self.types_of, not result.has_solution
             if fallback:
-                shares = np.array([self.hetero.types[t].cluster for t in types])
-                cpu = np.array([c.cpu_per_gpu for c in shares])
-                mem = np.array([c.mem_gb_per_gpu for c in shares])
+                cpu, mem = self.hetero.share_per_gpu[:, types]
             else:
                 types = np.array([self.hetero.index(kind) for kind in result.gpu_types], dtype=np.int64)
                 cpu, mem = result.cpu_per_gpu, result.mem_gb_per_gpu
