@@ -222,8 +222,10 @@ def job_type_profiles(where: str, raw: Mapping[str, Any], ratios: Mapping[str, i
             if kind in inline:
                 profiles[kind] = _profile(inline[kind], model, f"profiles.{kind}")
             elif model is not None:
+                if model not in model_names():  # named here as the file names it (not the profile's "name")
+                    raise UnknownNameError("model", model, model_names())
                 # The built-in matrices exist on Gavel's measured types only.
-                if model in model_names() and kind not in gavel_gpu_types():
+                if kind not in gavel_gpu_types():
                     raise InvalidInputError(
                         f"types[{kinds.index(kind)}]", kind,
                         f"built-in model {model!r} has matrices on {', '.join(gavel_gpu_types())} only: give "

@@ -17,6 +17,9 @@ from synergy_opt.validation import Optional, real_array, text
 
 # Relative slack when reading a grid: 20.83 GB * 3 GPUs / 3 GPUs must still read the 20.83 column.
 GRID_TOLERANCE = 1e-9
+# The largest throughput a matrix may hold: sums over a round's jobs and GPUs stay finite (a matrix of 1e308
+# made every total inf, and the ideal ILP OPTIMAL at inf).
+MAX_THROUGHPUT = 1e15
 
 
 def grid_index(axis: np.ndarray, value: Any) -> Any:
@@ -45,6 +48,13 @@ def profile_axis(name: str, values: Any) -> np.ndarray:
         raise InvalidInputError(name, values, "every value must be finite and > 0")
     if np.any(np.diff(axis) <= 0):
         raise InvalidInputError(name, values, "must be strictly increasing")
+    # A value within the reading tolerance below the next reads as the next (grid_index): its own entries could
+    # never be read, and a model offering them would claim what no allocation gets.
+    close = np.flatnonzero(axis[1:] <= axis[:-1] * (1 + GRID_TOLERANCE))
+    if close.size:
+        low, high = float(axis[close[0]]), float(axis[close[0] + 1])
+        raise InvalidInputError(name, values, f"{low!r} and {high!r} are within the grid's reading tolerance "
+                                f"(relative {GRID_TOLERANCE:g}) and read as one point: keep one")
     axis.flags.writeable = False
     return axis
 
@@ -71,10 +81,12 @@ class Profile:
                 "tput", self.tput,
                 f"shape {tput.shape} does not match the axes ({cpu.size} CPU x {mem.size} memory values)",
             )
-        bad = np.argwhere(~np.isfinite(tput) | (tput < 0))
+        bad = np.argwhere(~np.isfinite(tput) | (tput < 0) | (tput > MAX_THROUGHPUT))
         if bad.size:
             a, b = (int(i) for i in bad[0])
-            raise InvalidInputError(f"tput[{a}][{b}]", float(tput[a, b]), "throughput must be finite and >= 0")
+            raise InvalidInputError(f"tput[{a}][{b}]", float(tput[a, b]),
+                                    f"throughput must be finite, >= 0 and at most {MAX_THROUGHPUT:g} (a round's "
+                                    "totals sum it over jobs and GPUs; normalise the matrix, about 1 at the share)")
         tput.flags.writeable = False
         object.__setattr__(self, "name", _NAME("name", self.name))
         object.__setattr__(self, "cpu_per_gpu", cpu)

@@ -234,13 +234,15 @@ def test_every_joint_formulation_keeps_capacities_exactly(formulation: str) -> N
 
 
 # Three jobs on three 2-GPU servers of 5 CPUs: a server holding a piece of j2 (2.500000005 CPUs) and j3
-# (2.5000000000025) is 1.0005e-9 (relative) over, just past the 1e-9 every pattern routine allows a server.
+# (2.500000002625) is 1.525e-9 (relative) over, past the 1e-9 every pattern routine allows a server and short of
+# the 2e-9 the direct patterns model once allowed. (j3's point is just off the share's grid tolerance: a point
+# within it is read, and asked, as the share itself.)
 AT_THE_SLACK = {"format": "synergy-round/1", "cluster": {"servers": 3, "gpus_per_server": 2, "cpus_per_server": 5.0,
                                                           "mem_gb_per_server": 500.0}, "jobs": [
     {"id": "j0", "gpus": 1, "profile": {"cpu_per_gpu": [3.812], "mem_gb_per_gpu": [12.232], "tput": [[0.01]]}},
     {"id": "j2", "gpus": 2, "profile": {"cpu_per_gpu": [2.500000005], "mem_gb_per_gpu": [250.0000005],
                                         "tput": [[0.002]]}},
-    {"id": "j3", "gpus": 1, "profile": {"cpu_per_gpu": [2.5000000000025002], "mem_gb_per_gpu": [240.74],
+    {"id": "j3", "gpus": 1, "profile": {"cpu_per_gpu": [2.500000002625], "mem_gb_per_gpu": [240.74],
                                         "tput": [[2.4]]}}]}
 
 
@@ -303,3 +305,61 @@ def test_cpsat_proves_the_joints_patterns_model_of_small_rounds(name: str) -> No
     result = so.solve_joint(instance, solver="ortools-cpsat", method="direct", time_limit=5, mip_gap=0.0)
     assert result.status is Status.OPTIMAL, result.message
     assert result.objective == pytest.approx(reference.objective, rel=1e-9)
+
+
+def _one_server_round(gpus: int, cpus: float, mem: float, cpu_axis: list[float], mem_axis: list[float],
+                      tput: list[list[float]]) -> so.RoundInstance:
+    return so.load_instance({"format": "synergy-round/1", "cluster": {
+        "servers": 1, "gpus_per_server": gpus, "cpus_per_server": cpus, "mem_gb_per_server": mem}, "jobs": [
+        {"id": "a", "gpus": gpus, "profile": {"cpu_per_gpu": cpu_axis, "mem_gb_per_gpu": mem_axis, "tput": tput}}]})
+
+
+@pytest.mark.parametrize("instance", [
+    # The share (6 CPUs) reads the point 6(1 + 1e-9) above it, worth 1.0: the ILP asked that point's CPUs of a
+    # 6-CPU server (INFEASIBLE), TUNE asked them too (DemotionError), greedy placed nothing.
+    _one_server_round(1, 6, 500, [5.999999994, 6.0000000060000005], [500], [[0.5], [1.0]]),
+    # The share (37 GB) reads the point 37.0000000185 above it: near-opt left that column out as unplaceable,
+    # and with it the job's only column (IndexError from the Lagrangian dual).
+    _one_server_round(2, 11, 74, [5.5], [37.0000000185], [[3.0]])], ids=["cpu", "mem"])
+def test_a_grid_point_a_hair_above_the_share_is_asked_as_the_share(instance: so.RoundInstance) -> None:
+    floor = float(instance.floors[0])
+    ideal = so.solve_ideal(instance)
+    assert ideal.status is Status.OPTIMAL and ideal.objective == floor
+    assert so.solve_joint(instance, time_limit=30).objective == floor
+    for name in ("proportional", "greedy", "tune", "drf", "tetris", "opt", "near-opt"):
+        evaluation = so.evaluate(instance, so.run_mechanism(instance, name))
+        assert evaluation.valid and evaluation.objective == floor, name
+
+
+def test_grid_points_that_read_as_one_are_refused() -> None:
+    # 62.5(1 - 5e-10) reads as 62.5(1 + 5e-10): the ILP offered the first point's 2.0, which no allocation gets.
+    with pytest.raises(so.InvalidInputError, match=r"mem_gb_per_gpu=.*62\.49999996875 and 62\.50000003125 are "
+                       r"within the grid's reading tolerance"):
+        so.Profile([3.0], [62.49999996875, 62.50000003125, 125.0], [[2.0, 1.8, 1.6]])
+    assert so.Profile([3.0], [62.5, 62.5 * (1 + 3e-9)], [[1.0, 2.0]]).tput.shape == (1, 2)
+
+
+def test_throughputs_whose_sums_overflow_are_refused() -> None:
+    # Two jobs at 1e308 made every total inf and the ideal ILP OPTIMAL at inf.
+    with pytest.raises(so.InvalidInputError, match=r"tput\[0\]\[0\]=1e\+308: throughput must be finite, >= 0 and "
+                       r"at most 1e\+15"):
+        so.Profile([3.0], [62.5], [[1e308]])
+    assert so.Profile([3.0], [62.5], [[1e15]]).tput[0, 0] == 1e15
+
+
+def test_the_joint_proves_no_round_of_tiny_throughputs_optimal_at_zero() -> None:
+    # Throughputs near 1e-9: the branch-and-price's cut-off had an absolute 1e-9 of slack, so greedy's 0 met the
+    # bound 7.3e-10 and was OPTIMAL (under a time limit, which takes the decomposition's first incumbent).
+    instance = so.load_instance({"format": "synergy-round/1", "cluster": {
+        "servers": 3, "gpus_per_server": 3, "cpus_per_server": 3, "mem_gb_per_server": 111.0}, "jobs": [
+        {"id": "j0", "gpus": 6, "profile": {"cpu_per_gpu": [0.5, 1.0], "mem_gb_per_gpu": [111.0],
+                                            "tput": [[5.493629600516507e-10], [8.266281817044265e-10]]}},
+        {"id": "j1", "gpus": 3, "profile": {"cpu_per_gpu": [1.2, 3.0], "mem_gb_per_gpu": [9.25, 37.0, 55.5, 74.0],
+                                            "tput": [[5.217085917726892e-10, 7.305443486721901e-10,
+                                                      9.45650552661895e-10, 1.148330318388538e-09],
+                                                     [8.238504888276359e-10, 1.043265496388582e-09,
+                                                      1.213024615519598e-09, 1.440251391350651e-09]]}}]})
+    exact = so.solve_ideal(instance).objective
+    for limit in (None, 30.0):
+        result = so.solve_joint(instance, time_limit=limit)
+        assert result.status is Status.OPTIMAL and result.objective == pytest.approx(exact, rel=1e-6), limit

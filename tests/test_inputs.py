@@ -160,6 +160,16 @@ def test_unknown_model() -> None:
     assert "res18" in str(error.value)
 
 
+def test_unknown_model_of_a_heterogeneous_round_is_named_by_its_field() -> None:
+    # It was named "jobs[0].name" (the built-in profile's argument), a field the file does not have.
+    data = {"format": "synergy-round/2", "cluster": {"types": [{"name": "v100", "servers": 1, "gpus_per_server": 8,
+                                                        "cpus_per_server": 24, "mem_gb_per_server": 500}]},
+            "jobs": [{"id": "a", "gpus": 2, "model": "resnet9000", "types": ["v100"]}]}
+    with pytest.raises(UnknownNameError) as error:
+        so.load_instance(data)
+    assert_names(error, "jobs[0].model", "resnet9000")
+
+
 def test_unknown_solver() -> None:
     with pytest.raises(UnknownNameError) as error:
         so.solve_ideal(so.load_instance(EXAMPLE), solver="gurobi")

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import synergy_opt as so
+from synergy_opt.profile import GRID_TOLERANCE, MAX_THROUGHPUT
 from synergy_opt.profiles import cpu_gpu_ratios, model_info
 from synergy_opt.sim import Trace, TraceJob
 from synergy_opt.sim.trace import generate_trace
@@ -25,7 +26,7 @@ FUZZ = settings(derandomize=True, deadline=None, max_examples=150,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 times = st.floats(0, 1e300, allow_nan=False, allow_infinity=False)
-positive_times = st.floats(5e-324, 1e300, allow_nan=False, allow_infinity=False)
+durations = st.floats(1e-6, 1e300, allow_nan=False, allow_infinity=False)  # sim.trace.DURATION
 ids = st.text(min_size=1, max_size=12)
 json_scalars = st.none() | st.booleans() | st.integers(-(10**30), 10**30) | st.floats(
     allow_nan=False, allow_infinity=False) | st.text(max_size=8)
@@ -35,14 +36,16 @@ json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=
 
 @st.composite
 def axes(draw: st.DrawFn) -> np.ndarray:
-    values = draw(st.lists(st.floats(1e-6, 1e6, allow_nan=False), min_size=1, max_size=4, unique=True))
-    return np.array(sorted(values))
+    values = np.array(sorted(draw(st.lists(st.floats(1e-6, 1e6, allow_nan=False), min_size=1, max_size=4,
+                                           unique=True))))
+    # Each more than the grid's reading tolerance above the one before (profile.profile_axis).
+    return values[np.r_[True, values[1:] > values[:-1] * (1 + GRID_TOLERANCE)]]
 
 
 @st.composite
 def matrices(draw: st.DrawFn) -> so.Profile:
     cpu, mem = draw(axes()), draw(axes())
-    tput = draw(st.lists(st.floats(0, 1e300, allow_nan=False), min_size=cpu.size * mem.size,
+    tput = draw(st.lists(st.floats(0, MAX_THROUGHPUT, allow_nan=False), min_size=cpu.size * mem.size,
                          max_size=cpu.size * mem.size))
     return so.Profile(cpu, mem, np.array(tput).reshape(cpu.size, mem.size))
 
@@ -64,7 +67,7 @@ def traces(draw: st.DrawFn) -> Trace:
         # Its own matrices per GPU type, sometimes (any type names: a trace is not tied to a cluster).
         profiles = draw(st.none() | st.dictionaries(st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,7}", fullmatch=True),
                                                     matrices(), min_size=1, max_size=3))
-        jobs.append(TraceJob(job_id, draw(times), draw(st.integers(1, 1024)), draw(positive_times), profile,
+        jobs.append(TraceJob(job_id, draw(times), draw(st.integers(1, 1024)), draw(durations), profile,
                              model=model, profiling_s=draw(times), profiles=profiles))
     return Trace(tuple(jobs), metadata)
 

@@ -314,10 +314,16 @@ def _with_axis_value(
     """Put ``value`` on one axis of a stack of matrices, and say where it is.
 
     Read as :meth:`Profile.throughput` reads it (``grid_index``): a value within tolerance of a grid value is
-    that grid value; otherwise a slice is inserted that copies the slice below it (0 below the grid).
+    that grid value; otherwise a slice is inserted that copies the slice below it (0 below the grid). A grid
+    value a hair above ``value`` (within the tolerance) is moved down to it: ``value`` reads that grid value, and
+    asking the hair more would put the proportional share, which always fits, past the capacity rows.
     """
     if on_grid(axis_values, value):
-        return axis_values, tput, int(grid_index(axis_values, value))
+        at = int(grid_index(axis_values, value))
+        if axis_values[at] > value:
+            axis_values = axis_values.copy()
+            axis_values[at] = value
+        return axis_values, tput, at
     at = int(grid_index(axis_values, value)) + 1
     below = np.take(tput, [at - 1], axis=axis) if at > 0 else np.zeros_like(np.take(tput, [0], axis=axis))
     stacked = np.concatenate(

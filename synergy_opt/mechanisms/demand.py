@@ -33,6 +33,7 @@ import numpy as np
 
 from synergy_opt.instance import RoundInstance
 from synergy_opt.io import round_instance
+from synergy_opt.profile import GRID_TOLERANCE
 from synergy_opt.profile_groups import ProfileGroup
 from synergy_opt.validation import Number, boolean, checked
 
@@ -94,7 +95,13 @@ def best_case_demands(
                              server_cap)
         cpu[group.jobs] = c[inverse]
         mem[group.jobs] = m[inverse]
-    return cpu, mem
+    # A grid point a hair above the share (within the grid's reading tolerance) reads as the share: ask the
+    # share, which always fits, not the hair more, which a full server cannot give.
+    return _share_for_a_hair(cpu, c_p), _share_for_a_hair(mem, m_p)
+
+
+def _share_for_a_hair(demand: np.ndarray, share: float) -> np.ndarray:
+    return np.where((demand > share) & (demand <= share * (1 + GRID_TOLERANCE)), share, demand)
 
 
 def _pair_demands(
