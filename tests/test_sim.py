@@ -246,10 +246,17 @@ def test_profiling_delay_holds_a_job_back() -> None:
     assert jct(delayed)["x"] == jct(plain)["x"] + 600
 
 
-def test_empty_trace_gives_an_empty_result() -> None:
-    result = simulate(Trace(()), so.Cluster(1))
-    assert result.jobs.empty and result.rounds.empty
-    assert result.summary["jobs"] == 0 and math.isnan(result.summary["avg_jct_h"])
+def test_an_empty_trace_is_refused_as_on_the_command_line() -> None:
+    # It returned NaN figures without a word.
+    with pytest.raises(so.InvalidInputError, match=r"trace='0 jobs': has no job to simulate"):
+        simulate(Trace(()), so.Cluster(1))
+
+
+def test_a_duration_too_small_to_resolve_is_refused() -> None:
+    # 5e-324 s divided by a speedup rounded to 0 s: the job "finished" at once with a NaN mean speedup.
+    with pytest.raises(so.InvalidInputError, match=r"duration_s=5e-324: must be a number >= 1e-06"):
+        so.TraceJob("a", 0.0, 1, 5e-324, so.builtin_profile("res18"))
+    assert so.TraceJob("a", 0.0, 1, 1e-6, so.builtin_profile("res18")).duration_s == 1e-6
 
 
 # ---- policies ---------------------------------------------------------------------------------------------------

@@ -112,6 +112,18 @@ def test_a_trace_file_replays_as_loaded(suffix: str, tmp_path: Path) -> None:
     assert float(row["avg_jct_h"]) == result.summary["avg_jct_h"] and int(row["jobs"]) == result.summary["jobs"]
 
 
+def test_a_trace_file_runs_on_servers_of_its_own_cpu_ratio_unless_told(tmp_path: Path) -> None:
+    # A trace generated at 6 CPUs a GPU (its models' profiles that ratio's) ran on 24-CPU servers, the default 3.
+    trace = generate_trace(jobs=20, load=4.0, cpu_per_gpu=6, seed=2)
+    path = save_trace(trace, tmp_path / "trace.json")
+    for ratio, flags in ((6, ()), (3, ("--cpu-per-gpu", "3"))):
+        out = _sim(tmp_path / f"out{ratio}{len(flags)}", "--gpus", "16", "--trace", str(path), "--mechanisms",
+                   "tune", "--no-progress", *flags)
+        row = _rows(out / "summary.csv")[0]
+        result = simulate(load_trace(path), so.Cluster(2, 8, 8 * ratio, 500), mechanism="tune")
+        assert row["cpu_per_gpu"] == str(ratio) and float(row["avg_jct_h"]) == result.summary["avg_jct_h"]
+
+
 def test_a_philly_log_draws_its_models_per_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "cluster_job_log"
     path.write_text(json.dumps(PHILLY_LOG))

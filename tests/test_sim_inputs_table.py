@@ -271,7 +271,9 @@ def derived_cases() -> Iterator[Case]:
                   lambda r: _assert(r.jobs["jct_s"].iloc[0] == pytest.approx(600.0, abs=300.0)))
     yield accepts("arrivals 30 years apart", lambda t: sim(Trace(tuple(
         job(id=f"j{i}", arrival_s=i * 1e9) for i in range(4)))), lambda r: _assert(r.summary["unfinished"] == 0))
-    yield accepts("a subnormal duration", lambda t: sim(alone(duration_s=5e-324)))
+    # 5e-324 s over its speedup rounded to 0 s: it "finished" at once with a NaN mean speedup.
+    yield rejects("a subnormal duration", lambda t: sim(alone(duration_s=5e-324)), "duration_s", ">= 1e-06")
+    yield accepts("a microsecond's duration", lambda t: sim(alone(duration_s=1e-6)))
     yield accepts("until_s 1e308", lambda t: sim(alone(), until_s=1e308))
     yield accepts("until_s mid-run", lambda t: sim(alone(duration_s=3000.0), until_s=300.0),
                   stopped("until_s", 1))
@@ -279,8 +281,8 @@ def derived_cases() -> Iterator[Case]:
         Trace((job(duration_s=3000.0), job(id="b", arrival_s=300.0, duration_s=900.0))),
         policy="srtf", preemption_overhead_s=299.999999))
     yield accepts("the largest round", lambda t: sim(alone(), round_s=1e9))
-    yield accepts("an empty trace", lambda t: sim(Trace(())))
-    yield accepts("an instant profiling-only job", lambda t: sim(alone(profiling_s=1e6, duration_s=1e-9)))
+    yield rejects("an empty trace (its figures were NaN)", lambda t: sim(Trace(())), "trace", "no job")
+    yield accepts("an instant profiling-only job", lambda t: sim(alone(profiling_s=1e6, duration_s=1e-6)))
 
 
 # ------------------------------------------------------------------------------------ 3. loops that never end

@@ -153,6 +153,8 @@ def test_the_philly_job_log_becomes_a_trace(tmp_path: Path) -> None:
     ("id,arrival_s,gpus,duration_s,gpus\na,0,1,5,2\n", ".csv", "columns.gpus"),
     ("id,arrival_s,gpus,duration_s,iter_time\na,0,1,5,0.2\n", ".csv", "columns.iter_time"),
     ("id,arrival_s,gpus,duration_s,model\na,0,1,5,res18,extra\n", ".csv", "rows[0]"),
+    ("id,arrival_s,gpus,duration_s,model\na,0,1,5,res18\na,5,1,5,res18\n", ".csv", "rows[1].id"),  # was jobs[1]
+    ("id,arrival_s,gpus,duration_s,model\na,0,1,5e-324,res18\n", ".csv", "rows[0].duration_s"),
     ('# synergy-trace/1 {"cpu_per_gpu": 3, "cpu_per_gpu": 4}\nid,arrival_s,gpus,duration_s\n', ".csv",
      "metadata.cpu_per_gpu"),
     ('[{"jobid": 5}]', ".json", "[0].jobid"),

@@ -50,6 +50,7 @@ from synergy_opt.generate import JOB_KIND
 from synergy_opt.hetero import HeteroCluster, parse_type_counts
 from synergy_opt.sim import compare as sim_compare
 from synergy_opt.sim.allocators import mechanism_names
+from synergy_opt.sim.engine import cpu_ratio
 from synergy_opt.sim.experiments import check_setting, experiment_names, flag_text, load_experiment
 from synergy_opt.sim.fidelity import DESCRIPTION as FIDELITY_DESCRIPTION
 from synergy_opt.sim.fidelity import NAME as FIDELITY
@@ -285,6 +286,7 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, _Parser]:
             parser.error(f"--gpus {','.join(map(str, args.gpus))}: --types {args.types} has {total} GPUs "
                          "(leave --gpus out)")
         args.gpus = [total]
+    args.cpu_per_gpu_given = args.cpu_per_gpu is not None  # else a trace file's own ratio (_trace_settings)
     for key, value in DEFAULTS.items():
         if getattr(args, key) is None and not (key in GENERATOR_FLAGS and args.trace is not None):
             setattr(args, key, value)
@@ -434,9 +436,11 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
     if not philly and args.split != DEFAULTS["split"]:
         parser.error(f"--trace {path.name} is not a Philly log: its models are given "
                      "(--split draws those of a generated trace or a Philly log)")
+    # A trace of this toolkit carries its models' profiles at its own CPU:GPU ratio: its servers have that ratio
+    # unless --cpu-per-gpu says otherwise (they had the default 3 whatever the trace's).
+    ratios = args.cpu_per_gpu if args.cpu_per_gpu_given or philly or gavel else [cpu_ratio(first)]
     settings = []
-    for gpus, ratio, split, policy, seed in itertools.product(
-            args.gpus, args.cpu_per_gpu, args.split, args.policy, args.seeds):
+    for gpus, ratio, split, policy, seed in itertools.product(args.gpus, ratios, args.split, args.policy, args.seeds):
         if philly:
             trace = _read_trace(parser, path, split=split, seed=seed, cpu_per_gpu=ratio, max_gpus=gpus)
         elif gavel and ratio != first.metadata["cpu_per_gpu"]:  # the ratio's built-in profiles

@@ -194,6 +194,8 @@ def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Po
     """:func:`simulate`'s run before its first round, every up-front check made (the trace against the cluster,
     the policy and mechanism on it, the rounds the monitored jobs need): a sweep's command line calls it on
     every run before it writes its folder. The arguments are :func:`simulate`'s, checked already."""
+    if not trace.jobs:  # its figures would all be NaN (the command line refuses it too)
+        raise InvalidInputError("trace", "0 jobs", "has no job to simulate")
     if preemption_overhead_s >= round_s:
         raise InvalidInputError("preemption_overhead_s", preemption_overhead_s, f"must be < round_s ({round_s:g})")
     selector = None

@@ -43,7 +43,7 @@ from synergy_opt.sim.trace_metadata import (
     profiling_costs,
     trace_metadata,
 )
-from synergy_opt.validation import NON_NEGATIVE, POSITIVE, InstanceOf, Integer, Optional, checked, text
+from synergy_opt.validation import NON_NEGATIVE, POSITIVE, InstanceOf, Integer, Number, Optional, checked, text
 
 __all__ = ["GENERATOR", "MAX_TRACE_JOBS", "PROFILING", "TRACE_COLUMNS", "ProfilingMethod", "Trace", "TraceJob",
            "generate_trace", "trace_job_from_fields", "with_profiling_delay"]
@@ -51,6 +51,10 @@ __all__ = ["GENERATOR", "MAX_TRACE_JOBS", "PROFILING", "TRACE_COLUMNS", "Profili
 # Jobs are drawn in blocks, each from its own seed: the first k jobs of a longer trace are those of a k-job
 # trace, so a simulation can draw more arrivals when its monitored jobs are still running.
 _BLOCK = 1024
+# A job's run time alone, at least a microsecond: a subnormal one (5e-324 s) divided by a speedup rounded to 0 s,
+# and the job "finished" at once with a NaN mean speedup.
+DURATION = Number(1e-6)
+
 TRACE_COLUMNS = ("id", "arrival_s", "gpus", "duration_s", "model", "profiling_s", "iter_time_s")
 
 
@@ -90,7 +94,7 @@ class TraceJob:
         text("id", self.id)
         object.__setattr__(self, "arrival_s", NON_NEGATIVE("arrival_s", self.arrival_s))
         object.__setattr__(self, "gpus", Integer(1)("gpus", self.gpus))
-        object.__setattr__(self, "duration_s", POSITIVE("duration_s", self.duration_s))
+        object.__setattr__(self, "duration_s", DURATION("duration_s", self.duration_s))
         object.__setattr__(self, "profiling_s", NON_NEGATIVE("profiling_s", self.profiling_s))
         object.__setattr__(self, "iter_time_s", Optional(POSITIVE)("iter_time_s", self.iter_time_s))
         InstanceOf(Profile)("profile", self.profile)

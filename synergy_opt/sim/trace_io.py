@@ -303,4 +303,9 @@ def _trace_from_csv(text: str) -> Trace:
                 cell = row[name]
                 raw[name] = parse_json((f"{where}.{name}", cell[:80]), cell, f"{where}.{name}")
         jobs.append(_job(where, raw, ratio))
-    return Trace(tuple(jobs), metadata)
+    try:
+        return Trace(tuple(jobs), metadata)
+    except InvalidInputError as error:  # a duplicate id, named by its row as every other fault of the file
+        if not error.field.startswith("jobs["):
+            raise
+        raise InvalidInputError("rows" + error.field.removeprefix("jobs"), error.value, error.reason) from None
