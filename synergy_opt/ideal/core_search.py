@@ -384,8 +384,9 @@ short by at most ``tolerance`` counts as met, as the search's final feasibility 
 
 
 def row_tolerance(knapsack: Knapsack) -> np.ndarray:
-    """Per row, how far over its capacity a use still counts as within it (float rounding)."""
-    return 1e-9 * np.maximum(1.0, np.abs(knapsack.capacity))
+    """Per row, how far over its capacity a use still counts as within it: float rounding only (1e-9 of it let a
+    config a hair over a server's memory in, above the LP relaxation, where HiGHS on the whole model keeps it out)."""
+    return 1e-12 * np.maximum(1.0, np.abs(knapsack.capacity))
 
 
 def _mem_price_bounds(steps: list[_Step]) -> tuple[np.ndarray, np.ndarray]:
