@@ -96,7 +96,7 @@ class Core:
     @property
     def root_bound(self) -> float:
         """A lower bound on the penalty of every solution of penalty <= ``threshold``: CPU integrality alone."""
-        return float(table_bound(self.cpu_to_go, 0, self.room[:1], row_tolerance(self.knapsack)[0])[0])
+        return float(table_bound(self.cpu_to_go, 0, self.room[:1], row_tolerance(self.knapsack.capacity)[0])[0])
 
 
 def prepare(knapsack: Knapsack, dual: Dual, threshold: float) -> Core:
@@ -152,7 +152,7 @@ def search_many(
     completed, and the most states a step kept."""
     knapsack = core.knapsack
     lam = core.dual.multipliers
-    tolerance = row_tolerance(knapsack)
+    tolerance = row_tolerance(knapsack.capacity)
     found: list[CoreSolution | None] = [None] * len(thresholds)
     origin = np.flatnonzero(table_bound(core.cpu_to_go, 0, rooms[:, 0], tolerance[0]) <= thresholds)
     if not origin.size:
@@ -383,10 +383,11 @@ short by at most ``tolerance`` counts as met, as the search's final feasibility 
     return np.where(inside, table[index, np.clip(position, 0, table.shape[1] - 1)], 0.0)
 
 
-def row_tolerance(knapsack: Knapsack) -> np.ndarray:
-    """Per row, how far over its capacity a use still counts as within it: float rounding only (1e-9 of it let a
-    config a hair over a server's memory in, above the LP relaxation, where HiGHS on the whole model keeps it out)."""
-    return 1e-12 * np.maximum(1.0, np.abs(knapsack.capacity))
+def row_tolerance(capacity: np.ndarray) -> np.ndarray:
+    """Per row of ``capacity``, how far over it a use still counts as within it: float rounding only (1e-9 of it
+    let a config a hair over a server's memory in, above the LP relaxation, where HiGHS on the whole model keeps it
+    out). The heterogeneous searches' rows alike."""
+    return 1e-12 * np.maximum(1.0, np.abs(capacity))
 
 
 def _mem_price_bounds(steps: list[_Step]) -> tuple[np.ndarray, np.ndarray]:

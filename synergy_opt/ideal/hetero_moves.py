@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synergy_opt.ideal.core_search import CPU_WINDOW, cost_to_go, mem_bound, table_bound
+from synergy_opt.ideal.core_search import CPU_WINDOW, cost_to_go, mem_bound, row_tolerance, table_bound
 from synergy_opt.ideal.hetero_knapsack import TypedKnapsack
 from synergy_opt.ideal.lagrangian import Dual
 
@@ -147,7 +147,7 @@ class MoveBounds:
                  staying: list[StayingOptions], room: np.ndarray) -> None:
         types = knapsack.types
         self.types, self.room, self.lam = types, room, lam
-        self.tolerance = 1e-9 * np.maximum(1.0, np.abs(knapsack.capacity))
+        self.tolerance = row_tolerance(knapsack.capacity)
         # GPUs: the least change of each type's GPU use still possible (feasibility only).
         least = np.zeros((len(steps) + 1, types))
         for index in range(len(steps) - 1, -1, -1):

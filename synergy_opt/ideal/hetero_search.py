@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synergy_opt.ideal.core_search import CoreSolution, SearchOutcome, prepare, search_many
+from synergy_opt.ideal.core_search import CoreSolution, SearchOutcome, prepare, row_tolerance, search_many
 from synergy_opt.ideal.hetero_knapsack import TypedKnapsack
 from synergy_opt.ideal.hetero_moves import MoveBounds, MoveStep, StayingOptions, move_states, move_steps
 from synergy_opt.ideal.lagrangian import Dual
@@ -83,7 +83,7 @@ def search(plan: Plan, *, beam: int | None = None, deadline: float | None = None
     knapsack, dual, threshold, within = plan.knapsack, plan.dual, plan.threshold, plan.within
     steps, staying_of, bounds, room, core_jobs = plan.steps, plan.staying_of, plan.bounds, plan.room, plan.core_jobs
     types, lam = knapsack.types, dual.multipliers
-    tolerance = 1e-9 * np.maximum(1.0, np.abs(knapsack.capacity))
+    tolerance = row_tolerance(knapsack.capacity)
     wide = None if beam is None else beam * MOVE_BEAM
     states = move_states(steps, bounds, threshold, beam=wide, deadline=deadline, state_limit=state_limit)
     max_states = states.max_states
