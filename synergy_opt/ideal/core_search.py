@@ -384,10 +384,10 @@ short by at most ``tolerance`` counts as met, as the search's final feasibility 
 
 
 def row_tolerance(capacity: np.ndarray) -> np.ndarray:
-    """Per row of ``capacity``, how far over it a use still counts as within it: float rounding only (1e-9 of it
-    let a config a hair over a server's memory in, above the LP relaxation, where HiGHS on the whole model keeps it
-    out). The heterogeneous searches' rows alike."""
-    return 1e-12 * np.maximum(1.0, np.abs(capacity))
+    """Per row of ``capacity``, how far over it a use still counts as within it (float rounding, and the packing's
+    FIT_TOLERANCE: the joint's patterns and TUNE place a config that far over, so the bound must allow it; 1e-12
+    made a helper's round's joint 17% above the ideal ILP). The heterogeneous searches' rows alike."""
+    return 1e-9 * np.maximum(1.0, np.abs(capacity))
 
 
 def _mem_price_bounds(steps: list[_Step]) -> tuple[np.ndarray, np.ndarray]:
