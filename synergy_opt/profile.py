@@ -17,9 +17,10 @@ from synergy_opt.validation import Optional, real_array, text
 
 # Relative slack when reading a grid: 20.83 GB * 3 GPUs / 3 GPUs must still read the 20.83 column.
 GRID_TOLERANCE = 1e-9
-# The largest throughput a matrix may hold: sums over a round's jobs and GPUs stay finite (a matrix of 1e308
-# made every total inf, and the ideal ILP OPTIMAL at inf).
-MAX_THROUGHPUT = 1e15
+# The largest throughput a matrix may hold: sums over a round's jobs and GPUs, and their squares, stay finite (a
+# matrix of 1e308 made every total inf, and the ideal ILP OPTIMAL at inf); far above any unit's throughput, so
+# that matrices the package derives (speed ratios up to 1e30, a type-free round's normalisation) pass too.
+MAX_THROUGHPUT = 1e100
 
 
 def grid_index(axis: np.ndarray, value: Any) -> Any:
@@ -33,7 +34,9 @@ def grid_index(axis: np.ndarray, value: Any) -> Any:
 def on_grid(axis: np.ndarray, value: float) -> bool:
     """Whether ``value`` is one of the grid's values (within the same tolerance)."""
     below = int(grid_index(axis, value))
-    return below >= 0 and axis[below] >= value * (1 - GRID_TOLERANCE)
+    # Either form of "within the tolerance": a value one float above the other's reach is still refused as
+    # a separate axis point by profile_axis, so it must count as on the grid here (Profile.with_point).
+    return below >= 0 and (axis[below] >= value * (1 - GRID_TOLERANCE) or axis[below] * (1 + GRID_TOLERANCE) >= value)
 
 
 _NAME = Optional(text)

@@ -279,9 +279,10 @@ def test_servers_of_astronomic_capacity_take_every_job(cpus: float) -> None:
 
 @pytest.mark.xfail(strict=True, reason="SPEC 4 (ideal ILP >= joint >= every mechanism's total) fails on a round "
                    "whose grid point sits within the packing's FIT_TOLERANCE (1e-9 of a server) above the share: the "
-                   "ILP keeps capacities exactly (0), TUNE's packing (and the joint's server patterns, the same 1e-9) "
-                   "place the point (0.002) and the evaluator, at 1e-7, accepts it. Aligning them is a modelling "
-                   "choice (every model's rows at the packing's slack, or an exact packing), not made here")
+                   "ILP on the whole model (HiGHS, the default on this round) keeps capacities exactly (0), TUNE's "
+                   "packing (and the joint's server patterns and the ILP's core search, the same 1e-9) place the "
+                   "point (0.002) and the evaluator, at 1e-7, accepts it. Aligning them is a modelling choice "
+                   "(every model's rows at the packing's slack, or an exact packing), not made here")
 def test_the_exact_ilp_bounds_tune_within_the_packings_slack() -> None:
     instance = so.load_instance(OVER_BY_A_HAIR)
     assert so.evaluate(instance, so.run_mechanism(instance, "tune")).objective <= so.solve_ideal(instance).objective
@@ -292,6 +293,15 @@ def test_the_exact_ilp_bounds_tune_within_the_packings_slack() -> None:
 def test_the_exact_ilp_bounds_the_joint_within_the_packings_slack() -> None:
     instance = so.load_instance(OVER_BY_A_HAIR)
     assert so.solve_joint(instance, mip_gap=0.0).objective <= so.solve_ideal(instance).objective
+
+
+@pytest.mark.xfail(strict=True, reason="the same slack in the ideal ILP's core search (1e-9 of a row): on this round "
+                   "it finds 0.002 where HiGHS on the whole model finds 0 (tried at 1e-12 this session: the core "
+                   "search then fell below the joint on other rounds)")
+def test_the_ideal_ilps_methods_agree_within_the_packings_slack() -> None:
+    instance = so.load_instance(OVER_BY_A_HAIR)
+    core, direct = (so.solve_ideal(instance, method=method).objective for method in ("core", "direct"))
+    assert core == pytest.approx(direct, abs=1e-12)
 
 
 @pytest.mark.parametrize("name", ["fuzz_cpsat_patterns_round.json", "hand_hetero_6_jobs_round.json"])
@@ -342,9 +352,10 @@ def test_grid_points_that_read_as_one_are_refused() -> None:
 def test_throughputs_whose_sums_overflow_are_refused() -> None:
     # Two jobs at 1e308 made every total inf and the ideal ILP OPTIMAL at inf.
     with pytest.raises(so.InvalidInputError, match=r"tput\[0\]\[0\]=1e\+308: throughput must be finite, >= 0 and "
-                       r"at most 1e\+15"):
+                       r"at most 1e\+100"):
         so.Profile([3.0], [62.5], [[1e308]])
-    assert so.Profile([3.0], [62.5], [[1e15]]).tput[0, 0] == 1e15
+    instance = _one_server_round(2, 6, 500, [3.0], [250.0], [[1e100]])
+    assert so.solve_ideal(instance).objective == so.evaluate(instance, so.run_mechanism(instance, "tune")).objective
 
 
 def test_the_joint_proves_no_round_of_tiny_throughputs_optimal_at_zero() -> None:

@@ -227,4 +227,3 @@ def test_priced_columns_are_numpys_formula_bit_for_bit(seed: int) -> None:
     assert np.array_equal(use, np.einsum("k,rk->r", share, knapsack.usage))
     assert total == float(np.einsum("k,k->", share, value))
     assert bound == float(lam @ knapsack.capacity + np.einsum("q,q->", knapsack.class_count, best))
-

@@ -282,6 +282,12 @@ def derived_cases() -> Iterator[Case]:
         policy="srtf", preemption_overhead_s=299.999999))
     yield accepts("the largest round", lambda t: sim(alone(), round_s=1e9))
     yield rejects("an empty trace (its figures were NaN)", lambda t: sim(Trace(())), "trace", "no job")
+    yield accepts("an empty generated trace the window extends", lambda t: sim(
+        generate_trace(jobs=0, seed=1), so.Cluster(2), monitor=(0, 5)))
+    # 1 over 5e-324 is inf: the job "finished" at once with a NaN mean speedup.
+    yield rejects("a floor a float cannot divide", lambda t: sim(alone(profile=so.Profile(
+        [3.0, 6.0], [62.5], [[5e-324], [1.0]]), model=None), so.Cluster(1, 4, 12, 250)), "trace.jobs[0]",
+        "speedup is infinite")
     yield accepts("an instant profiling-only job", lambda t: sim(alone(profiling_s=1e6, duration_s=1e-6)))
 
 

@@ -194,8 +194,6 @@ def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Po
     """:func:`simulate`'s run before its first round, every up-front check made (the trace against the cluster,
     the policy and mechanism on it, the rounds the monitored jobs need): a sweep's command line calls it on
     every run before it writes its folder. The arguments are :func:`simulate`'s, checked already."""
-    if not trace.jobs:  # its figures would all be NaN (the command line refuses it too)
-        raise InvalidInputError("trace", "0 jobs", "has no job to simulate")
     if preemption_overhead_s >= round_s:
         raise InvalidInputError("preemption_overhead_s", preemption_overhead_s, f"must be < round_s ({round_s:g})")
     selector = None
@@ -223,6 +221,8 @@ def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Po
     first, last = _monitor_window(trace, monitor)
     if last > len(trace):
         trace = trace.extend(last)
+    if not trace.jobs:  # its figures would all be NaN (the command line refuses it too)
+        raise InvalidInputError("trace", "0 jobs", "has no job to simulate")
     rule = make_accounting(accounting, cpu_ratio(trace))
     kind = RUNS[type(cluster)]
     run = kind(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s,  # type: ignore[arg-type]
@@ -376,6 +376,16 @@ class _Run:
                 f"trace.jobs[{old + int(zero[0])}]", job.id,  # by its id: its matrix may be unnamed
                 f"its {self._floor_matrix(job)} gives throughput 0 at the GPU-proportional share ({c_p:g} CPUs, "
                 f"{m_p:g} GB per GPU): its duration there, and so its speedup, is undefined",
+            )
+        with np.errstate(over="ignore"):  # a floor of 1e-320 under a peak of 1: the speedup overflows
+            speedup = self._best_throughputs(np.arange(old, self.size)) / floors
+        endless = np.flatnonzero(~np.isfinite(speedup))
+        if endless.size:
+            job = new_jobs[int(endless[0])]
+            raise InvalidInputError(
+                f"trace.jobs[{old + int(endless[0])}]", job.id,
+                f"its {self._floor_matrix(job)} peaks more than a float holds above its throughput at the "
+                f"GPU-proportional share ({c_p:g} CPUs, {m_p:g} GB per GPU): its speedup is infinite",
             )
         fresh = JobArrays.of(new_jobs, floors, self.accounting.arrivals(new_jobs, old))
         self.state = self.state.extended(fresh)
