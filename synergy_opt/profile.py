@@ -31,6 +31,14 @@ def grid_index(axis: np.ndarray, value: Any) -> Any:
     return np.searchsorted(axis, np.asarray(value) * (1 + GRID_TOLERANCE), "right") - 1
 
 
+def share_for_hairs(values: Any, share: float) -> Any:
+    """``values`` with each one a hair above ``share`` (within the reading tolerance, so that ``share`` reads it)
+    replaced by ``share``: what asks for that point asks the share, which always fits, not the hair more that a
+    full server cannot give (the models' column there, the mechanisms' best-case demand)."""
+    values = np.asarray(values)
+    return np.where((values > share) & (values <= share * (1 + GRID_TOLERANCE)), share, values)
+
+
 def on_grid(axis: np.ndarray, value: float) -> bool:
     """Whether ``value`` is one of the grid's values (within the same tolerance)."""
     below = int(grid_index(axis, value))

@@ -333,6 +333,8 @@ def _one_server_round(gpus: int, cpus: float, mem: float, cpu_axis: list[float],
     _one_server_round(2, 11, 74, [5.5], [37.0000000185], [[3.0]])], ids=["cpu", "mem"])
 def test_a_grid_point_a_hair_above_the_share_is_asked_as_the_share(instance: so.RoundInstance) -> None:
     floor = float(instance.floors[0])
+    cpu, mem = so.best_case_demands(instance)  # the share, not the hair above it
+    assert (cpu[0], mem[0]) == (instance.cluster.cpu_per_gpu, instance.cluster.mem_gb_per_gpu)
     ideal = so.solve_ideal(instance)
     assert ideal.status is Status.OPTIMAL and ideal.objective == floor
     assert so.solve_joint(instance, time_limit=30).objective == floor

@@ -28,6 +28,7 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import RoundInstance, grid_index, on_grid
 from synergy_opt.io import round_instance
+from synergy_opt.profile import share_for_hairs
 from synergy_opt.profile_groups import ProfileGroup
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.validation import InstanceOf, OneOf, Optional, boolean, checked
@@ -315,15 +316,11 @@ def _with_axis_value(
 
     Read as :meth:`Profile.throughput` reads it (``grid_index``): a value within tolerance of a grid value is
     that grid value; otherwise a slice is inserted that copies the slice below it (0 below the grid). A grid
-    value a hair above ``value`` (within the tolerance) is moved down to it: ``value`` reads that grid value, and
-    asking the hair more would put the proportional share, which always fits, past the capacity rows.
+    value a hair above ``value`` (within the tolerance) is moved down to it (``share_for_hairs``: the proportional
+    share, which always fits, asked at the hair more would not fit the capacity rows).
     """
     if on_grid(axis_values, value):
-        at = int(grid_index(axis_values, value))
-        if axis_values[at] > value:
-            axis_values = axis_values.copy()
-            axis_values[at] = value
-        return axis_values, tput, at
+        return share_for_hairs(axis_values, value), tput, int(grid_index(axis_values, value))
     at = int(grid_index(axis_values, value)) + 1
     below = np.take(tput, [at - 1], axis=axis) if at > 0 else np.zeros_like(np.take(tput, [0], axis=axis))
     stacked = np.concatenate(

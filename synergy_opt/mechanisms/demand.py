@@ -33,7 +33,7 @@ import numpy as np
 
 from synergy_opt.instance import RoundInstance
 from synergy_opt.io import round_instance
-from synergy_opt.profile import GRID_TOLERANCE
+from synergy_opt.profile import share_for_hairs
 from synergy_opt.profile_groups import ProfileGroup
 from synergy_opt.validation import Number, boolean, checked
 
@@ -95,13 +95,7 @@ def best_case_demands(
                              server_cap)
         cpu[group.jobs] = c[inverse]
         mem[group.jobs] = m[inverse]
-    # A grid point a hair above the share (within the grid's reading tolerance) reads as the share: ask the
-    # share, which always fits, not the hair more, which a full server cannot give.
-    return _share_for_a_hair(cpu, c_p), _share_for_a_hair(mem, m_p)
-
-
-def _share_for_a_hair(demand: np.ndarray, share: float) -> np.ndarray:
-    return np.where((demand > share) & (demand <= share * (1 + GRID_TOLERANCE)), share, demand)
+    return share_for_hairs(cpu, c_p), share_for_hairs(mem, m_p)
 
 
 def _pair_demands(
