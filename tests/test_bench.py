@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,19 @@ def test_saved_instances_give_the_rows_of_direct_calls(tmp_path: Path, capsys: p
     paper = {r["mechanism"]: r for r in rows if r["instance"] == "paper_example"}
     assert paper["proportional"]["objective"] == pytest.approx(4.0)
     assert paper["ideal"]["objective"] >= paper["tune"]["objective"] >= 4.0
+
+
+def test_a_bad_file_in_the_instances_folder_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    (folder / "good.json").write_text((REPO / "instances" / "paper_example.json").read_text())
+    broken = json.loads((REPO / "instances" / "paper_example.json").read_text())
+    broken["jobs"][1]["gpus"] = -1
+    (folder / "negative.json").write_text(json.dumps(broken))
+    assert main(["--instances", str(folder), "--mechanisms", "proportional", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    # It named only the field, not which of the folder's files held it.
+    assert "negative.json: jobs[1].gpus=-1" in err and err.count("\n") == 1, err
 
 
 def test_medians_leave_a_score_empty_when_a_run_has_none() -> None:

@@ -97,7 +97,12 @@ def saved_specs(directory: str | Path) -> list[InstanceSpec]:
         raise InvalidInputError("instances", str(directory), "holds no *.json round instances")
     specs = []
     for path in paths:
-        instance = load_instance(path)
+        try:
+            instance = load_instance(path)
+        except InvalidInputError as error:  # which of the folder's files (a malformed one names its path already)
+            if str(path) in str(error):
+                raise
+            raise InvalidInputError(f"{path.name}: {error.field}", error.value, error.reason) from error
         meta = instance.metadata
         trace = ("multi" if meta["multi_gpu"] else "single") if "multi_gpu" in meta else "saved"
         split = meta.get("split")
