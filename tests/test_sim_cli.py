@@ -124,6 +124,20 @@ def test_a_trace_file_runs_on_servers_of_its_own_cpu_ratio_unless_told(tmp_path:
         assert row["cpu_per_gpu"] == str(ratio) and float(row["avg_jct_h"]) == result.summary["avg_jct_h"]
 
 
+def test_an_artifact_record_reads_the_profiles_of_the_ratio_asked(tmp_path: Path) -> None:
+    # With --cpu-per-gpu 6 an artifact record ran its models' 3-CPU profiles on servers of 6 CPUs a GPU.
+    path = tmp_path / "record.csv"
+    path.write_text("0,alexnet,0,30000,4\n1,res18,60,20000,1\n2,gnmt,120,20000,2\n3,m5,200,40000,1\n")
+    for ratio in (3, 6):
+        out = _sim(tmp_path / f"out{ratio}", "--gpus", "16", "--trace", str(path), "--mechanisms", "tune",
+                   "--cpu-per-gpu", str(ratio), "--no-progress")
+        row = _rows(out / "summary.csv")[0]
+        result = simulate(load_trace(path, cpu_per_gpu=ratio), so.Cluster(2, 8, 8 * ratio, 500), mechanism="tune")
+        assert row["cpu_per_gpu"] == str(ratio) and float(row["avg_jct_h"]) == result.summary["avg_jct_h"]
+    # The ratios' models differ (the artifact's models-3 and models-6: a faster share, another iteration time).
+    assert load_trace(path, cpu_per_gpu=6).jobs[0].duration_s != load_trace(path).jobs[0].duration_s
+
+
 def test_a_philly_log_draws_its_models_per_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "cluster_job_log"
     path.write_text(json.dumps(PHILLY_LOG))

@@ -50,6 +50,7 @@ from synergy_opt.generate import JOB_KIND
 from synergy_opt.hetero import HeteroCluster, parse_type_counts
 from synergy_opt.sim import compare as sim_compare
 from synergy_opt.sim.allocators import mechanism_names
+from synergy_opt.sim.artifact_trace import SOURCE as ARTIFACT_SOURCE
 from synergy_opt.sim.engine import cpu_ratio
 from synergy_opt.sim.experiments import check_setting, experiment_names, flag_text, load_experiment
 from synergy_opt.sim.fidelity import DESCRIPTION as FIDELITY_DESCRIPTION
@@ -422,6 +423,8 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
     first = _read_trace(parser, path)
     philly = first.metadata.get("source") == PHILLY_SOURCE
     gavel = first.metadata.get("source") == GAVEL_SOURCE
+    # Gavel traces and artifact records name built-in models: each ratio reads that ratio's profiles.
+    by_model = gavel or first.metadata.get("source") == ARTIFACT_SOURCE
     if not first.jobs:
         skipped = first.metadata.get("skipped")
         parser.error(f"--trace {path.name}: no jobs to simulate" + (f" (skipped: {skipped})" if skipped else ""))
@@ -443,7 +446,7 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
     for gpus, ratio, split, policy, seed in itertools.product(args.gpus, ratios, args.split, args.policy, args.seeds):
         if philly:
             trace = _read_trace(parser, path, split=split, seed=seed, cpu_per_gpu=ratio, max_gpus=gpus)
-        elif gavel and ratio != first.metadata["cpu_per_gpu"]:  # the ratio's built-in profiles
+        elif by_model and ratio != first.metadata["cpu_per_gpu"]:  # the ratio's built-in profiles
             trace = _read_trace(parser, path, cpu_per_gpu=ratio, **gavel_options)
         else:
             trace = first
