@@ -667,6 +667,7 @@ def test_bench_bad_input_is_one_line_and_exit_code_2(
         ["--trace", "{trace}", "--gpus", "8"], ["--trace", "{trace}", "--split", "50,0,50"],
         ["--experiment", "nosuch"], ["--experiment", "{bad_key}"], ["--experiment", "{bad_value}"],
         ["--experiment", "{bad_toml}"], ["--experiment", "{bad_type}"], ["--out", "{file}"],
+        ["--policy", "fifo,max_min_fairness", "--backfill", "no"],
     ],
 )
 def test_sim_bad_input_is_one_line_and_exit_code_2(

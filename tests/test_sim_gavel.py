@@ -284,6 +284,16 @@ def test_fifo_with_and_without_backfilling_on_three_jobs(backfill: bool, finish:
     assert result.jobs.preemptions.sum() == 0
 
 
+def test_backfill_false_under_gavels_policies_is_refused() -> None:
+    # Gavel's policies pick each round's jobs themselves; backfill=False was ignored without a word.
+    with pytest.raises(InvalidInputError, match="queue policies") as caught:
+        so.simulate(_three_jobs(), so.Cluster(1, 2, 6, 125), policy="max_min_fairness", mechanism="proportional",
+                    backfill=False)
+    assert caught.value.field == "backfill"
+    assert so.simulate(_three_jobs(), so.Cluster(1, 2, 6, 125), policy="max_min_fairness",
+                       mechanism="proportional", monitor=(0, 3)).summary["jobs"] == 3
+
+
 def test_without_multi_gpu_jobs_backfilling_changes_nothing() -> None:
     trace = so.generate_trace(24, load=None, seed=5)
     runs = [so.simulate(trace, so.Cluster(1), policy=policy, mechanism="proportional", backfill=backfill)

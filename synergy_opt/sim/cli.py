@@ -219,7 +219,8 @@ def build_parser() -> _Parser:
                      help="trace positions FIRST <= i < LAST the JCT figures are taken over; the run ends when "
                           "they finish (default: all but the first fifth of a dynamic trace, all of a static one)")
     run.add_argument("--backfill", choices=("yes", "no"),
-                     help="no: a job that does not fit blocks the jobs behind it, as in Gavel's FIFO (yes)")
+                     help="no: a job that does not fit blocks the jobs behind it, as in Gavel's FIFO; the queue "
+                          "policies only (yes)")
     run.add_argument("--preemption-overhead", type=lambda text: _seconds(text, allow_zero=True),
                      help="seconds of no progress when a preempted job resumes (0)")
     run.add_argument("--time-limit", type=cli_args.seconds_or_none,
@@ -351,6 +352,10 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
             parser.error(f"--time-limit applies to {' and '.join(SIM_MECHANISMS_WITH_TIME_LIMIT)} only, "
                          f"not {others[0]}")
         options["time_limit"] = args.time_limit
+    gavel = [policy for policy in args.policy if policy in GAVEL_POLICIES]
+    if args.backfill == "no" and gavel:
+        parser.error(f"--backfill no applies to the queue policies only, not {gavel[0]} (Gavel's policies pick "
+                     "each round's jobs by their own round mechanism)")
     multi = {"no": [False], "yes": [True], "both": [False, True]}
     settings: list[tuple[SimSetting, Trace | None]]
     digest: str | None = None

@@ -155,7 +155,8 @@ def simulate(
     backfill
         True: a job that does not fit the free GPUs is passed over and the jobs behind it may run; False: the
         runnable set ends at the first job that does not fit (Gavel's FIFO, and many schedulers'); on a
-        ``HeteroCluster`` a job with free GPUs only on types it cannot use is passed over either way.
+        ``HeteroCluster`` a job with free GPUs only on types it cannot use is passed over either way. Gavel's
+        policies pick the runnable set themselves: False is refused with them.
     progress
         Called after every simulated round with ``(time_s, monitored jobs finished, monitored jobs)``: what a
         progress bar shows during a long run (the command line's).
@@ -199,6 +200,9 @@ def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Po
     selector = None
     if isinstance(policy, str) and policy in GAVEL_POLICIES:
         # An LP policy of Gavel's: its round mechanism picks each round's jobs (sim/gavel_policies.py).
+        if not backfill:  # it was ignored without a word
+            raise InvalidInputError("backfill", backfill, f"applies to the queue policies only, not {policy} "
+                                    "(Gavel's policies pick each round's jobs by their own round mechanism)")
         weights = gavel_weights(trace.metadata, [job.id for job in trace.jobs])
         if isinstance(cluster, HeteroCluster):
             selector = GavelSelector(policy, tuple(t.total_gpus for t in cluster.types), round_s, weights,

@@ -45,8 +45,8 @@ from synergy_opt.sim.trace_metadata import (
 )
 from synergy_opt.validation import NON_NEGATIVE, POSITIVE, InstanceOf, Integer, Number, Optional, checked, text
 
-__all__ = ["DURATION", "GENERATOR", "MAX_TRACE_JOBS", "PROFILING", "TRACE_COLUMNS", "ProfilingMethod", "Trace", "TraceJob",
-           "generate_trace", "trace_job_from_fields", "with_profiling_delay"]
+__all__ = ["DURATION", "GENERATOR", "MAX_TRACE_JOBS", "PROFILING", "TRACE_COLUMNS", "ProfilingMethod", "Trace",
+           "TraceJob", "generate_trace", "trace_job_from_fields", "with_profiling_delay"]
 
 # Jobs are drawn in blocks, each from its own seed: the first k jobs of a longer trace are those of a k-job
 # trace, so a simulation can draw more arrivals when its monitored jobs are still running.
