@@ -159,3 +159,29 @@ def test_the_type_free_core_search_scales_with_the_throughputs(unit: float) -> N
         result = so.solve_ideal(far.at_baseline() if fixed else far, method=method)
         assert result.status is reference.status is so.Status.OPTIMAL, method
         assert result.objective / unit == pytest.approx(reference.objective, rel=1e-6), method
+
+
+@pytest.mark.parametrize("unit", [1e-15, 1e12])
+def test_the_joints_decomposition_scales_with_the_throughputs(unit: float) -> None:
+    # At 1e-15 the decomposition called 6.199 (x 1e-15) optimal against the ideal ILP's 6.467, where the optimum
+    # is 6.420: its cut-off floor and HiGHS's tolerances are absolute (the heterogeneous decomposition scaled,
+    # the homogeneous one did not).
+    instance = so.generate_round(gpus=16, seed=1, profile_noise=0.05, multi_gpu=True)
+    reference = so.solve_joint(instance, method="decomposition", time_limit=60)
+    far = so.solve_joint(_scaled(instance, unit), method="decomposition", time_limit=60)
+    assert reference.status is far.status is so.Status.OPTIMAL
+    assert far.objective / unit == pytest.approx(reference.objective, rel=1e-9)
+    assert far.evaluation is not None and far.evaluation.objective / unit == pytest.approx(far.objective / unit)
+    assert so.evaluate(instance, far.allocation).objective == pytest.approx(reference.objective, rel=1e-9)
+    with pytest.raises(so.InvalidInputError, match="not an upper bound") as caught:  # the caller's value named
+        so.solve_joint(_scaled(instance, unit), method="decomposition", upper_bound=unit)
+    assert caught.value.value == unit
+
+
+def test_a_split_penalty_on_a_round_across_types_of_tiny_throughputs() -> None:
+    # The scaled round was solved with the penalty times the scale (2^40 x 0.1: refused as out of [0, 1]); the
+    # penalty is a fraction of each split job's throughput, the same at any scale.
+    reference = so.solve_joint(HETERO, split_penalty=0.1, method="decomposition")
+    far = so.solve_joint(_hetero_scaled(HETERO, 1e-12), split_penalty=0.1, method="decomposition")
+    assert reference.status is far.status is so.Status.OPTIMAL
+    assert far.objective / 1e-12 == pytest.approx(reference.objective, rel=1e-9)

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from synergy_opt.joint.model import ItemColumns, JointModel, JointReductions, bu
 from synergy_opt.joint.placing import place_demand, residual_dive
 from synergy_opt.joint.pricing import ItemTypes, PricingDeadline
 from synergy_opt.solvers.base import SolveResult, SolverParams, Status
+from synergy_opt.solvers.registry import band_scale
 
 if TYPE_CHECKING:
     import highspy
@@ -91,7 +92,26 @@ class _Best:
     source: str
 
 
-def solve_decomposition(
+def solve_decomposition(instance: RoundInstance, params: SolverParams, *, upper_bound: float | None = None,
+                        **options: Any) -> tuple[JointModel | None, SolveResult, DecompositionReport]:
+    """:func:`_decompose` (its docstring) on ``instance``, or, when its throughputs lie outside the solvers' band
+    (:func:`~synergy_opt.solvers.registry.band_scale`), on the round times a power of two, read back: the
+    search's slack and HiGHS's tolerances are absolute, and at throughputs near 1e-15 a round 3.5% below its
+    optimum was called optimal (the heterogeneous decomposition scales so too)."""
+    factor = band_scale(instance.largest_throughput())
+    if factor == 1.0:
+        return _decompose(instance, params, upper_bound=upper_bound, **options)
+    found, result, report = _decompose(instance.scaled(factor), params, unit=factor,
+                                       upper_bound=None if upper_bound is None else upper_bound * factor, **options)
+    report.lp_bound, report.ideal_bound = (None if value is None else value / factor
+                                           for value in (report.lp_bound, report.ideal_bound))
+    result = replace(result, objective=None if result.objective is None else result.objective / factor,
+                     bound=None if result.bound is None else result.bound / factor,
+                     message=f"{result.message} (solved with every throughput times {factor:g})")
+    return (None if found is None else replace(found, instance=instance)), result, report
+
+
+def _decompose(
     instance: RoundInstance,
     params: SolverParams,
     *,
@@ -106,6 +126,7 @@ def solve_decomposition(
     prove: bool = True,
     stop_early: bool = True,
     rules: tuple[str, ...] = RULES,
+    unit: float = 1.0,
 ) -> tuple[JointModel | None, SolveResult, DecompositionReport]:
     """Solve the joint model as the module docstring says; the result reads like any backend's.
 
@@ -114,7 +135,8 @@ def solve_decomposition(
     early stops (tests of each path: with both off, a forced branching), and ``rules`` orders the tree's splits
     (:data:`~synergy_opt.joint.branching.RULES`; a test of each kind). ``initial_allocation``, a realizable
     allocation of the round (e.g. near-opt's), is an incumbent from the start (with ``heuristics``);
-    ``only_incumbent`` stops after the first incumbent (OPTIMAL when it meets the ideal ILP's bound). The model
+    ``only_incumbent`` stops after the first incumbent (OPTIMAL when it meets the ideal ILP's bound); ``unit``:
+    the factor the caller scaled the round by (an error names the caller's values). The model
     returned decodes ``x`` (a patterns model restricted to the incumbent's loads).
     """
 
@@ -133,8 +155,8 @@ def solve_decomposition(
     def finish(status: Status, message: str) -> tuple[JointModel | None, SolveResult, DecompositionReport]:
         if upper_bound is not None and best is not None and \
                 best.value > upper_bound + 1e-9 * max(1.0, abs(upper_bound)):
-            raise InvalidInputError("upper_bound", upper_bound,
-                                    f"is not an upper bound: a placement worth {best.value:.9g} exists")
+            raise InvalidInputError("upper_bound", upper_bound / unit,  # the caller's, of the unscaled round
+                                    f"is not an upper bound: a placement worth {best.value / unit:.9g} exists")
         report.incumbent_source = "" if best is None else best.source
         objective_value = None if best is None else best.value
         upper = None if not math.isfinite(bound) else bound

@@ -193,7 +193,7 @@ def solve_hetero_joint(
         # Throughputs of unusual units: the branch-and-price's slack and HiGHS's tolerances are absolute (at 1e-9
         # a round 7.5% below its optimum was called optimal), so the round is solved at ordinary size; a power of
         # two scales every value exactly. Each type's results are those of the scaled round, so none are kept.
-        found = solve_hetero_joint(instance.scaled(factor), solver, consolidate, split_penalty * factor, params,
+        found = solve_hetero_joint(instance.scaled(factor), solver, consolidate, split_penalty, params,
                                    objective, reductions, None if upper_bound is None else upper_bound * factor,
                                    method, solve_type)
         return replace(found, instance=instance, per_type=None,
