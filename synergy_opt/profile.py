@@ -70,6 +70,19 @@ def profile_axis(name: str, values: Any) -> np.ndarray:
     return axis
 
 
+def throughput_matrix(name: str, values: Any) -> np.ndarray:
+    """``values`` as a matrix of floats, each finite, >= 0 and at most ``MAX_THROUGHPUT`` (else an error naming
+    the first entry at fault, ``name[a][b]``)."""
+    tput = real_array(name, values, ndim=2)
+    bad = np.argwhere(~np.isfinite(tput) | (tput < 0) | (tput > MAX_THROUGHPUT))
+    if bad.size:
+        a, b = (int(i) for i in bad[0])
+        raise InvalidInputError(f"{name}[{a}][{b}]", float(tput[a, b]),
+                                f"throughput must be finite, >= 0 and at most {MAX_THROUGHPUT:g} (a round's "
+                                "totals sum it over jobs and GPUs; normalise the matrix, about 1 at the share)")
+    return tput
+
+
 @dataclass(frozen=True, eq=False)
 class Profile:
     """Resource-sensitivity matrix ``W`` of one job (paper section 3.1).
@@ -92,12 +105,7 @@ class Profile:
                 "tput", self.tput,
                 f"shape {tput.shape} does not match the axes ({cpu.size} CPU x {mem.size} memory values)",
             )
-        bad = np.argwhere(~np.isfinite(tput) | (tput < 0) | (tput > MAX_THROUGHPUT))
-        if bad.size:
-            a, b = (int(i) for i in bad[0])
-            raise InvalidInputError(f"tput[{a}][{b}]", float(tput[a, b]),
-                                    f"throughput must be finite, >= 0 and at most {MAX_THROUGHPUT:g} (a round's "
-                                    "totals sum it over jobs and GPUs; normalise the matrix, about 1 at the share)")
+        tput = throughput_matrix("tput", tput)
         tput.flags.writeable = False
         object.__setattr__(self, "name", _NAME("name", self.name))
         object.__setattr__(self, "cpu_per_gpu", cpu)

@@ -25,6 +25,7 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.gavel_throughputs import GavelThroughputs, load_gavel_throughputs
 from synergy_opt.instance import Profile
+from synergy_opt.profile import throughput_matrix
 from synergy_opt.validation import Integer, OneOf, checked
 
 TASKS = ("image", "language", "speech")
@@ -160,6 +161,7 @@ def capped_at_gpu(tput: np.ndarray, ratio: float) -> np.ndarray:
     that form, whatever its CPU and storage stages are (a faster GPU needs them:
     :func:`synergy_opt.profiling.builtin_type_matrix`).
     """
+    tput = throughput_matrix("tput", tput)  # a NaN entry made every entry NaN, a list raised AttributeError
     if not 0 < ratio <= 1:
         raise InvalidInputError("ratio", ratio, "a matrix is capped for a GPU no faster than its own (0 < ratio <= 1)")
     return np.minimum(tput, ratio * tput.max(initial=0.0))

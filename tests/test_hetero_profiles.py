@@ -28,7 +28,7 @@ from synergy_opt.profiles import (
     model_names,
     speed_ratio,
 )
-from synergy_opt.profiling import JobModel
+from synergy_opt.profiling import JobModel, builtin_job_model
 from synergy_opt.profiling.gpu_types import (
     builtin_type_matrix,
     builtin_type_profiles,
@@ -290,3 +290,30 @@ def test_a_faster_gpu_matrix_names_bad_other_stages() -> None:
             faster_gpu_matrix(tput, 2.0, stages)
     # By hand: the GPU stage 1 / 2, the first entry's other stages 1 / 0.5 (measured), the plateau's 0.5 (given).
     assert faster_gpu_matrix(tput, 2.0, np.full((2, 2), 0.5)).tolist() == [[0.5, 2.0], [2.0, 2.0]]
+
+
+@pytest.mark.parametrize("tput", [[[0.5, 1.0], [1.0, float("nan")]], np.array([[0.5, -1.0], [1.0, 1.0]]),
+                                  [[0.5, "x"], [1.0, 1.0]], [0.5, 1.0]])
+def test_the_type_matrix_helpers_name_a_bad_matrix(tput: object) -> None:
+    # A NaN entry made every entry NaN, a negative one came back negative (or all zeros), a list raised
+    # AttributeError: only the ratio was checked.
+    for call in (lambda: capped_at_gpu(tput, 0.5), lambda: faster_gpu_matrix(tput, 2.0, np.ones((2, 2)))):
+        with pytest.raises(InvalidInputError) as error:
+            call()
+        assert error.value.field.startswith("tput")
+    assert capped_at_gpu([[0.5, 1.0], [1.0, 2.0]], 0.5).tolist() == [[0.5, 1.0], [1.0, 1.0]]  # a list is a matrix
+
+
+@pytest.mark.parametrize(("model", "ratios", "cpu_axis", "field"), [
+    ("res18", {"a100": 2.0}, [1, 3], "model"),
+    (None, {5: 2.0}, [1, 3], "ratios key"),
+    (None, {"a 100": 2.0}, [1, 3], "ratios key"),
+    (None, {"a100": 2.0}, [3, 1], "cpu_axis"),
+])
+def test_type_profiles_names_its_own_arguments(model: object, ratios: dict, cpu_axis: list, field: str) -> None:
+    # A model name raised AttributeError; a key 5 made a type '5' and 'a 100' one a round then refused; a bad
+    # axis was named as the Profile's cpu_per_gpu.
+    given = builtin_job_model("res18") if model is None else model
+    with pytest.raises(InvalidInputError) as error:
+        type_profiles(given, ratios, cpu_axis, [62.5])
+    assert error.value.field == field

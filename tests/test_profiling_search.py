@@ -232,6 +232,36 @@ def test_a_memory_model_giving_nonsense() -> None:
     assert error.value.field == "memory_model"
 
 
+@pytest.mark.parametrize("shape", ["number", "row", "vector"])
+def test_a_memory_model_giving_less_than_the_grid(shape: str) -> None:
+    # A number, one row or a memory vector was spread over the grid: the same throughput at every CPU count
+    # (float(np.min(...)) where np.minimum was meant). One column, a model that ignores memory, stays allowed.
+    class Partial:
+        def throughput(self, at_full_memory: Any, mem: Any) -> Any:
+            grid = np.minimum(at_full_memory, mem)
+            return {"number": float(grid.min()), "row": grid[:1], "vector": grid[0]}[shape]
+
+    with pytest.raises(InvalidInputError, match="every grid point") as error:
+        profile_job(MODEL.samples_per_s, PAPER_CPU, PAPER_MEM, Partial())
+    assert error.value.field == "memory_model"
+
+    class Flat:
+        def throughput(self, at_full_memory: Any, mem: Any) -> Any:
+            return at_full_memory
+
+    flat = profile_job(MODEL.samples_per_s, PAPER_CPU, PAPER_MEM, Flat()).profile.tput
+    assert np.array_equal(flat, np.repeat(flat[:, -1:], PAPER_MEM.size, axis=1))
+
+
+def test_a_measurement_above_the_throughput_cap_is_named_where_it_was_measured() -> None:
+    # It was named as the matrix entry tput[0][2] (1 CPU, 125 GB, never measured) once the profile was built.
+    for profiler in (lambda measure: profile_job(measure, [1, 24], [125, 250], MODEL.memory_model),
+                     lambda measure: profile_exhaustive(measure, [1, 24], [125, 250])):
+        with pytest.raises(InvalidInputError) as error:
+            profiler(lambda cpus, mem: 1e101)
+        assert error.value.field.startswith("measure(") and error.value.value == 1e101
+
+
 # -- profiling delays ---------------------------------------------------------------------------------------
 
 

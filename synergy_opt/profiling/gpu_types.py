@@ -27,7 +27,9 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
+from synergy_opt.hetero import type_name
 from synergy_opt.instance import Profile
+from synergy_opt.profile import throughput_matrix
 from synergy_opt.profiles import (
     REFERENCE_GPU_TYPE,
     builtin_type_profile,
@@ -42,7 +44,7 @@ from synergy_opt.profiling.model import (
     REFERENCE_MEM_GB_PER_GPU,
     JobModel,
 )
-from synergy_opt.validation import Number, Optional, checked, real_array
+from synergy_opt.validation import InstanceOf, Number, Optional, checked, real_array
 
 # A matrix value this close to its peak is on the plateau, where the GPU stage binds.
 _PLATEAU = 1e-9
@@ -55,7 +57,8 @@ def speed_ratio_map(name: str, value: Any) -> dict[str, float]:
     """The rule for speed ratios: GPU type name -> a number in [1e-30, 1e30] (``SPEED_RATIO``)."""
     if not isinstance(value, Mapping):
         raise InvalidInputError(name, value, "must be a dict of GPU type -> speed ratio (a number in [1e-30, 1e30])")
-    return {str(kind): SPEED_RATIO(f"{name}[{kind!r}]", ratio) for kind, ratio in value.items()}
+    # Keys by the type name rule (a key 5 made a type '5', 'a 100' one that a round then refused).
+    return {type_name(f"{name} key", kind): SPEED_RATIO(f"{name}[{kind!r}]", ratio) for kind, ratio in value.items()}
 
 
 def builtin_speed_ratios(name: str, value: Any) -> dict[str, float]:
@@ -73,7 +76,7 @@ def with_gpu_speed(model: JobModel, ratio: float) -> JobModel:
     return replace(model, gpu_s=model.gpu_s / SPEED_RATIO("ratio", ratio))
 
 
-@checked(ratios=speed_ratio_map)
+@checked(model=InstanceOf(JobModel), ratios=speed_ratio_map)
 def type_profiles(model: JobModel, ratios: Mapping[str, float], cpu_axis: Any, mem_axis: Any) -> dict[str, Profile]:
     """``model``'s matrix on each GPU type of ``ratios`` (its GPU's speed relative to the reference type's, on
     which ``model`` is the job), on the grid ``cpu_axis x mem_axis``, in units of ``model``'s throughput at the
@@ -102,6 +105,7 @@ def faster_gpu_matrix(tput: np.ndarray, ratio: float, other_stages: np.ndarray) 
     model, in the same unit). On the new GPU the iteration takes ``max(g / ratio, S)``. At ``ratio <= 1`` this
     is :func:`~synergy_opt.profiles.capped_at_gpu` (``other_stages`` plays no part).
     """
+    tput = throughput_matrix("tput", tput)
     ratio = SPEED_RATIO("ratio", ratio)
     if ratio <= 1:
         return capped_at_gpu(tput, ratio)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.profile import Profile, profile_axis
-from synergy_opt.validation import NON_NEGATIVE, POSITIVE, Function, InstanceOf, Number, call_user, checked
+from synergy_opt.profile import MAX_THROUGHPUT, Profile, profile_axis
+from synergy_opt.validation import POSITIVE, Function, InstanceOf, Number, call_user, checked
 
 Measure = Callable[[float, float], float]
 MINUTES_PER_POINT = 1.0
@@ -63,6 +63,10 @@ class ProfilingResult:
         return float(sum(m.minutes for m in self.measurements))
 
 
+# A measurement: what a profile may hold (one above the cap was named as the matrix entry it later filled).
+MEASURED = Number(0, MAX_THROUGHPUT)
+
+
 class Meter:
     """Calls ``measure`` for a profiler, checks each value, logs it, and refuses to measure a point twice."""
 
@@ -76,7 +80,7 @@ class Meter:
         point = (float(cpus_per_gpu), float(mem_gb_per_gpu))
         if point in self._seen:
             raise AssertionError(f"profiler bug: {point} measured twice")
-        value = NON_NEGATIVE(f"measure({point[0]:g}, {point[1]:g})", call_user("measure", self._measure, *point))
+        value = MEASURED(f"measure({point[0]:g}, {point[1]:g})", call_user("measure", self._measure, *point))
         self._seen.add(point)
         self._log.append(Measurement(point[0], point[1], value, self._minutes))
         return value

@@ -30,6 +30,7 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile
+from synergy_opt.profile import profile_axis
 from synergy_opt.profiles import reference_server
 from synergy_opt.validation import Integer, Number, Optional, real_array, text
 
@@ -86,7 +87,9 @@ class MinIOCache:
         """Samples per second with ``mem_gb_per_gpu`` GB, given ``at_full_memory`` measured at full memory.
 
         Exact for a job whose iteration time is the slowest of its stages: the storage stage is the only one
-        memory changes, and it only grows as memory shrinks.
+        memory changes, and it only grows as memory shrinks. ``at_full_memory`` is in samples per second too
+        (``JobModel.samples_per_s``): the storage cap is, so a normalised throughput (``JobModel.throughput``,
+        about 1) would never meet it and every memory value would read the full-memory throughput.
         """
         at_full_memory = _point("at_full_memory", at_full_memory)
         read = self.read_time_s(mem_gb_per_gpu)
@@ -144,7 +147,9 @@ class JobModel:
 
     @property
     def memory_model(self) -> MinIOCache:
-        """The job's storage stage as the memory model the optimistic profiler uses."""
+        """The job's storage stage as the memory model the optimistic profiler uses, in samples per second: pair
+        it with ``measure=samples_per_s`` (not the normalised :meth:`throughput`, which its cap never meets), then
+        normalise the profile (``synergy_opt.profiling.normalised``)."""
         return MinIOCache(self.batch, self.dataset_gb, self.item_mb, self.storage_mb_s, self.process_mem_gb)
 
     def stage_times_s(self, cpus_per_gpu: Any, mem_gb_per_gpu: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -176,9 +181,8 @@ class JobModel:
 
     def profile(self, cpu_axis: Any, mem_axis: Any) -> Profile:
         """The job's exact sensitivity matrix on the grid ``cpu_axis x mem_axis`` (per GPU, increasing)."""
-        probe = Profile(cpu_axis, mem_axis, np.zeros((np.size(cpu_axis), np.size(mem_axis))))  # checks the axes
-        tput = self.throughput(probe.cpu_per_gpu[:, None], probe.mem_gb_per_gpu[None, :])
-        return Profile(probe.cpu_per_gpu, probe.mem_gb_per_gpu, tput, name=self.name)
+        cpu, mem = profile_axis("cpu_axis", cpu_axis), profile_axis("mem_axis", mem_axis)  # named as given
+        return Profile(cpu, mem, self.throughput(cpu[:, None], mem[None, :]), name=self.name)
 
 
 def _point(name: str, value: Any, *, positive: bool = False) -> np.ndarray:

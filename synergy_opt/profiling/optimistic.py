@@ -16,8 +16,10 @@ stretch between two measured neighbours that still matters, from the fewest CPUs
 
 Skipped points take the lower bound on time (the larger of the upper end and the trend below, never beyond
 the chord): exact for a job of that form, except on the lowest stretch (within ``threshold / 4`` there), and
-within the stretch's improvement (below ``threshold``) otherwise. Every other memory
-value comes from ``memory_model.throughput(W at full memory, mem)``, e.g. the job's :class:`MinIOCache`.
+within the stretch's improvement (below ``threshold``) otherwise, for a job whose throughput never falls with
+more CPUs (one that peaks inside a skipped stretch is not bounded: formulations/profiling.md, section 3).
+Every other memory value comes from ``memory_model.throughput(W at full memory, mem)``, e.g. the job's
+:class:`MinIOCache`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile
+from synergy_opt.profile import MAX_THROUGHPUT
 from synergy_opt.profiling.measurement import (
     MEASURE,
     MINUTES,
@@ -85,10 +88,12 @@ def profile_job(
         The grid (per GPU, strictly increasing).
     memory_model
         Gives the throughput at every memory value from the one measured at full memory
-        (:attr:`JobModel.memory_model` for a modelled job). Its ``throughput(at_full_memory, mem_gb_per_gpu)``
-        is called once, with arrays: ``at_full_memory`` of shape ``(cpus, 1)`` and ``mem_gb_per_gpu`` of shape
-        ``(1, mems)``, and must return the ``(cpus, mems)`` grid (numpy's broadcasting: ``np.minimum``, not
-        ``min``).
+        (:attr:`JobModel.memory_model` for a modelled job: in samples per second, so ``measure`` must be too,
+        ``JobModel.samples_per_s``; its storage cap never binds a normalised ``measure``). Its
+        ``throughput(at_full_memory, mem_gb_per_gpu)`` is called once, with arrays: ``at_full_memory`` of shape
+        ``(cpus, 1)`` and ``mem_gb_per_gpu`` of shape ``(1, mems)``, and must return the ``(cpus, mems)`` grid
+        (numpy's broadcasting: ``np.minimum``, not ``min``), or one column ``(cpus, 1)`` when memory changes
+        nothing; anything else (a number, one row) is an error.
     threshold
         The paper's flatness threshold in (0, 1): a stretch of the CPU axis improving by less is not searched.
     minutes_per_point
@@ -105,16 +110,21 @@ def profile_job(
     at_full = search_cpu_axis(lambda c: meter(c, full_memory), cpu, threshold)
     # The model's output is numbers by the toolkit's one rule (no strings, booleans or masked arrays).
     given = call_user("memory_model", memory_model.throughput, at_full[:, None], mem[None, :])
+    shape = f"({cpu.size} x {mem.size})"
     try:
         modelled = real_array("throughput(...)", given, ndim=None)
-        tput = np.array(np.broadcast_to(modelled, (cpu.size, mem.size)))
-    except (InvalidInputError, ValueError) as error:
-        shape = f"({cpu.size} x {mem.size})"
+    except InvalidInputError as error:
         raise InvalidInputError("memory_model", callable_name(memory_model),
                                 f"must give a throughput at every grid point {shape}: {error}") from None
-    if not np.all(np.isfinite(tput)) or np.any(tput < 0):
+    # The grid, or one column (a model that ignores memory). A number or one row was spread over the grid: the
+    # same throughput at every CPU count (float(np.min(...)) where np.minimum was meant).
+    if modelled.shape not in ((cpu.size, mem.size), (cpu.size, 1)):
+        raise InvalidInputError("memory_model", callable_name(memory_model), f"must give a throughput at every "
+                                f"grid point {shape} (or one column, {cpu.size} x 1): it gave shape {modelled.shape}")
+    tput = np.array(np.broadcast_to(modelled, (cpu.size, mem.size)))
+    if not np.all(np.isfinite(tput)) or np.any(tput < 0) or np.any(tput > MAX_THROUGHPUT):
         raise InvalidInputError("memory_model", callable_name(memory_model),
-                                "must give a finite throughput >= 0 on the grid")
+                                f"must give a finite throughput >= 0 and at most {MAX_THROUGHPUT:g} on the grid")
     # The model fills other memory values only: what was measured at full memory stays as measured.
     tput[:, -1] = at_full
     return ProfilingResult(Profile(cpu, mem, tput), meter.log, "optimistic")
