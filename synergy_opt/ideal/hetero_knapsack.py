@@ -81,9 +81,23 @@ class TypedKnapsack:
         0.56 ms per evaluation on 36 thousand columns, about 100 per round, 0.06 ms this). Equal to numpy's
         formula up to the order of summation: the sums here run column by column, einsum's may group (``L`` and
         the value differ in the last bits; the use is the same)."""
-        total, use, value = _dual_value(np.ascontiguousarray(lam, dtype=float), self.value, self.col_type,
-                                        self.gpu, self.cpu, self.mem, self.bounds, self.class_count, self.types)
+        seg_bounds, seg_type, seg_gpu, class_segments = self.segments
+        total, use, value = _dual_value(np.ascontiguousarray(lam, dtype=float), self.value, self.cpu, self.mem,
+                                        seg_bounds, seg_type, seg_gpu, class_segments, self.class_count, self.types)
         return float(lam @ self.capacity + total), use, value
+
+    @cached_property
+    def segments(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Runs of columns of one class, type and GPU count (a class's columns are grouped by type): each run's
+        bounds (``seg_bounds[s]:seg_bounds[s + 1]``), type and GPUs, and each class's runs
+        (``class_segments[q]:class_segments[q + 1]``). The GPU price of a run is one product for all its columns."""
+        col_class, col_type, gpu = self.col_class, self.col_type, self.gpu
+        change = np.r_[True, (col_class[1:] != col_class[:-1]) | (col_type[1:] != col_type[:-1])
+                       | (gpu[1:] != gpu[:-1])] if col_class.size else np.zeros(0, dtype=bool)
+        starts = np.flatnonzero(change)
+        seg_bounds = np.append(starts, col_class.size).astype(np.int64)
+        class_segments = np.searchsorted(col_class[starts], np.arange(self.class_count.size + 1)).astype(np.int64)
+        return seg_bounds, col_type[starts].astype(np.int64), gpu[starts].astype(float), class_segments
 
     def uses(self, columns: np.ndarray) -> np.ndarray:
         """``(len(columns), 3T)``: each column's use of every row."""
@@ -144,37 +158,42 @@ def _priced(lam: np.ndarray, value: np.ndarray, col_type: np.ndarray, gpu: np.nd
 
 
 @njit(cache=True)
-def _dual_value(lam: np.ndarray, value: np.ndarray, col_type: np.ndarray, gpu: np.ndarray, cpu: np.ndarray,
-                mem: np.ndarray, bounds: np.ndarray, class_count: np.ndarray, types: int
-                ) -> tuple[float, np.ndarray, float]:  # pragma: no cover - compiled
-    """Per class its best priced value (as :func:`_priced` computes it) and its best columns, shared evenly: the
+def _dual_value(lam: np.ndarray, value: np.ndarray, cpu: np.ndarray, mem: np.ndarray, seg_bounds: np.ndarray,
+                seg_type: np.ndarray, seg_gpu: np.ndarray, class_segments: np.ndarray, class_count: np.ndarray,
+                types: int) -> tuple[float, np.ndarray, float]:  # pragma: no cover - compiled
+    """Per class its best priced value (as :func:`_priced` computes it: the GPU price's product is the same for
+    a run of one type and GPU count, :attr:`TypedKnapsack.segments`, so it is taken once per run, the same
+    values; a quarter less time than per column on 3 x 1024-GPU rounds) and its best columns, shared evenly: the
     sum over classes of count x best, the rows' use of the mix and its value. One pass keeps each class's first
     best column and how many tie with it; only a class with ties is read again (the priced values are not kept;
     a fifth less time than storing them and reading every class twice, on 3 x 1024-GPU rounds)."""
     use = np.zeros(3 * types)
     total = 0.0
     mixed = 0.0
-    for q in range(bounds.size - 1):
-        begin, end = bounds[q], bounds[q + 1]
-        if begin == end:  # a class without columns has no best
+    for q in range(class_segments.size - 1):
+        if class_segments[q] == class_segments[q + 1]:  # a class without columns has no best
             raise ValueError("every class of a knapsack needs a column")
         most = -np.inf
-        first = begin
-        ties = 0
-        for c in range(begin, end):
-            priced = _net(lam, value, col_type, gpu, cpu, mem, types, c)
-            if priced > most:
-                most, first, ties = priced, c, 1
-            elif priced == most:
-                ties += 1
+        first, first_run, ties = -1, -1, 0
+        for s in range(class_segments[q], class_segments[q + 1]):
+            t = seg_type[s]
+            gpu_price, cpu_price, mem_price = lam[t] * seg_gpu[s], lam[types + t], lam[2 * types + t]
+            for c in range(seg_bounds[s], seg_bounds[s + 1]):
+                priced = value[c] - gpu_price - cpu_price * cpu[c] - mem_price * mem[c]
+                if priced > most:
+                    most, first, first_run, ties = priced, c, s, 1
+                elif priced == most:
+                    ties += 1
         share = class_count[q] / ties
-        for c in range(first, end if ties > 1 else first + 1):
-            if ties > 1 and _net(lam, value, col_type, gpu, cpu, mem, types, c) < most:
-                continue
-            t = col_type[c]
-            use[t] += share * gpu[c]
-            use[types + t] += share * cpu[c]
-            use[2 * types + t] += share * mem[c]
-            mixed += share * value[c]
+        for s in range(first_run, class_segments[q + 1] if ties > 1 else first_run + 1):
+            t = seg_type[s]
+            gpu_price, cpu_price, mem_price = lam[t] * seg_gpu[s], lam[types + t], lam[2 * types + t]
+            for c in range(max(first, seg_bounds[s]), seg_bounds[s + 1] if ties > 1 else first + 1):
+                if ties > 1 and value[c] - gpu_price - cpu_price * cpu[c] - mem_price * mem[c] < most:
+                    continue
+                use[t] += share * seg_gpu[s]
+                use[types + t] += share * cpu[c]
+                use[2 * types + t] += share * mem[c]
+                mixed += share * value[c]
         total += class_count[q] * most
     return total, use, mixed
