@@ -24,6 +24,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
+from numba import njit
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import RoundInstance, grid_index, on_grid
@@ -336,14 +337,33 @@ def _dominated(tput: np.ndarray) -> np.ndarray:
     The best W over the lower-left quadrant excluding the point itself is the larger of the inclusive
     running maxima one step left and one step down; ties keep the cheaper config.
     """
-    # Running maxima along each (short) axis one slice at a time: twice as fast as maximum.accumulate on the
-    # stacked 3-D array, the same values (max is exact).
-    running = tput.copy()
-    for a in range(1, tput.shape[1]):
-        np.maximum(running[:, a - 1], running[:, a], out=running[:, a])
-    for b in range(1, tput.shape[2]):
-        np.maximum(running[:, :, b - 1], running[:, :, b], out=running[:, :, b])
-    best_other = np.full(tput.shape, -np.inf)
-    best_other[:, 1:, :] = running[:, :-1, :]
-    best_other[:, :, 1:] = np.maximum(best_other[:, :, 1:], running[:, :, :-1])
-    return tput <= best_other
+    return _dominated_compiled(np.ascontiguousarray(tput, dtype=float))
+
+
+@njit(cache=True)
+def _larger(x: float, y: float) -> float:  # pragma: no cover - compiled
+    """``np.maximum(x, y)``: the larger, NaN when either is."""
+    return x if (x >= y or x != x) else y
+
+
+@njit(cache=True)
+def _dominated_compiled(tput: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """:func:`_dominated` in one compiled pass per matrix (the running maxima along both axes, one slice at a
+    time in numpy, were about 8 ms of a 3 x 1024-GPU heterogeneous round; max is exact, so the same values)."""
+    jobs, cpus, mems = tput.shape
+    dominated = np.empty(tput.shape, dtype=np.bool_)
+    running = np.empty((cpus, mems))  # the inclusive running maximum of the current matrix
+    for j in range(jobs):
+        for a in range(cpus):
+            for b in range(mems):
+                other = -np.inf
+                if a > 0:
+                    other = running[a - 1, b]
+                if b > 0:
+                    other = _larger(other, running[a, b - 1])
+                value = tput[j, a, b]
+                dominated[j, a, b] = value <= other
+                running[a, b] = _larger(running[a - 1, b], value) if a > 0 else value
+                if b > 0:
+                    running[a, b] = _larger(running[a, b], running[a, b - 1])
+    return dominated

@@ -128,7 +128,7 @@ class ModelBuilder:
 
     def build(self) -> LinearModel:
         def cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+            return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)
 
         objective, col_lower, col_upper, integer = (
             cat([c[i] for c in self._cols], t) for i, t in enumerate((float, float, float, bool))
