@@ -597,7 +597,10 @@ def join_allocations(cluster: HeteroCluster, per_type: Mapping[str, Allocation])
         for job_id, parts in allocation.jobs.items():
             if job_id in jobs:
                 raise InvalidInputError(f"per_type[{kind!r}].jobs", job_id, "a job is placed on two types")
-            jobs[job_id] = tuple(trusted_placement(p.server + offset, p.gpus, p.cpus, p.mem_gb) for p in parts)
+            # The first type's servers keep their numbers: its placements serve as they are (a third of the
+            # Placements of a 3-type round not built again).
+            jobs[job_id] = parts if offset == 0 else tuple(trusted_placement(p.server + offset, p.gpus, p.cpus,
+                                                                                p.mem_gb) for p in parts)
     return trusted_allocation(jobs)
 
 
