@@ -469,3 +469,19 @@ def test_gavel_policies_on_a_trace_that_grows(policy: str) -> None:
     result = so.simulate(trace, so.Cluster(1, 4, 12, 250), policy=policy, mechanism="proportional", round_s=360,
                          monitor=(0, 4))
     assert result.summary["stopped"] == "done" and result.monitored_jobs.jct_s.notna().all()
+
+
+
+def test_a_policy_lp_without_a_solution_stops_the_run_with_its_status(tmp_path: Path) -> None:
+    # Weights 20 decades apart put a coefficient of 1e20 in max-min's LP (an ERROR status, no fractions): the
+    # simulator took that as "no job owed anything" and ran another schedule without a word.
+    line = "ResNet-18 (batch size 64)\tpython3 main.py\t.\t--num_steps\t1\t60000\t1\t{weight}\t-1\t{arrival}.000000"
+    path = tmp_path / "weights.trace"
+    path.write_text("\n".join(line.format(weight="1e-20" if i == 0 else "1", arrival=i) for i in range(4)) + "\n")
+    cluster = so.HeteroCluster.of("v100:1", 8, 24, 500)
+    with pytest.raises(so.NoSolutionError, match="max_min_fairness at 360 s: its LP ended error"):
+        so.simulate(load_trace(path), cluster, policy="max_min_fairness", mechanism="proportional", round_s=360)
+    # Water filling's levels are in units of the free rows' reach: the same trace runs.
+    finished = so.simulate(load_trace(path), cluster, policy="max_min_fairness_water_filling",
+                           mechanism="proportional", round_s=360)
+    assert finished.summary["stopped"] == "done"

@@ -196,3 +196,16 @@ def test_a_time_limit_ends_the_sequence_with_a_status() -> None:
     stopped = solve_water_filling(problem, time_limit=1e-6)
     assert stopped.status is Status.NO_SOLUTION and stopped.allocation is None and stopped.objective is None
     assert "time limit" in stopped.solve.message
+
+
+
+@pytest.mark.parametrize("weight", [1e-9, 1e-12])
+def test_a_weight_decades_below_the_others_is_lifted_last(weight: float) -> None:
+    # 16 alike jobs on 8 GPUs, one of tiny weight (its normalised values 1/weight times the others'): its last
+    # level's z had a coefficient of 1e-9 once equilibrated and the level was called UNBOUNDED (no allocation).
+    weights = np.r_[weight, np.ones(15)]
+    problem = PolicyProblem(np.ones((16, 1)), np.ones(16, dtype=int), np.array([8]), priority_weights=weights)
+    result = solve_water_filling(problem)
+    assert result.status is Status.OPTIMAL and result.objective == pytest.approx(8 / (15 + weight), rel=1e-9)
+    assert result.allocation.sum() == pytest.approx(8.0)
+    assert result.allocation[1:, 0] == pytest.approx(np.full(15, 8 / (15 + weight)), rel=1e-9)

@@ -7,7 +7,8 @@ formulations/policies.md:
   this is the LP: maximise ``u`` subject to ``sum_t throughputs[i, t] * x[i, t] - remaining[i] * u >= 0``
   (rows K1-K2); the makespan is ``1 / u``. Gavel bisects on ``T`` (to within 5%); the LP is exact. ``u`` is
   counted in units of its upper bound ``min_i max_t throughputs[i, t] / remaining[i]`` (every job alone on its
-  fastest type), so that it is near 1: the backends' tolerances are absolute, and ``u`` itself can be ~1e-6.
+  fastest type), so that it is near 1: the backends' tolerances are absolute, and ``u`` itself can be ~1e-6;
+  each row K2 is divided by its requirement ``remaining[i] * unit`` (so ``u``'s coefficient is -1 in every row).
 - **max-sum-throughput** (Gavel's ``max_sum_throughput_perf``): maximise ``sum_{i,t} throughputs[i, t] *
   x[i, t] / cost[t]`` (row S1; ``cost`` 1 unless given, Gavel's ``instance_costs``).
 """
@@ -68,10 +69,14 @@ def _makespan_model(problem: PolicyProblem, remaining: np.ndarray, rows: np.ndar
     u = builder.add_vars("u", 1, objective=1.0)  # K1: u * unit = 1 / makespan
     jobs, types = rows.size, problem.num_types
     local = np.arange(jobs)
-    builder.add_rows(  # K2: sum_t throughputs x - remaining unit u >= 0
+    # K2: sum_t throughputs x / (remaining unit) - u >= 0, each row in units of its own requirement: as
+    # "throughputs x >= remaining unit u", a job of 1e-9 the others' steps met its row at x = 0 within the
+    # solvers' tolerance (no time, an infinite makespan, reported finite).
+    builder.add_rows(
         "finish", np.concatenate([np.repeat(local, types), local]),
         np.concatenate([x.start + np.arange(jobs * types), np.full(jobs, u.start)]),
-        np.concatenate([problem.throughputs[rows].ravel(), -remaining[rows] * unit]), lower=0.0, count=jobs)
+        np.concatenate([(problem.throughputs[rows] / (remaining[rows] * unit)[:, None]).ravel(), -np.ones(jobs)]),
+        lower=0.0, count=jobs)
     return builder.build(), unit
 
 

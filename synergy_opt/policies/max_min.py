@@ -39,12 +39,14 @@ from synergy_opt.validation import InstanceOf, OneOf, boolean, checked
 
 @dataclass(frozen=True, eq=False)
 class MaxMinModel:
-    """The LP and how its variable rows map to jobs: job ``i`` takes row ``class_of[i]`` of ``x``."""
+    """The LP and how its variable rows map to jobs: job ``i`` takes row ``class_of[i]`` of ``x``. Its ``z`` is
+    counted in units of ``unit`` (:func:`level_unit`): the least normalised throughput is ``unit * z``."""
 
     model: LinearModel
     class_of: np.ndarray
     coefficients: np.ndarray
     build_seconds: float
+    unit: float = 1.0
 
 
 def normalised_coefficients(problem: PolicyProblem) -> np.ndarray:
@@ -54,6 +56,17 @@ def normalised_coefficients(problem: PolicyProblem) -> np.ndarray:
     scale = np.where(proportional > 0, problem.scale_factors / (problem.priority_weights * np.where(
         proportional > 0, proportional, 1.0)), 0.0)
     return np.asarray(problem.throughputs * scale[:, None])
+
+
+def level_unit(coefficients: np.ndarray) -> float:
+    """The least over the rows of ``coefficients`` (classes x types) of each one's largest: no class's value
+    ``sum_t c[k, t] x[k, t]`` can pass it (its fractions sum to at most 1), so the level ``z`` of those rows is at
+    most this. ``z`` counted in this unit is about 1 whatever the weights' scale: counted as it is, a weight of 1e10
+    made the optimum 1.6e-10, below the solvers' tolerances (OPTIMAL at 0, nobody scheduled), and CBC's
+    eight-digit points broke rows of a level near 143 by more than its check allows."""
+    best = coefficients.max(axis=1, initial=0.0)
+    best = best[best > 0]
+    return float(best.min()) if best.size else 1.0
 
 
 def max_min_classes(problem: PolicyProblem, aggregate: bool, *keys: np.ndarray
@@ -73,26 +86,28 @@ def build_max_min_fairness(problem: PolicyProblem, aggregate: bool = True) -> Ma
     coefficients, rows, class_of, counts, counted = max_min_classes(problem, aggregate)
     builder = ModelBuilder("max_min_fairness", "max")
     x = add_time_fractions(builder, problem, counts, rows)
-    z = builder.add_vars("z", 1, objective=1.0)  # M1
-    # M2: sum_t c[i, t] x[i, t] - z >= 0 for every class that can run somewhere.
-    add_level_rows(builder, "fairness", x, z, coefficients, counted, np.arange(counted.size), 0.0)
-    return MaxMinModel(builder.build(), class_of, coefficients, time.perf_counter() - started)
+    z = builder.add_vars("z", 1, objective=1.0)  # M1, in units of ``unit``
+    # M2: sum_t (c[i, t] / unit) x[i, t] - z >= 0 for every class that can run somewhere (every row divided by
+    # the unit alike: a row's requirement stays as exact as its coefficients).
+    unit = level_unit(coefficients[counted])
+    add_level_rows(builder, "fairness", x, z, coefficients / unit, counted, np.arange(counted.size), 0.0)
+    return MaxMinModel(builder.build(), class_of, coefficients, time.perf_counter() - started, unit)
 
 
 def add_level_rows(builder: ModelBuilder, name: str, x: slice, z: slice, coefficients: np.ndarray,
                    counted: np.ndarray, lifted: np.ndarray, lower: float | np.ndarray,
-                   equilibrate: bool = False) -> slice:
+                   equilibrate: bool = False, unit: float = 1.0) -> slice:
     """Row M2's form, one row per counted class ``k`` (its position in ``counted``): ``sum_t c[k, t] x[k, t]``,
-    minus ``z`` in the rows of ``lifted``, at least ``lower`` (max-min: every row lifted, 0; water filling's
-    levels: the free rows lifted, the frozen ones at their levels)."""
+    minus ``unit * z`` in the rows of ``lifted``, at least ``lower`` (max-min: every row lifted, 0; water
+    filling's levels: the free rows lifted, the frozen ones at their levels)."""
     types = coefficients.shape[1]
     local = np.arange(counted.size)
     return builder.add_rows(
         name, np.concatenate([np.repeat(local, types), lifted]),
         np.concatenate([x.start + (counted[:, None] * types + np.arange(types)).ravel(),
                         np.full(lifted.size, z.start)]),
-        np.concatenate([coefficients[counted].ravel(), -np.ones(lifted.size)]), lower=lower, count=counted.size,
-        equilibrate=equilibrate)
+        np.concatenate([coefficients[counted].ravel(), np.full(lifted.size, -unit)]), lower=lower,
+        count=counted.size, equilibrate=equilibrate)
 
 
 @checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, method=OneOf(METHODS), **SOLVER_ARGUMENTS)
@@ -133,4 +148,4 @@ def solve_max_min_fairness(
     built = build_max_min_fairness(problem, aggregate)
     params = lp_params(time_limit, mip_gap, threads, seed, verbose, large_lp_options(built.model, solver, options))
     solved = solve_lp(built.model, problem.num_types, solver, params, built.build_seconds)
-    return policy_result("max_min_fairness", problem, solved, built.class_of)
+    return policy_result("max_min_fairness", problem, solved, built.class_of, lambda z: z * built.unit)

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.policies.hierarchy import Entities, Rates
-from synergy_opt.policies.max_min import add_level_rows, max_min_classes
+from synergy_opt.policies.max_min import add_level_rows, level_unit, max_min_classes
 from synergy_opt.policies.problem import PolicyProblem, add_time_fractions
 from synergy_opt.policies.result import PolicyResult
 from synergy_opt.policies.solve import Solved, idle_result, large_lp_options, lp_params, solve_lp
@@ -61,13 +61,14 @@ POLICY = "max_min_fairness_water_filling"
 
 
 def _level_model(problem: PolicyProblem, coefficients: np.ndarray, rows: np.ndarray, counts: np.ndarray,
-                 counted: np.ndarray, floors: np.ndarray, free: np.ndarray) -> LinearModel:
-    """W1: rows B1-B3 and, for each counted class ``k`` (position in ``counted``), ``v_k - z >= 0`` if ``k`` is
-    ``free``, else ``v_k >= floors[k]``; maximise ``z`` (the block ``z``; the level rows are the block ``levels``)."""
+                 counted: np.ndarray, floors: np.ndarray, free: np.ndarray, unit: float) -> LinearModel:
+    """W1: rows B1-B3 and, for each counted class ``k`` (position in ``counted``), ``v_k - unit z >= 0`` if ``k``
+    is ``free``, else ``v_k >= floors[k]``; maximise ``z`` (the block ``z``, the level in units of ``unit``; the
+    level rows are the block ``levels``)."""
     builder = ModelBuilder("water_filling", "max")
     x = add_time_fractions(builder, problem, counts, rows)
     z = builder.add_vars("z", 1, objective=1.0)
-    add_level_rows(builder, "levels", x, z, coefficients, counted, free, floors, equilibrate=True)
+    add_level_rows(builder, "levels", x, z, coefficients, counted, free, floors, equilibrate=True, unit=unit)
     return builder.build()
 
 
@@ -133,9 +134,13 @@ def solve_water_filling(
     def level(scaled: np.ndarray, floors: np.ndarray, free: np.ndarray) -> tuple[float, np.ndarray, Solved] | None:
         """W1 and W2: the level, the free rows' duals and W1's solve; None when an LP does not end optimal."""
         primal_gives: tuple[float, ...] = GIVES  # from the give the level's LP ends at on
+        # The level in units of the most the free classes could reach (max-min's unit): with a weight 1e9
+        # times the others' the last free row's z had a coefficient of 1e-9 once equilibrated, and the level was
+        # called UNBOUNDED.
+        unit = level_unit(scaled[counted][free])
         for k, give in enumerate(GIVES):
             built = time.perf_counter()
-            model = _level_model(problem, scaled, rows, counts, counted, floors * (1 - give), free)
+            model = _level_model(problem, scaled, rows, counts, counted, floors * (1 - give), free, unit)
             solved = solve_lp(model, problem.num_types, solver, params(model), time.perf_counter() - built)
             solves.append(solved)
             if solved.result.status is Status.OPTIMAL or (deadline is not None and time.perf_counter() >= deadline):
@@ -143,7 +148,7 @@ def solve_water_filling(
                 break
         if solved.result.status is not Status.OPTIMAL:
             return None
-        z = float(solved.result.values(model, "z")[0])
+        z = unit * float(solved.result.values(model, "z")[0])
         if solved.result.row_duals is not None:
             return z, np.abs(solved.result.row_duals[model.con_blocks["levels"]][free]), solved
         # The dual LP from the primal's floors on: its floors, met by the last level's point only within the

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from synergy_opt.errors import NoSolutionError
 from synergy_opt.policies import (
     PolicyProblem,
     PolicyResult,
@@ -165,7 +166,10 @@ class GavelSelector:
         self.iso_rate = dict(zip(positions, problem.isolated_throughputs(), strict=True))
         result = self.solve(PolicyInput(problem, states, np.array([self.isolated_s[p] for p in positions])))
         self.solves += 1
-        allocation = result.allocation if result.allocation is not None else np.zeros(throughputs.shape)
+        if result.allocation is None:  # taken as "no job owed anything" before: another schedule, without a word
+            raise NoSolutionError(f"{self.name} at {states.now_s:g} s: its LP ended {result.solve.status.value} "
+                                  f"({result.solve.message}), with no time fractions to schedule the round by")
+        allocation = result.allocation
         self.rounds.reset(states.now_s, {str(p): row[self.order] for p, row in zip(positions, allocation,
                                                                                     strict=True)})
         self.members = frozenset(positions)
