@@ -485,3 +485,12 @@ def test_a_policy_lp_without_a_solution_stops_the_run_with_its_status(tmp_path: 
     finished = so.simulate(load_trace(path), cluster, policy="max_min_fairness_water_filling",
                            mechanism="proportional", round_s=360)
     assert finished.summary["stopped"] == "done"
+
+
+
+@pytest.mark.parametrize("policy", [None, 5, "max_min_fairnes"])
+def test_an_unknown_policy_lists_gavels_too(policy: object) -> None:
+    # A policy that was not a string listed the toolkit's policies only, leaving Gavel's six out.
+    with pytest.raises(UnknownNameError) as caught:
+        so.simulate(_three_jobs(), so.Cluster(1, 2, 6, 125), policy=policy)  # type: ignore[arg-type]
+    assert "max_min_fairness_water_filling" in str(caught.value) and caught.value.field == "policy"

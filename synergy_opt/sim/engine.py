@@ -210,7 +210,7 @@ def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Po
         else:
             selector = GavelSelector(policy, (cluster.total_gpus,), round_s, weights)
         policy_name, policy_fn = policy, POLICIES["fifo"]
-    elif isinstance(policy, str) and policy not in POLICIES:
+    elif not (callable(policy) or (isinstance(policy, str) and policy in POLICIES)):  # named among them all
         raise UnknownNameError("policy", policy, (*POLICIES, *GAVEL_POLICIES))
     else:
         policy_name, policy_fn = resolve_policy(policy)
