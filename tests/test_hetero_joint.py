@@ -15,7 +15,7 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import InvalidAllocationWarning
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.hetero_model import job_classes
-from synergy_opt.joint.hetero_bp import prove_across_types, typed_columns
+from synergy_opt.joint.hetero_bp import TypeIdeals, prove_across_types, typed_columns
 from synergy_opt.joint.hetero_master import TypedMaster
 from synergy_opt.joint.hetero_model import build_hetero_joint, type_shares
 from synergy_opt.joint.hetero_solve import HeteroJointResult
@@ -133,6 +133,57 @@ def test_the_branch_and_price_across_types_alone_finds_the_optimum() -> None:
         assert score.valid and score.objective == pytest.approx(expected, abs=1e-6)
         splits += proof.outcome.splits.get("type", 0)
     assert splits
+
+
+def test_a_types_ideal_configs_are_its_columns_worth_its_ideal_optimum() -> None:
+    """``TypeIdeals``: each type's jobs (the ideal ILP's types) on that type's ideal configs, as job columns of the
+    master across types, of that type and worth that type's ideal ILP optimum (None when a config is no column:
+    no server holds it); solved once per type and jobs."""
+    checked = 0
+    for instance in TINY[:30]:
+        ideal = so.solve_ideal(instance, mip_gap=0.0)
+        if not ideal.has_solution:
+            continue
+        typed = typed_columns(instance, False, 0.0, "job", JointReductions())
+        ideals = TypeIdeals(instance, typed, 1e-9)
+        names = list(ideal.gpu_types)
+        rounds = instance.per_type_of(names)
+        for position, name in enumerate(typed.names):
+            jobs = np.flatnonzero(np.array(names) == name)
+            columns = ideals.of_type(position, jobs, names, None)
+            assert ideals.of_type(position, jobs, names, None) is columns
+            if columns is None:  # a config no server holds (the ideal ILP pools each type's servers)
+                continue
+            assert columns.size == jobs.size
+            if not jobs.size:
+                continue
+            assert np.all(typed.col_type[columns] == position)
+            expected = so.solve_ideal(rounds[name], mip_gap=0.0).objective
+            assert typed.items.weight[columns].sum() == pytest.approx(expected, abs=1e-6)
+            checked += 1
+    assert checked
+
+
+def test_nodes_types_combine_the_types_rounds_solved_before() -> None:
+    """Handed each type's round of the ideal ILP's types solved (as the type choices hand them), the branch-and-price
+    across types with no incumbent still finds the brute force's optimum, and every allocation it returns, some
+    joining those rounds' allocations with its own, is valid."""
+    for instance in TINY[:30]:
+        expected = brute_force_hetero_joint(instance, False)
+        ideal = so.solve_ideal(instance, mip_gap=0.0)
+        if expected is None or not ideal.has_solution or ideal.bound is None:
+            continue
+        typed = typed_columns(instance, False, 0.0, "job", JointReductions())
+        known = {}
+        for name, sub in instance.per_type_of(list(ideal.gpu_types)).items():
+            result = so.solve_joint(sub, mip_gap=1e-9)
+            if sub.jobs and result.allocation is not None:
+                known[(name, tuple(job.id for job in sub.jobs))] = (result.objective, result.allocation)
+        proof = prove_across_types(instance, typed, -math.inf, ideal.bound, 1e-9, None, known)
+        assert proof.outcome.complete and proof.allocation is not None
+        assert proof.value == pytest.approx(expected, abs=1e-6)
+        score = so.evaluate(instance, proof.allocation)
+        assert score.valid and score.objective == pytest.approx(expected, abs=1e-6)
 
 
 def test_trees_keep_every_column_a_better_solution_needs(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,13 +7,12 @@ Methods (``solve_joint(round, method=...)`` on a :class:`~synergy_opt.hetero.Het
 - ``"decomposition"`` (type-free rounds): types as an outer layer over today's decomposition. Since a job on a
   type keeps that type's share (H6), the type-free optimum is the best choice of admissible types followed by
   today's joint model on each type (H8). Bound: the type-free ideal ILP's, solved within the joint's
-  ``mip_gap`` (and ``upper_bound``). Incumbents: the types chosen by the type-free ideal ILP, by it with some
-  CPUs and memory held back, by the ideal LP rounded and (when none placed every job) the baseline
-  (:mod:`~synergy_opt.joint.hetero_types`);
+  ``mip_gap`` (and ``upper_bound``). Incumbents: the types chosen by the type-free ideal ILP and, when they do
+  not place every job, by the ideal LP rounded and then the baseline (:mod:`~synergy_opt.joint.hetero_types`);
   each choice's value is today's decomposition on every type (proven per type; a type's round once). When
   the best meets the bound within ``mip_gap`` it is optimal; otherwise the branch-and-price across types
-  (:mod:`~synergy_opt.joint.hetero_bp`) searches from it with the time left: OPTIMAL when it proves the best
-  within ``mip_gap``, else FEASIBLE with its bound.
+  (:mod:`~synergy_opt.joint.hetero_bp`) searches from it with the time left, its nodes' types combining the
+  rounds solved here: OPTIMAL when it proves the best within ``mip_gap``, else FEASIBLE with its bound.
 - ``"auto"``: per-type on a type-fixed round; on a type-free one the decomposition when it applies (HiGHS,
   floors fixed, no backend options), else direct.
 """
@@ -200,16 +199,16 @@ def solve_hetero_joint(
                        objective=None if found.objective is None else found.objective / factor,
                        bound=None if found.bound is None else found.bound / factor,
                        message=f"{found.message} (solved with every throughput times {factor:g})")
-    return _decomposition(instance, params, objective, upper_bound, each_type, start, consolidate, split_penalty,
-                          reductions)
+    return _decomposition(instance, params, objective, upper_bound, each_type, solved, start, consolidate,
+                          split_penalty, reductions)
 
 
 def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objective, upper_bound: float | None,
                    each_type: Callable[[HeteroRound, float | None], tuple[dict[str, Any], float | None, bool]],
-                   start: float, consolidate: bool, split_penalty: float, reductions: JointReductions
-                   ) -> HeteroJointResult:
+                   solved: Mapping[tuple[str, tuple[str, ...]], Any], start: float, consolidate: bool,
+                   split_penalty: float, reductions: JointReductions) -> HeteroJointResult:
     """Types as an outer layer over today's decomposition, then the branch-and-price across types (module
-    docstring)."""
+    docstring); ``solved`` holds every type's round ``each_type`` solved, by the type and its jobs' ids."""
     deadline = None if params.time_limit is None else start + params.time_limit
     phases: dict[str, float] = {}
 
@@ -223,7 +222,7 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
     phases["ideal"] = time.perf_counter() - start
     bounds = [b for b in (ideal.bound, upper_bound) if b is not None]
     bound = min(bounds) if bounds else None
-    search = TypeSearch(instance, ideal, deadline)
+    search = TypeSearch(instance, ideal)
     best: tuple[float, dict[str, Any], tuple[str, ...], bool] | None = None
     tried = 0
     def settled() -> bool:
@@ -250,7 +249,10 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
     if bound is not None and not _meets(value, bound, params.mip_gap) and \
             (deadline is None or time.perf_counter() < deadline):
         typed = typed_columns(instance, consolidate, split_penalty, objective, reductions)
-        proof = prove_across_types(instance, typed, value, bound, params.mip_gap, deadline)
+        # The types' rounds the choices solved: a node's types may combine them.
+        known = {key: (result.objective, result.allocation) for key, result in solved.items()
+                 if result.allocation is not None}
+        proof = prove_across_types(instance, typed, value, bound, params.mip_gap, deadline, known)
         bound = proof.bound
         if proof.allocation is not None:
             allocation, value = proof.allocation, proof.value
