@@ -15,7 +15,7 @@ from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import InvalidAllocationWarning
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.hetero_model import job_classes
-from synergy_opt.joint.hetero_bp import TypeIdeals, prove_across_types, typed_columns
+from synergy_opt.joint.hetero_bp import TypeIdeals, fit_types, prove_across_types, typed_columns
 from synergy_opt.joint.hetero_master import TypedMaster
 from synergy_opt.joint.hetero_model import build_hetero_joint, type_shares
 from synergy_opt.joint.hetero_solve import HeteroJointResult
@@ -162,6 +162,37 @@ def test_a_types_ideal_configs_are_its_columns_worth_its_ideal_optimum() -> None
             assert typed.items.weight[columns].sum() == pytest.approx(expected, abs=1e-6)
             checked += 1
     assert checked
+
+
+def test_fitted_types_keep_each_types_gpus_and_each_jobs_class() -> None:
+    """``fit_types``: every job first on one type (its column there with the most LP value), the jobs moved off
+    it are alone in their class and go to columns of their class; every type then holds its jobs' GPUs, or None
+    when no move fits."""
+    rng = np.random.default_rng(0)
+    fitted = 0
+    for instance in TINY[:30]:
+        typed = typed_columns(instance, False, 0.0, "job", JointReductions())
+        cols = typed.items.columns
+        lp_y = rng.random(cols.cls.size)
+        # Each job on the first type it may take (its columns of that type by LP value), overfilling it.
+        first = np.full(cols.count.size, -1)
+        for col in np.lexsort((-lp_y, typed.col_type)):
+            if first[cols.cls[col]] < 0:
+                first[cols.cls[col]] = col
+        y = np.zeros(cols.cls.size)
+        np.add.at(y, first, cols.count)
+        chosen = typed.job_columns(y)
+        out = fit_types(typed, chosen, lp_y, instance.gpus)
+        capacity = np.array([kind.types.cluster.total_gpus for kind in typed.kinds])
+        if out is None:
+            continue
+        load = np.bincount(typed.col_type[out], weights=instance.gpus, minlength=capacity.size)
+        assert np.all(load <= capacity)
+        moved = np.flatnonzero(out != chosen)
+        assert np.array_equal(cols.cls[out], cols.cls[chosen])
+        assert np.all(cols.count[cols.cls[out[moved]]] == 1)
+        fitted += moved.size > 0
+    assert fitted
 
 
 def test_nodes_types_combine_the_types_rounds_solved_before() -> None:
