@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -19,7 +18,6 @@ from synergy_opt.joint.hetero_bp import TypeIdeals, fit_types, prove_across_type
 from synergy_opt.joint.hetero_master import TypedMaster
 from synergy_opt.joint.hetero_model import build_hetero_joint, type_shares
 from synergy_opt.joint.hetero_solve import HeteroJointResult
-from synergy_opt.joint.hetero_types import slack_types
 from synergy_opt.joint.master import ColumnGeneration
 from synergy_opt.joint.model import JointReductions
 from synergy_opt.solvers import SolverParams, Status, solve_model
@@ -293,29 +291,3 @@ def test_bad_joint_methods() -> None:
             so.solve_joint(TINY[0], formulation=formulation)
 
 
-def test_slack_types_solve_the_ideal_ilp_with_cpus_and_memory_held_back() -> None:
-    """At a share of 1 the slack choice is an optimum's types: the type-fixed ideal ILP on them reaches the
-    type-free optimum. At a smaller share its types still hold a solution of the ILP with that share of every
-    type's CPUs and memory (so the type-fixed ILP reaches that ILP's optimum); at a share of 0 none holds."""
-    checked = 0
-    for instance in TINY[:30]:
-        ideal = so.solve_ideal(instance, mip_gap=0.0)
-        if ideal.model is None or ideal.objective is None:
-            continue
-        types = slack_types(ideal.model, 1.0, None)
-        assert types is not None
-        fixed = so.solve_ideal(instance.with_types(types), mip_gap=0.0)
-        assert fixed.objective == pytest.approx(ideal.objective, rel=2e-6, abs=1e-6)  # the core search's gap
-        held = ideal.model.model.row_upper.copy()
-        for block in ("cpu", "mem"):  # by the model's named rows, not the slice slack_types cuts
-            held[ideal.model.model.con_blocks[block]] *= 0.8
-        tight = solve_model(replace(ideal.model.model, row_upper=held), "highs", SolverParams(mip_gap=0.0))
-        slack = slack_types(ideal.model, 0.8, None)
-        assert (slack is None) == (tight.objective is None)
-        if slack is not None:
-            assert tight.objective is not None
-            assert so.solve_ideal(instance.with_types(slack), mip_gap=0.0).objective >= \
-                tight.objective * (1 - 2e-6) - 1e-6
-        assert slack_types(ideal.model, 0.0, None) is None
-        checked += 1
-    assert checked >= 20

@@ -5,23 +5,17 @@ placed every job, the search for better types is the branch-and-price's (its nod
 :class:`~synergy_opt.joint.hetero_bp.TypeIdeals`). Otherwise the ideal LP's, rounded
 (:func:`~synergy_opt.ideal.hetero_types.lp_types`, near-opt's choice); then, when none placed every job, the
 baseline types (a type choice that always places every job, as today's mechanisms do). Each is computed only when
-the decomposition asks for the next. :func:`slack_types` (the ideal ILP's with some CPU and memory of every type
-left free) was a choice here; the nodes' types found the incumbents it gave, in less time.
+the decomposition asks for the next. (The ideal ILP's types with some CPU and memory of every type left free were
+a choice here; the nodes' types found the incumbents they gave, in less time, and they were removed.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
-
-import numpy as np
 
 from synergy_opt.hetero import HeteroRound
-from synergy_opt.ideal.hetero_core import solve_core
-from synergy_opt.ideal.hetero_model import HeteroIdealModel
 from synergy_opt.ideal.hetero_solve import HeteroIdealResult
 from synergy_opt.ideal.hetero_types import lp_types
-from synergy_opt.solvers import SolverParams
 
 
 class TypeSearch:
@@ -58,17 +52,3 @@ class TypeSearch:
     def tell(self, types: list[str], value: float | None) -> None:
         """The joint's value with ``types`` (None: no placement of every job)."""
         self.seen[tuple(types)] = value
-
-
-def slack_types(ideal: HeteroIdealModel, share: float, time_limit: float | None) -> list[str] | None:
-    """The types of the type-free ideal ILP with only ``share`` of every type's CPUs and memory (GPUs and floors
-    unchanged), solved by the core search within ``time_limit``; None when it finds no solution."""
-    upper = ideal.model.row_upper.copy()
-    types = len(ideal.instance.cluster.types)
-    upper[ideal.coupling_rows[types:]] *= share  # the GPU rows come first
-    tight = replace(ideal, model=replace(ideal.model, row_upper=upper))
-    result = solve_core(tight, SolverParams(time_limit=time_limit))
-    if not result.has_solution:
-        return None
-    names = ideal.instance.cluster.names
-    return [names[int(kind)] for kind in ideal.col_type[ideal.decode(np.rint(result.solution()))]]
