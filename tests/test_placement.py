@@ -509,3 +509,15 @@ def test_the_integral_placements_formulations_keep_servers_filled_exactly(
     for formulation in ("compact", "patterns"):
         result = solve_placement(demands, "milp-integral", formulation=formulation)
         assert result.status is Status.OPTIMAL and result.split_jobs == (), formulation
+
+
+def test_placement_demands_refuse_another_rounds_ideal() -> None:
+    # Another round's configs were taken as this one's when the job counts matched (a silently wrong demand), and
+    # raised a raw ValueError or AttributeError otherwise.
+    first, second = generate_round(gpus=16, seed=1), generate_round(gpus=16, seed=2)
+    ideal = solve_ideal(first)
+    assert placement_demands(first, ideal).num_jobs == len(first.jobs)
+    for instance, result in ((second, ideal), (generate_round(gpus=32, seed=1), ideal), (first, "x")):
+        with pytest.raises(InvalidInputError) as caught:
+            placement_demands(instance, result)  # type: ignore[arg-type]
+        assert caught.value.field == "ideal"

@@ -20,7 +20,7 @@ from synergy_opt.evaluation import CAPACITY_TOLERANCE, Evaluation
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal import IdealResult, solve_ideal
 from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.io import any_round
+from synergy_opt.io import any_round, round_instance
 from synergy_opt.placement.hetero import HeteroOptResult, solve_hetero_opt
 from synergy_opt.placement.model import (
     PLACEMENT_BUILDERS,
@@ -34,7 +34,7 @@ from synergy_opt.placement.model import (
 from synergy_opt.placement.rounding import RoundingReport, round_placement
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, backend, solve_model
 from synergy_opt.solvers.registry import SOLVER, SOLVER_ARGUMENTS
-from synergy_opt.validation import OneOf, Optional, check_keyword_options, checked, named_options
+from synergy_opt.validation import InstanceOf, OneOf, Optional, check_keyword_options, checked, named_options
 
 # Seconds allowed to a placement MILP when no time limit is given: an exact packing MILP can be slow to prove
 # infeasible, and the LP placement is always there to round instead.
@@ -140,8 +140,17 @@ class OptResult:
         return self.ideal.solve_seconds + self.placement.solve.solve_seconds
 
 
+@checked(instance=round_instance, ideal=Optional(InstanceOf(IdealResult)))
 def placement_demands(instance: RoundInstance, ideal: IdealResult | None = None) -> PlacementDemands:
-    """``(g_j, c*_j, m*_j)`` of ``instance``: from the ideal ILP, or GPU-proportional without one."""
+    """``(g_j, c*_j, m*_j)`` of ``instance``: from the ideal ILP (solved on ``instance``), or GPU-proportional
+    without one."""
+    solved_on = None if ideal is None else ideal.ideal.instance
+    if solved_on is not None and solved_on is not instance and \
+            (solved_on.cluster, solved_on.jobs) != (instance.cluster, instance.jobs):
+        # Another round's configs were taken silently as this one's (the same number of jobs), or raised a raw
+        # ValueError (another number).
+        raise InvalidInputError("ideal", "IdealResult", "was solved on another round: its cluster or jobs are not "
+                                "instance's")
     if ideal is not None and ideal.has_solution:
         return configs_demands(instance, ideal.cpu_per_gpu, ideal.mem_gb_per_gpu)
     return configs_demands(instance, *proportional_configs(instance))
