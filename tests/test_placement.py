@@ -351,6 +351,20 @@ def test_demands_beyond_the_cluster_are_infeasible_without_a_solve() -> None:
         assert result.shares is None and result.within_bound is None
 
 
+@pytest.mark.parametrize("over", [1e-8, 1e-7])
+def test_demands_a_hair_past_the_totals_are_infeasible_for_every_kind(over: float) -> None:
+    # The LP refused them by the totals, the MILPs' solvers placed them within their tolerances: the min-split
+    # MILP said OPTIMAL with a server 1e-7 over (past the evaluator's tolerance at 1e-7), and the message read
+    # "the jobs need 20 CPUs but the cluster has 20".
+    cluster = Cluster(2, 2, 10.0, 500.0)
+    cpus = np.array([10.0, 10.0 * (1 + 2 * over)])
+    demands = PlacementDemands(cluster, ("a", "b"), np.array([2, 2]), cpus, np.array([100.0, 100.0]))
+    assert "need 20.0000" in (demands.infeasibility() or "")
+    for kind in ("lp", "milp", "milp-integral"):
+        result = solve_placement(demands, kind)
+        assert result.status is Status.INFEASIBLE and result.shares is None, kind
+
+
 def test_integral_packing_that_cannot_exist_is_infeasible() -> None:
     """Three 1-GPU jobs of 16 CPUs on two 24-CPU servers: fractional placements exist, integral ones do not."""
     cluster = Cluster(2, 8, 24, 500)

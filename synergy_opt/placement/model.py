@@ -135,7 +135,7 @@ class PlacementDemands:
             ("GB of memory", float(self.mem_gb.sum()), cluster.total_mem_gb),
         ):
             if need > have * (1 + _FIT):
-                return f"the jobs need {need:g} {name} but the cluster has {have:g}"
+                return f"the jobs need {need:.12g} {name} but the cluster has {have:.12g}"  # 20.0000002, not 20
         return None
 
 

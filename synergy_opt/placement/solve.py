@@ -253,6 +253,11 @@ def solve_placement(
         raise SolverUnavailableError(f"solver {solver!r} cannot solve integer models")
     lp_backend = lp_solver or (solver if spec.capabilities.continuous else DEFAULT_SOLVER)
     lp = _solve_lp(demands, lp_backend, params)
+    reason = demands.infeasibility()
+    if reason is not None:  # the totals the LP refused, the MILPs' solvers passed within their tolerances
+        placement = build_placement(demands, kind, **build_options)
+        return _checked(kind, placement, SolveResult(status=Status.INFEASIBLE, solver=solver, message=reason), None,
+                        lp=lp)
     if kind == "milp" and demands.num_jobs and not build_options and bool(np.all(demands.gpus == 1)):
         packed = _pack_whole(demands, solver, params, lp)
         if packed is not None:
