@@ -34,6 +34,7 @@ from synergy_opt.placement.model import (
     build_placement_lp,
     job_groups,
 )
+from synergy_opt.placement.rounding import round_placement
 from synergy_opt.placement.solve import opt_placement, placement_demands, solve_placement
 from synergy_opt.solvers import SolverParams, Status, available_solvers, backend, solve_model
 
@@ -535,3 +536,30 @@ def test_placement_demands_refuse_another_rounds_ideal() -> None:
         with pytest.raises(InvalidInputError) as caught:
             placement_demands(instance, result)  # type: ignore[arg-type]
         assert caught.value.field == "ideal"
+
+
+def test_the_placement_functions_name_bad_arguments() -> None:
+    # Each was accepted (duplicate ids, shares of NaN or summing to 0.6, a NaN ideal objective) or a raw
+    # TypeError / AttributeError (an unknown builder option, demands of another type); an independent tester's.
+    cluster = Cluster(2, 8, 24, 500)
+    ones, cpus, mem = np.array([1, 1]), np.array([3.0, 3.0]), np.array([10.0, 10.0])
+    instance = generate_round(gpus=16, seed=1)
+    jobs = len(instance.jobs)
+    half = np.zeros((2, jobs))
+    half[0] = 0.6
+    with_nan = np.full((2, jobs), 0.5)
+    with_nan[1, 3] = np.nan
+    demand = np.full(jobs, 3.0), np.full(jobs, 62.5)
+    cases = [
+        (lambda: PlacementDemands(cluster, ("a", "a"), ones, cpus, mem), "job_ids[1]"),
+        (lambda: solve_placement("demands"), "demands"),  # type: ignore[arg-type]
+        (lambda: solve_placement(PlacementDemands(cluster, ("a", "b"), ones, cpus, mem), "lp", bogus=1),
+         "build_options.bogus"),
+        (lambda: round_placement(instance, half, *demand, 1.0), "shares[:, 0]"),
+        (lambda: round_placement(instance, with_nan, *demand, 1.0), "shares[:, 3]"),
+        (lambda: round_placement(instance, np.full((2, jobs), 0.5), *demand, float("nan")), "ideal_objective"),
+    ]
+    for call, field in cases:
+        with pytest.raises(InvalidInputError) as caught:
+            call()
+        assert caught.value.field == field

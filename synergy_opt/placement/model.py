@@ -96,6 +96,11 @@ class PlacementDemands:
 
     def __post_init__(self) -> None:
         n = len(self.job_ids)
+        seen: set[str] = set()
+        for index, job_id in enumerate(self.job_ids):
+            if job_id in seen:  # a split job's id would name two jobs
+                raise InvalidInputError(f"job_ids[{index}]", job_id, "duplicate job id")
+            seen.add(job_id)
         for name in ("gpus", "cpus", "mem_gb"):
             values = np.asarray(getattr(self, name), dtype=float)
             if values.shape != (n,):

@@ -95,6 +95,15 @@ def round_placement(
     shares = np.asarray(shares, dtype=float)
     if shares.shape != (servers, jobs):
         raise InvalidInputError("shares", shares.shape, f"must be (servers, jobs) = ({servers}, {jobs})")
+    # A placement: shares in [0, 1], each job's summing to 1 (NaN or a column of 0.6 was rounded as it was).
+    column = shares.sum(axis=0)
+    bad = np.flatnonzero(~np.isfinite(column) | np.any((shares < -_WHOLE) | (shares > 1 + _WHOLE), axis=0)
+                         | (np.abs(column - 1.0) > _WHOLE))
+    if bad.size:
+        raise InvalidInputError(f"shares[:, {bad[0]}]", shares[:, bad[0]].tolist(),
+                                "a job's shares are in [0, 1] and sum to 1")
+    if not np.isfinite(ideal_objective):
+        raise InvalidInputError("ideal_objective", ideal_objective, "must be a finite number")
     cpu = np.asarray(cpu_per_gpu, dtype=float)
     mem = np.asarray(mem_per_gpu, dtype=float)
     if cpu.shape != (jobs,) or mem.shape != (jobs,):

@@ -235,6 +235,11 @@ def solve_placement(
     """
     if kind not in PLACEMENT_KINDS:
         raise InvalidInputError("placement", kind, f"choose one of {', '.join(PLACEMENT_KINDS)}")
+    if not isinstance(demands, PlacementDemands):  # else a raw AttributeError deep inside
+        raise InvalidInputError("demands", type(demands).__name__, "must be a PlacementDemands")
+    # Named as solve_opt names them (an unknown one was a raw TypeError from the builder).
+    build_options = check_keyword_options(PLACEMENT_BUILDERS[kind], build_options, "build_options",
+                                          skip=("demands",))
     params = params or SolverParams()
     spec = backend(solver)
     if kind == "lp":
