@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,8 @@ def _per_job(name: str, values: Any, problem: PolicyProblem, positive: bool = Fa
 
 def build_makespan(problem: PolicyProblem, remaining: np.ndarray, aggregate: bool = True
                    ) -> tuple[LinearModel, np.ndarray]:
-    """The makespan LP (rows B1-B3, K1-K2) and each job's class."""
+    """The makespan LP (rows B1-B3, K1-K2) and each job's class; its ``u`` is counted in units of
+    ``min_i max_t X[i, t] / remaining[i]`` (the makespan is ``1 / (u * that)``; the module docstring)."""
     rows, class_of, counts = job_classes(aggregate, problem.throughputs, problem.scale_factors, remaining)
     return _makespan_model(problem, remaining, rows, counts)[0], class_of
 
@@ -116,7 +118,18 @@ def solve_makespan(
     model, unit = _makespan_model(problem, left, rows, counts)
     params = lp_params(time_limit, mip_gap, threads, seed, verbose, large_lp_options(model, solver, options))
     solved = solve_lp(model, problem.num_types, solver, params, time.perf_counter() - started)
-    return policy_result("makespan", problem, solved, class_of, lambda u: _makespan(u * unit))
+    result = policy_result("makespan", problem, solved, class_of, lambda u: _makespan(u * unit))
+    return result if result.allocation is None else replace(result, objective=makespan_at(problem, left,
+                                                                                        result.allocation))
+
+
+def makespan_at(problem: PolicyProblem, remaining: np.ndarray, allocation: np.ndarray) -> float:
+    """The makespan of ``allocation`` (``(jobs, types)``): the latest ``remaining[i] / sum_t X[i, t] x[i, t]``,
+    infinite when a job gets no throughput (the measure read at the fractions returned, not the LP's ``1/u``:
+    steps 9 decades apart left a job a share below the solvers' tolerance)."""
+    rates = (problem.throughputs * allocation).sum(axis=1)
+    with np.errstate(divide="ignore"):
+        return float(np.max(np.where(rates > 0, remaining / np.where(rates > 0, rates, 1.0), np.inf), initial=0.0))
 
 
 def build_max_sum_throughput(problem: PolicyProblem, costs: np.ndarray, aggregate: bool = True

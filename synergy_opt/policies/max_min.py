@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,15 @@ def normalised_coefficients(problem: PolicyProblem) -> np.ndarray:
     return np.asarray(problem.throughputs * scale[:, None])
 
 
+def least_normalised(problem: PolicyProblem, allocation: np.ndarray) -> float:
+    """The least value of row M2 at ``allocation`` (``(jobs, types)``) over the jobs that can run somewhere:
+    max-min's measure read at the time fractions returned, not the LP's ``z`` (a job whose share lies below the
+    solvers' tolerance, weights 9 decades apart, may get none: then its value, 0, is the least)."""
+    c = normalised_coefficients(problem)
+    counted = c.any(axis=1)
+    return float((c[counted] * allocation[counted]).sum(axis=1).min())
+
+
 def level_unit(coefficients: np.ndarray) -> float:
     """The least over the rows of ``coefficients`` (classes x types) of each one's largest: no class's value
     ``sum_t c[k, t] x[k, t]`` can pass it (its fractions sum to at most 1), so the level ``z`` of those rows is at
@@ -81,7 +90,8 @@ def max_min_classes(problem: PolicyProblem, aggregate: bool, *keys: np.ndarray
 
 @checked(problem=InstanceOf(PolicyProblem), aggregate=boolean)
 def build_max_min_fairness(problem: PolicyProblem, aggregate: bool = True) -> MaxMinModel:
-    """The max-min fairness LP of ``problem`` (rows B1-B3, M1-M2)."""
+    """The max-min fairness LP of ``problem`` (rows B1-B3, M1-M2), its ``z`` in units of the model's ``unit``
+    (the least normalised throughput is ``unit * z``)."""
     started = time.perf_counter()
     coefficients, rows, class_of, counts, counted = max_min_classes(problem, aggregate)
     builder = ModelBuilder("max_min_fairness", "max")
@@ -148,4 +158,6 @@ def solve_max_min_fairness(
     built = build_max_min_fairness(problem, aggregate)
     params = lp_params(time_limit, mip_gap, threads, seed, verbose, large_lp_options(built.model, solver, options))
     solved = solve_lp(built.model, problem.num_types, solver, params, built.build_seconds)
-    return policy_result("max_min_fairness", problem, solved, built.class_of, lambda z: z * built.unit)
+    result = policy_result("max_min_fairness", problem, solved, built.class_of)
+    return result if result.allocation is None else replace(result, objective=least_normalised(problem,
+                                                                                            result.allocation))

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.policies.hierarchy import Entities, Rates
-from synergy_opt.policies.max_min import add_level_rows, level_unit, max_min_classes
+from synergy_opt.policies.max_min import add_level_rows, least_normalised, level_unit, max_min_classes
 from synergy_opt.policies.problem import PolicyProblem, add_time_fractions
 from synergy_opt.policies.result import PolicyResult
 from synergy_opt.policies.solve import Solved, idle_result, large_lp_options, lp_params, solve_lp
@@ -164,7 +164,6 @@ def solve_water_filling(
         return None
 
     last: Solved | None = None  # the last level's LP (W1): its fractions are the allocation
-    least = None
     try:
         while not levels.done():
             scaled, floors, free = levels.rows()
@@ -173,7 +172,6 @@ def solve_water_filling(
                 last = None
                 break
             z, duals, last = found
-            least = z if least is None else least
             # W3; the free duals sum to 1, so some pass DUAL but for a backend's tolerance: then the largest
             stuck = duals > DUAL
             levels.freeze(z, free, stuck if stuck.any() else duals == duals.max())
@@ -181,8 +179,8 @@ def solve_water_filling(
         message = f"time limit ({time_limit} s) reached before level {len(solves)}'s LP"
         solves.append(Solved(SolveResult(Status.NO_SOLUTION, solver, message=message), None, 0.0, 0.0))
         last = None
-    if entities is not None and last is not None and last.x is not None:
-        least = float((coefficients[counted] * last.x[counted]).sum(axis=1).min())
+    # The least value read at the allocation (max_min.least_normalised), not the first level's z.
+    least = None if last is None or last.x is None else least_normalised(problem, last.x[class_of])
     return _result(problem, solves, last, class_of, least, solver, started)
 
 
