@@ -310,10 +310,11 @@ def trusted_allocation(parts: dict[str, tuple[Placement, ...]]) -> Allocation:
     return allocation
 
 
-def prefixed(error: InvalidInputError, prefix: str) -> InvalidInputError:
-    """The same error with the field's path inside its container prepended."""
+def prefixed(error: InvalidInputError, prefix: str, separator: str = ".") -> InvalidInputError:
+    """The same error with the field's path inside its container prepended (``separator`` between them, but
+    before an index)."""
     inner = error.field
-    path = f"{prefix}{inner}" if inner.startswith("[") else f"{prefix}.{inner}"
+    path = f"{prefix}{inner}" if inner.startswith("[") else f"{prefix}{separator}{inner}"
     if isinstance(error, UnknownNameError):
         return UnknownNameError(path, error.value, error.known)
     return InvalidInputError(path, error.value, error.reason)

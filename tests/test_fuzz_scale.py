@@ -172,6 +172,9 @@ def test_the_joints_decomposition_scales_with_the_throughputs(unit: float) -> No
     assert reference.status is far.status is so.Status.OPTIMAL
     assert far.objective / unit == pytest.approx(reference.objective, rel=1e-9)
     assert far.evaluation is not None and far.evaluation.objective / unit == pytest.approx(far.objective / unit)
+    # The model returned is in the round's units too (it was the scaled round's: 7.23 against 6.42e-15).
+    assert far.joint is not None
+    assert float(far.joint.model.objective @ far.solve.solution()) == pytest.approx(far.objective, rel=1e-9)
     assert so.evaluate(instance, far.allocation).objective == pytest.approx(reference.objective, rel=1e-9)
     with pytest.raises(so.InvalidInputError, match="not an upper bound") as caught:  # the caller's value named
         so.solve_joint(_scaled(instance, unit), method="decomposition", upper_bound=unit)

@@ -558,6 +558,7 @@ def test_the_placement_functions_name_bad_arguments() -> None:
         (lambda: round_placement(instance, half, *demand, 1.0), "shares[:, 0]"),
         (lambda: round_placement(instance, with_nan, *demand, 1.0), "shares[:, 3]"),
         (lambda: round_placement(instance, np.full((2, jobs), 0.5), *demand, float("nan")), "ideal_objective"),
+        (lambda: round_placement(instance, np.full((2, jobs), 0.5), *demand, None), "ideal_objective"),
     ]
     for call, field in cases:
         with pytest.raises(InvalidInputError) as caught:

@@ -15,7 +15,7 @@ from pathlib import Path
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import generate_round
 from synergy_opt.hetero import HeteroRound
-from synergy_opt.instance import RoundInstance
+from synergy_opt.instance import RoundInstance, prefixed
 from synergy_opt.io import instance_to_dict, load_instance
 from synergy_opt.solvers import backend
 
@@ -102,7 +102,7 @@ def saved_specs(directory: str | Path) -> list[InstanceSpec]:
         except InvalidInputError as error:  # which of the folder's files (a malformed one names its path already)
             if str(path) in str(error):
                 raise
-            raise InvalidInputError(f"{path.name}: {error.field}", error.value, error.reason) from error
+            raise prefixed(error, path.name, ": ") from error
         meta = instance.metadata
         trace = ("multi" if meta["multi_gpu"] else "single") if "multi_gpu" in meta else "saved"
         split = meta.get("split")

@@ -108,7 +108,15 @@ def solve_decomposition(instance: RoundInstance, params: SolverParams, *, upper_
     result = replace(result, objective=None if result.objective is None else result.objective / factor,
                      bound=None if result.bound is None else result.bound / factor,
                      message=f"{result.message} (solved with every throughput times {factor:g})")
-    return (None if found is None else replace(found, instance=instance)), result, report
+    return (None if found is None else _unscaled(found, instance, factor)), result, report
+
+
+def _unscaled(found: JointModel, instance: RoundInstance, factor: float) -> JointModel:
+    """The model of the scaled round read back in ``instance``'s units (its objective and columns' values)."""
+    model = replace(found.model, objective=found.model.objective / factor,
+                    objective_offset=found.model.objective_offset / factor)
+    return replace(found, instance=instance, model=model, col_tput=found.col_tput / factor,
+                   col_weight=found.col_weight / factor)
 
 
 def _decompose(

@@ -207,7 +207,7 @@ def fit_types(typed: TypedColumns, chosen: np.ndarray, lp_y: np.ndarray, gpus: n
     out = chosen.copy()
     alone = cols.count[cols.cls] == 1
     order = np.lexsort((-typed.items.weight, -lp_y))  # each class's columns by LP value, then worth
-    for _ in range(len(out)):
+    for _ in range(len(out) + 1):  # each move takes a job off an overfull type for good: at most len(out)
         load = np.bincount(typed.col_type[out], weights=gpus, minlength=capacity.size)
         over = np.flatnonzero(load > capacity)
         if not over.size:
@@ -266,8 +266,9 @@ def prove_across_types(instance: HeteroRound, typed: TypedColumns, incumbent: fl
         if dive:
             # The residual dive places configs that fill the type's CPUs and memory (its ideal ILP's) where the
             # small MILPs of place_demand run out of their time (as for the ideal configs on one type).
+            stop = time.perf_counter() + IDEAL_DIVE_SECONDS
             tried_dive = residual_dive(kind.types, demand, items.per_server[mine], kind.servers,
-                                       time.perf_counter() + IDEAL_DIVE_SECONDS)
+                                       stop if deadline is None else min(stop, deadline))
             if tried_dive.loads is not None and tried_dive.count is not None:
                 placements[key] = (tried_dive.count, tried_dive.loads)
                 return placements[key]

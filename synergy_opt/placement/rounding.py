@@ -29,6 +29,7 @@ from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.packing.order import tune_order
 from synergy_opt.packing.place import place_with_fallback
 from synergy_opt.packing.state import ServerState
+from synergy_opt.validation import Number
 
 # A share this close to 1 is a whole job; GPUs this close to an integer are integral.
 _WHOLE = 1e-6
@@ -102,8 +103,7 @@ def round_placement(
     if bad.size:
         raise InvalidInputError(f"shares[:, {bad[0]}]", shares[:, bad[0]].tolist(),
                                 "a job's shares are in [0, 1] and sum to 1")
-    if not np.isfinite(ideal_objective):
-        raise InvalidInputError("ideal_objective", ideal_objective, "must be a finite number")
+    ideal_objective = Number()("ideal_objective", ideal_objective)  # finite (None or "x" raised TypeError)
     cpu = np.asarray(cpu_per_gpu, dtype=float)
     mem = np.asarray(mem_per_gpu, dtype=float)
     if cpu.shape != (jobs,) or mem.shape != (jobs,):
