@@ -472,19 +472,29 @@ def test_gavel_policies_on_a_trace_that_grows(policy: str) -> None:
 
 
 
-def test_a_policy_lp_without_a_solution_stops_the_run_with_its_status(tmp_path: Path) -> None:
-    # Weights 20 decades apart put a coefficient of 1e20 in max-min's LP (an ERROR status, no fractions): the
-    # simulator took that as "no job owed anything" and ran another schedule without a word.
-    line = "ResNet-18 (batch size 64)\tpython3 main.py\t.\t--num_steps\t1\t60000\t1\t{weight}\t-1\t{arrival}.000000"
-    path = tmp_path / "weights.trace"
-    path.write_text("\n".join(line.format(weight="1e-20" if i == 0 else "1", arrival=i) for i in range(4)) + "\n")
-    cluster = so.HeteroCluster.of("v100:1", 8, 24, 500)
-    with pytest.raises(so.NoSolutionError, match="max_min_fairness at 360 s: its LP ended error"):
-        so.simulate(load_trace(path), cluster, policy="max_min_fairness", mechanism="proportional", round_s=360)
-    # Water filling's levels are in units of the free rows' reach: the same trace runs.
-    finished = so.simulate(load_trace(path), cluster, policy="max_min_fairness_water_filling",
-                           mechanism="proportional", round_s=360)
-    assert finished.summary["stopped"] == "done"
+def test_a_policy_lp_without_a_solution_stops_the_run_with_its_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A policy LP that ends without fractions (an ERROR, a time limit) was read as "no job owed anything": the
+    # round mechanism ran another schedule without a word. (A policy solve that returns none, injected.)
+    from dataclasses import replace
+
+    from synergy_opt.sim import gavel_policies
+
+    solve = gavel_policies.GAVEL_POLICIES["max_min_fairness"]
+    calls: list[int] = []
+
+    def failing(given: gavel_policies.PolicyInput) -> object:
+        result = solve(given)
+        calls.append(1)
+        if len(calls) < 2:
+            return result
+        return replace(result, allocation=None, objective=None,
+                       solve=replace(result.solve, status=so.Status.ERROR, message="injected"))
+
+    monkeypatch.setitem(gavel_policies.GAVEL_POLICIES, "max_min_fairness", failing)
+    with pytest.raises(so.NoSolutionError, match=r"max_min_fairness at \d+ s: its LP ended error \(injected\)"):
+        so.simulate(_three_jobs(), so.HeteroCluster.of("v100:1", 2, 6, 125), policy="max_min_fairness",
+                    mechanism="proportional")
+    assert len(calls) == 2
 
 
 
