@@ -573,3 +573,18 @@ def test_makespan_with_steps_decades_apart_gives_the_short_job_its_time(exponent
         assert rates.min() > 0, method
         assert (remaining / rates).max() == pytest.approx(result.objective, rel=1e-6), method
         assert result.objective == pytest.approx(10.0 ** exponent, rel=1e-6), method
+
+
+@pytest.mark.parametrize("solver", LP_SOLVERS)
+def test_max_min_fairness_at_weights_decades_apart_on_every_backend(solver: str) -> None:
+    # z counted in the least class's best put coefficients of 1e10 in the other rows: CBC's points failed the rows'
+    # check (ERROR, no allocation); the LP in z's own unit is solved then. The objective is read at the allocation
+    # (SCIP's, 0: its tolerance gives the bottleneck job none).
+    require(solver)
+    problem = PolicyProblem(np.array([[2.0, 3.0], [4.0, 1.0], [1.0, 1.0]]), np.array([1, 1, 2]), np.array([2, 2]),
+                            priority_weights=np.array([1.0, 1e10, 1.0]))
+    result = solve_max_min_fairness(problem, solver, method="lp")
+    assert result.status is Status.OPTIMAL and result.allocation is not None
+    values = (normalised_coefficients(problem) * result.allocation).sum(axis=1)
+    assert result.objective == pytest.approx(values.min(), rel=1e-12, abs=1e-300)
+    assert result.objective <= 1.6e-10 * (1 + 1e-6)

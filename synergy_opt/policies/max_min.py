@@ -31,10 +31,10 @@ from synergy_opt.policies.solve import (
     policy_result,
     solve_lp,
 )
-from synergy_opt.solvers import DEFAULT_SOLVER
+from synergy_opt.solvers import DEFAULT_SOLVER, Status
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
-from synergy_opt.validation import InstanceOf, OneOf, boolean, checked
+from synergy_opt.validation import POSITIVE, InstanceOf, OneOf, Optional, boolean, checked
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,10 +88,10 @@ def max_min_classes(problem: PolicyProblem, aggregate: bool, *keys: np.ndarray
     return coefficients, rows, class_of, counts, np.flatnonzero(coefficients.any(axis=1))
 
 
-@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean)
-def build_max_min_fairness(problem: PolicyProblem, aggregate: bool = True) -> MaxMinModel:
+@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, unit=Optional(POSITIVE))
+def build_max_min_fairness(problem: PolicyProblem, aggregate: bool = True, unit: float | None = None) -> MaxMinModel:
     """The max-min fairness LP of ``problem`` (rows B1-B3, M1-M2), its ``z`` in units of the model's ``unit``
-    (the least normalised throughput is ``unit * z``)."""
+    (the least normalised throughput is ``unit * z``; default :func:`level_unit`)."""
     started = time.perf_counter()
     coefficients, rows, class_of, counts, counted = max_min_classes(problem, aggregate)
     builder = ModelBuilder("max_min_fairness", "max")
@@ -99,7 +99,7 @@ def build_max_min_fairness(problem: PolicyProblem, aggregate: bool = True) -> Ma
     z = builder.add_vars("z", 1, objective=1.0)  # M1, in units of ``unit``
     # M2: sum_t (c[i, t] / unit) x[i, t] - z >= 0 for every class that can run somewhere (every row divided by
     # the unit alike: a row's requirement stays as exact as its coefficients).
-    unit = level_unit(coefficients[counted])
+    unit = level_unit(coefficients[counted]) if unit is None else unit
     add_level_rows(builder, "fairness", x, z, coefficients / unit, counted, np.arange(counted.size), 0.0)
     return MaxMinModel(builder.build(), class_of, coefficients, time.perf_counter() - started, unit)
 
@@ -155,9 +155,20 @@ def solve_max_min_fairness(
         solved, decomposed = solve_decomposed(req, counted, rows.size, solver,
                                               lp_params(time_limit, mip_gap, threads, seed, verbose, options), started)
         return policy_result("max_min_fairness", problem, solved, class_of, iterations=decomposed.lps)
-    built = build_max_min_fairness(problem, aggregate)
-    params = lp_params(time_limit, mip_gap, threads, seed, verbose, large_lp_options(built.model, solver, options))
-    solved = solve_lp(built.model, problem.num_types, solver, params, built.build_seconds)
-    result = policy_result("max_min_fairness", problem, solved, built.class_of)
+    result = _solve_whole(problem, aggregate, solver, time_limit, mip_gap, threads, seed, verbose, options)
+    if result.solve.status is Status.ERROR and level_unit(coefficients[counted]) != 1.0:
+        # The unit puts coefficients of up to 1e10 in the other rows at weights that far apart: CBC's and GLPK's
+        # points then fail the rows' check (ERROR), where the LP in z's own unit gave CBC the optimum.
+        result = _solve_whole(problem, aggregate, solver, time_limit, mip_gap, threads, seed, verbose, options, 1.0)
     return result if result.allocation is None else replace(result, objective=least_normalised(problem,
                                                                                             result.allocation))
+
+
+def _solve_whole(problem: PolicyProblem, aggregate: bool, solver: str, time_limit: float | None, mip_gap: float,
+                 threads: int | None, seed: int, verbose: bool, options: Mapping[str, Any] | None,
+                 unit: float | None = None) -> PolicyResult:
+    """The whole LP (``unit``: :func:`build_max_min_fairness`'s) solved, its objective the LP's."""
+    built = build_max_min_fairness(problem, aggregate, unit)
+    params = lp_params(time_limit, mip_gap, threads, seed, verbose, large_lp_options(built.model, solver, options))
+    solved = solve_lp(built.model, problem.num_types, solver, params, built.build_seconds)
+    return policy_result("max_min_fairness", problem, solved, built.class_of)
