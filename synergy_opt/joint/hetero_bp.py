@@ -64,6 +64,7 @@ class TypedColumns:
     col_type: np.ndarray  # position in :attr:`names` of each column's type
     col_local: np.ndarray  # the column's place in its type's item columns
     names: tuple[str, ...]
+    job_class: np.ndarray  # each job's class (job order)
     objective: Objective = "job"
 
     def job_columns(self, y: np.ndarray) -> np.ndarray:
@@ -115,7 +116,7 @@ def typed_columns(instance: HeteroRound, consolidate: bool, split_penalty: float
                            for name in ("item_size", "item_cpu", "item_mem", "supply", "per_server")))
     names = tuple(cluster.types[k].name for k, _, _ in shares)
     return TypedColumns(joined, tuple(kinds), col_type.astype(np.int64), col_local.astype(np.int64), names,
-                        objective)
+                        np.asarray(class_of, dtype=np.int64), objective)
 
 
 def decode(instance: HeteroRound, typed: TypedColumns, y: np.ndarray, loads: np.ndarray, count: np.ndarray
@@ -159,14 +160,14 @@ class TypeIdeals:
         self.typed = typed
         self.mip_gap = mip_gap
         cols = typed.items.columns
-        self._class_of = np.empty(cols.class_jobs.size, dtype=np.int64)
-        self._class_of[cols.class_jobs] = np.repeat(np.arange(cols.count.size), cols.count)
         # The columns of each (class, type, config): one per mode.
         self._columns: dict[tuple[int, int, float, float], list[int]] = {}
         for col, key in enumerate(zip(cols.cls.tolist(), typed.col_type.tolist(), cols.cpu.tolist(),
                                       cols.mem.tolist(), strict=True)):
             self._columns.setdefault(_config_key(*key), []).append(col)
         self._solved: dict[tuple[int, bytes], np.ndarray | None] = {}
+        # The types' rounds of the last node types asked (a node asks for each of its types in turn).
+        self._rounds: tuple[tuple[str, ...], dict[str, RoundInstance]] | None = None
 
     def of_type(self, position: int, jobs: np.ndarray, types: list[str], deadline: float | None
                 ) -> np.ndarray | None:
@@ -176,9 +177,16 @@ class TypeIdeals:
         if key not in self._solved:
             if deadline is not None and time.perf_counter() > deadline:
                 return None
-            sub = self.instance.per_type_of(types)[self.typed.names[position]] if jobs.size else None
+            sub = self._rounds_of(types)[self.typed.names[position]] if jobs.size else None
             self._solved[key] = jobs if sub is None else self._ideal(position, jobs, sub, deadline)
         return self._solved[key]
+
+    def _rounds_of(self, types: list[str]) -> dict[str, RoundInstance]:
+        """Every type's round of ``types`` (one per job), built once for a node's types, not once per type."""
+        key = tuple(types)
+        if self._rounds is None or self._rounds[0] != key:
+            self._rounds = (key, self.instance.per_type_of(types))
+        return self._rounds[1]
 
     def _ideal(self, position: int, jobs: np.ndarray, sub: RoundInstance, deadline: float | None
                ) -> np.ndarray | None:
@@ -189,7 +197,7 @@ class TypeIdeals:
         found = []
         for job, cpu, mem in zip(jobs.tolist(), ideal.cpu_per_gpu.tolist(), ideal.mem_gb_per_gpu.tolist(),
                                  strict=True):
-            match = self._columns.get(_config_key(int(self._class_of[job]), position, cpu, mem), [])
+            match = self._columns.get(_config_key(int(self.typed.job_class[job]), position, cpu, mem), [])
             if len(match) != 1:
                 return None
             found.append(match[0])
