@@ -73,7 +73,11 @@ def profile_axis(name: str, values: Any) -> np.ndarray:
 def throughput_matrix(name: str, values: Any) -> np.ndarray:
     """``values`` as a matrix of floats, each finite, >= 0 and at most ``MAX_THROUGHPUT`` (else an error naming
     the first entry at fault, ``name[a][b]``)."""
-    tput = real_array(name, values, ndim=2)
+    return _throughputs_in_range(name, real_array(name, values, ndim=2))
+
+
+def _throughputs_in_range(name: str, tput: np.ndarray) -> np.ndarray:
+    """``tput`` (floats), each entry checked as :func:`throughput_matrix` says."""
     bad = np.argwhere(~np.isfinite(tput) | (tput < 0) | (tput > MAX_THROUGHPUT))
     if bad.size:
         a, b = (int(i) for i in bad[0])
@@ -105,7 +109,7 @@ class Profile:
                 "tput", self.tput,
                 f"shape {tput.shape} does not match the axes ({cpu.size} CPU x {mem.size} memory values)",
             )
-        tput = throughput_matrix("tput", tput)
+        tput = _throughputs_in_range("tput", tput)  # read as numbers above, before its shape was checked
         tput.flags.writeable = False
         object.__setattr__(self, "name", _NAME("name", self.name))
         object.__setattr__(self, "cpu_per_gpu", cpu)
