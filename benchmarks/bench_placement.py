@@ -56,7 +56,7 @@ def _placement_row(section: str, gpus: int, multi_gpu: bool, noise: float, seed:
         "columns": result.placement.model.num_vars,
         "status": result.status.value,
         "source": result.source,
-        "split": result.num_split if result.shares is not None else "",
+        "split": "" if result.num_split is None else result.num_split,
         "bound_3s": 3 * servers,
         "is_vertex": result.is_vertex,
         "objective": result.solve.objective,

@@ -143,6 +143,14 @@ def test_backend_without_vertex_says_so(solver: str) -> None:
     assert result.within_bound == (result.num_split <= result.bound_3s)  # checked either way
 
 
+def test_a_placement_without_a_solution_counts_no_split_jobs() -> None:
+    # A real HiGHS solve allowed 1e-9 s ends without a solution: its split count is unknown, not 0.
+    demands = placement_demands(generate_round(64, seed=1))
+    result = solve_placement(demands, "lp", params=SolverParams(time_limit=1e-9))
+    assert result.status is Status.NO_SOLUTION and not result.has_solution
+    assert result.num_split is None and result.within_bound is None
+
+
 @pytest.mark.parametrize(("gpus", "multi_gpu"), [(128, False), (128, True), (512, True), (1024, False)])
 def test_lp_bound_on_production_instances(gpus: int, multi_gpu: bool) -> None:
     instance = generate_round(gpus, multi_gpu=multi_gpu, seed=gpus + multi_gpu)

@@ -73,8 +73,9 @@ class PlacementResult:
         return self.shares is not None
 
     @property
-    def num_split(self) -> int:
-        return len(self.split_jobs)
+    def num_split(self) -> int | None:
+        """Jobs split over servers; None without a solution (no placement splits nothing)."""
+        return None if self.shares is None else len(self.split_jobs)
 
     @property
     def bound_3s(self) -> int:
@@ -93,7 +94,7 @@ class PlacementResult:
     @property
     def within_bound(self) -> bool | None:
         """Split jobs <= 3s (checked, whatever the backend returned); None without a solution."""
-        return None if self.shares is None else self.num_split <= self.bound_3s
+        return None if self.shares is None else len(self.split_jobs) <= self.bound_3s
 
     @property
     def seconds(self) -> float:
@@ -273,7 +274,7 @@ def solve_placement(
     own = _checked(kind, placement, result, shares, lp=lp)
     # Without a solution, or (min-split) with more split jobs than the LP's, the LP placement is returned: it
     # is a feasible min-split solution, and the only placement left to round for the integral-GPU MILP.
-    if lp.shares is not None and (shares is None or (kind == "milp" and lp.num_split < own.num_split)):
+    if lp.shares is not None and (shares is None or (kind == "milp" and len(lp.split_jobs) < len(own.split_jobs))):
         return _checked(kind, placement, result, lp.shares, lp=lp, source="lp")
     return own
 
