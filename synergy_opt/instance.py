@@ -320,9 +320,15 @@ def prefixed(error: InvalidInputError, prefix: str, separator: str = ".") -> Inv
     return InvalidInputError(path, error.value, error.reason)
 
 
+# Integral floats below this are written as ints; larger ones stay floats (1e100 as an int is 101 digits, more
+# than the JSON reader takes: a saved round would not load back).
+_PLAIN_INT_BELOW = 2.0**53
+
+
 def _plain(value: float) -> float | int:
-    """Integral floats as ints, so saved JSON reads as written (24, not 24.0)."""
-    return int(value) if float(value).is_integer() else float(value)
+    """Integral floats as ints, so saved JSON reads as written (24, not 24.0); huge ones as floats."""
+    number = float(value)
+    return int(number) if number.is_integer() and abs(number) < _PLAIN_INT_BELOW else number
 
 
 def allocation(name: str, value: Any) -> Allocation:

@@ -61,6 +61,20 @@ def test_generated_noisy_instance_round_trips(tmp_path: Path) -> None:
     assert so.solve_ideal(again).objective == pytest.approx(so.solve_ideal(instance).objective)
 
 
+@pytest.mark.parametrize("mem_gb", [1e99, 1e100, 1e308])
+def test_rounds_of_huge_whole_capacities_load_back(tmp_path: Path, mem_gb: float) -> None:
+    # Whole floats were written as ints: 1e100 became a 101-digit literal, which the reader refuses.
+    single = so.RoundInstance(so.Cluster(1, 8, 24, mem_gb), (so.Job("a", 1, so.builtin_profile("res18")),))
+    hetero = so.generate_round(types={"k80": 1, "v100": 1}, seed=0)
+    shaped = so.HeteroCluster(tuple(so.ServerType(t.name, t.servers, 8, 1e300, mem_gb) for t in hetero.cluster.types))
+    for instance in (single, so.HeteroRound(shaped, hetero.jobs)):
+        assert so.load_instance(so.save_instance(instance, tmp_path / "huge.json")) == instance
+    allocation = so.Allocation.from_dict({"jobs": {"a": [{"server": 0, "gpus": 1, "cpus": 1e120, "mem_gb": 3.0}]}})
+    assert so.Allocation.from_dict(json.loads(json.dumps(allocation.to_dict()))) == allocation
+    saved = json.loads(so.save_instance(single, tmp_path / "plain.json").read_text())["cluster"]
+    assert saved["cpus_per_server"] == 24 and isinstance(saved["cpus_per_server"], int)  # still 24, not 24.0
+
+
 def test_allocation_dict_round_trip() -> None:
     data = {"jobs": {"j1": [{"server": 0, "gpus": 4, "cpus": 20, "mem_gb": 250}],
                      "j2": [{"server": 0, "gpus": 1, "cpus": 2, "mem_gb": 50},
