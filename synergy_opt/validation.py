@@ -216,6 +216,8 @@ class Weights:
         weights = tuple(NON_NEGATIVE(f"{name}[{index}]", item) for index, item in enumerate(items))
         if sum(weights) <= 0:
             raise InvalidInputError(name, value, f"must not all be 0 ({self.meaning})")
+        if not math.isfinite(sum(weights)):  # the weights are divided by their sum: three of 1e308 make it inf
+            raise InvalidInputError(name, value, f"must have a finite sum ({self.meaning})")
         return weights
 
 

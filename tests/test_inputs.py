@@ -255,6 +255,9 @@ def test_bad_generator_arguments() -> None:
         so.generate_round(100)
     with pytest.raises(InvalidInputError, match="split"):
         so.generate_round(16, split=(1, -1, 0))
+    for generate in (so.generate_round, so.generate_trace):  # their sum inf: numpy's "do not sum to 1" before
+        with pytest.raises(InvalidInputError, match=r"split=\(1e\+308.*finite sum"):
+            generate(16, split=(1e308, 1e308, 1e308))
     with pytest.raises(InvalidInputError, match="cpu_per_gpu=7"):
         so.generate_round(16, cpu_per_gpu=7)
 
