@@ -151,6 +151,26 @@ def test_a_placement_without_a_solution_counts_no_split_jobs() -> None:
     assert result.num_split is None and result.within_bound is None
 
 
+def test_proportional_demands_that_no_solve_placed_are_poured() -> None:
+    # A time limit (1e-9 s: no solution) on the placement of GPU-proportional demands raised InvalidInputError
+    # ("no placement exists") out of solve_opt; such demands fit server by server without a solver.
+    instance = generate_round(64, multi_gpu=True, seed=0, profile_noise=0.1)
+    cpu, mem = placement_solve.proportional_configs(instance)
+    step = opt_placement(instance, cpu, mem, float(instance.floors.sum()), from_ideal=False, kind="lp",
+                         solver="highs", params=SolverParams(time_limit=1e-9), options={})
+    placed = step.placed
+    assert placed.status is Status.NO_SOLUTION and placed.source == "poured" and placed.shares is not None
+    assert_feasible(placed.placement.demands, placed.shares)
+    gpus_on = placed.shares * instance.gpus
+    assert np.allclose(gpus_on, np.rint(gpus_on)) and placed.num_split <= instance.cluster.servers - 1
+    rounded = round_placement(instance, placed.shares, cpu, mem, step.value)
+    assert rounded.evaluation.valid and rounded.evaluation.unplaced == () and rounded.evaluation.floors_violated == ()
+    # Demands above the share are not poured: they may not fit that way.
+    above = opt_placement(instance, cpu * 1.5, mem, 0.0, from_ideal=False, kind="lp", solver="highs",
+                          params=SolverParams(time_limit=1e-9), options={})
+    assert above.placed.shares is None and above.placed.source == "model"
+
+
 @pytest.mark.parametrize(("gpus", "multi_gpu"), [(128, False), (128, True), (512, True), (1024, False)])
 def test_lp_bound_on_production_instances(gpus: int, multi_gpu: bool) -> None:
     instance = generate_round(gpus, multi_gpu=multi_gpu, seed=gpus + multi_gpu)

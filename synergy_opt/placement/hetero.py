@@ -110,6 +110,9 @@ def solve_hetero_opt(instance: HeteroRound, solver: str, placement: str, params:
             notes.append(f"{kind}: {placement} placement of the ideal ILP's configs ended "
                          f"{configs.first_status.value}: GPU-proportional demands placed there")
         placed = configs.placed
+        if placed.source == "poured":
+            notes.append(f"{kind}: {placement} placement of GPU-proportional demands ended {placed.status.value}: "
+                         "they are poured onto the servers in job order")
         if placed.shares is None:
             notes.append(f"{kind}: {placement} placement ended {placed.status.value}: nothing placed there")
             continue

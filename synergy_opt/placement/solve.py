@@ -61,7 +61,8 @@ class PlacementResult:
     # For the MILPs: the LP placement solved first, as a fallback and for comparison.
     lp: PlacementResult | None = None
     # "lp" when the LP's placement is returned instead (a MILP without a solution, or the min-split MILP
-    # without a better one than the LP's); ``solve`` is still the MILP's.
+    # without a better one than the LP's); ``solve`` is still the MILP's. "poured": GPU-proportional demands
+    # that no solve placed (a time limit), filled in server by server (:func:`opt_placement`).
     source: str = "model"
 
     @property
@@ -196,11 +197,37 @@ def opt_placement(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_gb_per_g
     demands = configs_demands(instance, cpu_per_gpu, mem_gb_per_gpu)
     placed = solve_placement(demands.within_totals(CAPACITY_TOLERANCE), kind, solver, params, **dict(options))
     if placed.shares is not None or not from_ideal:
-        return OptPlacement(placed, cpu_per_gpu, mem_gb_per_gpu, value, False, placed.status)
+        return OptPlacement(_poured_if_unplaced(placed), cpu_per_gpu, mem_gb_per_gpu, value, False, placed.status)
     cpu_per_gpu, mem_gb_per_gpu = proportional_configs(instance)
     fallback = solve_placement(configs_demands(instance, cpu_per_gpu, mem_gb_per_gpu), kind, solver, params,
                                **dict(options))
-    return OptPlacement(fallback, cpu_per_gpu, mem_gb_per_gpu, float(instance.floors.sum()), True, placed.status)
+    return OptPlacement(_poured_if_unplaced(fallback), cpu_per_gpu, mem_gb_per_gpu,
+                        float(instance.floors.sum()), True, placed.status)
+
+
+def _poured_if_unplaced(placed: PlacementResult) -> PlacementResult:
+    """``placed``, or, when its demands are at most GPU-proportional and found no placement (a solver's time
+    limit: no solution, not no placement), those demands poured onto the servers in job order, whole GPUs
+    filling each server before the next: at the share per GPU a server's CPUs and memory hold whatever GPUs it
+    holds, so this fits whenever the GPUs do."""
+    demands = placed.placement.demands
+    cluster = demands.cluster
+    within_share = bool(np.all(demands.cpus <= demands.gpus * cluster.cpu_per_gpu * (1 + 1e-12))
+                        and np.all(demands.mem_gb <= demands.gpus * cluster.mem_gb_per_gpu * (1 + 1e-12)))
+    if placed.shares is not None or not within_share or demands.infeasibility() is not None:
+        return placed
+    shares = np.zeros((cluster.servers, demands.num_jobs))
+    free = np.full(cluster.servers, cluster.gpus_per_server)
+    server = 0
+    for j, gpus in enumerate(demands.gpus.tolist()):
+        left = gpus
+        while left:
+            taken = min(left, int(free[server]))
+            shares[server, j] += taken / gpus
+            free[server] -= taken
+            left -= taken
+            server += free[server] == 0
+    return _checked(placed.kind, placed.placement, placed.solve, shares, lp=placed.lp, source="poured")
 
 
 def solve_placement(
@@ -379,7 +406,10 @@ def solve_opt(
     if placed.shares is None:
         reason = placed.placement.demands.infeasibility() or placed.solve.message
         raise InvalidInputError("demands", placed.status.value, f"no placement exists: {reason}")
-    if placed.source == "lp":
+    if placed.source == "poured":
+        notes.append(f"{placement} placement of GPU-proportional demands ended {placed.status.value}: they are "
+                     "poured onto the servers in job order")
+    elif placed.source == "lp":
         notes.append(f"{placement} placement ended {placed.status.value} without a better solution: the LP's "
                      f"placement is rounded")
     shares = placed.shares
