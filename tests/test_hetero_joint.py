@@ -309,5 +309,25 @@ def test_bad_joint_methods() -> None:
     for formulation in ("servers", "literal"):
         with pytest.raises(InvalidInputError, match=f"formulation='{formulation}'"):
             so.solve_joint(TINY[0], formulation=formulation)
+    with pytest.raises(InvalidInputError, match="start='allocation'"):
+        so.solve_joint(TINY[0], start=so.run_mechanism(TINY[0], "tune"))
+
+
+def test_a_type_fixed_round_takes_each_types_formulation_and_start() -> None:
+    # A one-type HeteroRound refused formulation="servers" and start= ("taken on rounds of one GPU type only").
+    instance = so.generate_round(16, multi_gpu=True, seed=3, profile_noise=0.05)
+    one_type = HeteroRound.homogeneous(instance)
+    start = so.run_mechanism(instance, "tune")
+    for options in ({"formulation": "servers"}, {"formulation": "literal"}, {"start": start}):
+        expected = so.solve_joint(instance, mip_gap=0.0, **options)
+        result = so.solve_joint(one_type, mip_gap=0.0, **options)
+        assert result.status is expected.status is Status.OPTIMAL, options
+        assert result.objective == pytest.approx(expected.objective, rel=1e-9), options
+    fixed = TINY[0].at_baseline()  # several types, each solved by today's joint from its part of the start
+    tune = so.run_mechanism(fixed, "tune")
+    assert so.solve_joint(fixed, start=tune, mip_gap=0.0).objective == pytest.approx(
+        so.solve_joint(fixed, mip_gap=0.0).objective, rel=1e-9)
+    with pytest.raises(InvalidInputError, match="formulation='servers'"):
+        so.solve_joint(fixed, formulation="servers", method="direct")
 
 

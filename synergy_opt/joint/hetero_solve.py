@@ -28,7 +28,7 @@ from typing import Any
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import Evaluation, evaluate
-from synergy_opt.hetero import HeteroRound, join_allocations
+from synergy_opt.hetero import HeteroRound, join_allocations, split_allocation
 from synergy_opt.ideal import solve_ideal
 from synergy_opt.ideal.model import Objective
 from synergy_opt.instance import Allocation
@@ -114,9 +114,12 @@ def solve_hetero_joint(
     upper_bound: float | None,
     method: str,
     solve_type: Callable[..., Any],
+    formulation: str = "patterns",
+    given: Allocation | None = None,
 ) -> HeteroJointResult:
     """What :func:`~synergy_opt.joint.solve.solve_joint` does with a heterogeneous round (module docstring);
-    ``solve_type`` is :func:`solve_joint` itself, for each type's round."""
+    ``solve_type`` is :func:`solve_joint` itself, for each type's round. ``formulation`` and the start ``given``
+    are each type's (type-fixed rounds solved per type only, which the caller checks)."""
     if method not in HETERO_METHODS:
         raise InvalidInputError("method", method, f"on a heterogeneous round choose one of {', '.join(HETERO_METHODS)}")
     decomposable = solver == DEFAULT_SOLVER and reductions.fix_below_floor and not params.options
@@ -133,6 +136,7 @@ def solve_hetero_joint(
         types not proven share what the others left, each solved again from its allocation (a type whose ideal
         configs are placed takes a second, another may need all the time there is)."""
         rounds = [(kind, sub) for kind, sub in fixed.per_type().items() if sub.jobs]
+        starts = {} if given is None else split_allocation(fixed.cluster, given)
         end = None if limit is None else time.perf_counter() + limit
         results: dict[str, Any] = {}
 
@@ -145,7 +149,8 @@ def solve_hetero_joint(
             share = None if end is None else max((end - time.perf_counter()) / (count - position), 1e-3)
             result = solve_type(sub, solver, consolidate, split_penalty, share, params.mip_gap, objective=objective,
                                 reductions=reductions, threads=params.threads, seed=params.seed,
-                                verbose=params.verbose, options=dict(params.options), start=start)
+                                verbose=params.verbose, options=dict(params.options), formulation=formulation,
+                                start=start if start is not None else starts.get(kind))
             if before is None or before.objective is None or \
                     (result.objective is not None and result.objective >= before.objective):
                 results[kind] = solved[key] = result

@@ -208,14 +208,18 @@ def solve_joint(
     params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
                           options=dict(options or {}))
     if isinstance(instance, HeteroRound):
-        if start is not None:
-            raise InvalidInputError("start", "allocation", "is taken on rounds of one GPU type only")
-        if formulation != "patterns":  # the heterogeneous models are the patterns model (it was once ignored)
-            raise InvalidInputError("formulation", formulation, "is taken on rounds of one GPU type only; a "
-                                    "HeteroRound's joint model is the patterns model")
+        # A type-fixed round is today's joint per type, which takes a formulation and a start; the models across
+        # types are the patterns model (a formulation was once ignored there).
+        if formulation not in (*FORMULATIONS, "literal"):
+            raise InvalidInputError("formulation", formulation, "choose one of patterns, servers, literal")
+        for name, value in (("start", "allocation" if start is not None else None), ("formulation", formulation)):
+            if value not in (None, "patterns") and not (instance.type_fixed and method in ("auto", "per-type")):
+                raise InvalidInputError(name, value, "is taken on rounds of one GPU type, or type-fixed rounds "
+                                        "solved per type; the joint model across types is the patterns model")
         check_options(objective, split_penalty, upper_bound, "patterns")
         return replace(solve_hetero_joint(instance, solver, consolidate, split_penalty, params, objective,
-                                          reductions or JointReductions(), upper_bound, method, solve_joint),
+                                          reductions or JointReductions(), upper_bound, method, solve_joint,
+                                          formulation, start),
                        consolidate=consolidate)
     if method not in METHODS:
         raise InvalidInputError("method", method, f"choose one of {', '.join(METHODS)}")
