@@ -43,7 +43,7 @@ from synergy_opt.instance import (
     trusted_placement,
     trusted_round,
 )
-from synergy_opt.profile import Profile
+from synergy_opt.profile import Profile, median_positive
 from synergy_opt.profile_groups import ProfileGroup, group_profiles, subset_groups
 from synergy_opt.validation import MAX_SERVERS, InstanceOf, Optional, text
 
@@ -498,6 +498,11 @@ class HeteroRound:
         """The largest value of any job's matrix on any type (0 for a round without jobs)."""
         return max((float(np.max(profile.tput, initial=0.0)) for job in self.jobs
                     for profile in job.profiles.values()), default=0.0)
+
+    def median_throughput(self) -> float:
+        """The median positive value of the jobs' matrices on every type (0 when none is)."""
+        return median_positive(np.concatenate([profile.tput.ravel() for job in self.jobs
+                                               for profile in job.profiles.values()] or [np.zeros(0)]))
 
     def scaled(self, factor: float) -> HeteroRound:
         """The round with every matrix times ``factor`` (a power of two keeps every comparison: the solvers'

@@ -14,7 +14,13 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
-from synergy_opt.profile import GRID_TOLERANCE, Profile, grid_index, on_grid  # noqa: F401 (re-exported)
+from synergy_opt.profile import (  # noqa: F401 (re-exported)
+    GRID_TOLERANCE,
+    Profile,
+    grid_index,
+    median_positive,
+    on_grid,
+)
 from synergy_opt.profile_groups import ProfileGroup, group_profiles
 from synergy_opt.validation import (
     MAX_GPUS_PER_SERVER,
@@ -166,6 +172,10 @@ class RoundInstance:
         """The largest value of any job's matrix (0 for a round without jobs); over the round's stacked
         matrices, which the mechanisms read anyway (a read per job took 2.3 ms at 1024 jobs)."""
         return max((float(np.max(group.tput, initial=0.0)) for group in self.profile_groups), default=0.0)
+
+    def median_throughput(self) -> float:
+        """The median positive value of the jobs' matrices (0 when none is): the round's ordinary magnitude."""
+        return median_positive(np.concatenate([group.tput.ravel() for group in self.profile_groups] or [np.zeros(0)]))
 
     def scaled(self, factor: float) -> RoundInstance:
         """The round with every matrix times ``factor`` (a profile shared by several jobs stays shared; a power

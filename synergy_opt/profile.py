@@ -158,3 +158,10 @@ class Profile:
             "mem_gb_per_gpu": self.mem_gb_per_gpu.tolist(),
             "tput": self.tput.tolist(),
         }
+
+
+def median_positive(values: np.ndarray) -> float:
+    """The median of the positive entries of ``values`` (0 when none is): an ordinary throughput's magnitude
+    (``band_scale``'s typical value)."""
+    positive = values[values > 0]
+    return float(np.median(positive)) if positive.size else 0.0

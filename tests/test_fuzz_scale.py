@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -188,3 +189,22 @@ def test_a_split_penalty_on_a_round_across_types_of_tiny_throughputs() -> None:
     far = so.solve_joint(_hetero_scaled(HETERO, 1e-12), split_penalty=0.1, method="decomposition")
     assert reference.status is far.status is so.Status.OPTIMAL
     assert far.objective / 1e-12 == pytest.approx(reference.objective, rel=1e-9)
+
+
+UNREACHABLE_LARGE = ("fuzz_unreachable_large_lp_round.json", "fuzz_unreachable_large_direct_round.json")
+
+
+@pytest.mark.parametrize("name", UNREACHABLE_LARGE)
+def test_a_large_value_no_allocation_reaches_does_not_scale_the_others_away(name: str) -> None:
+    # Tiny fuzzed rounds of an independent review: a matrix entry near 3e6 that no allocation reaches among
+    # throughputs near 1. Scaled by the largest alone (to [1, 2)) the others became 5e-7, under HiGHS's tolerances:
+    # the direct ILP called 0.0 optimal (brute force: 1.5) and the LP gave 1.5748 under the ILP's 2.3055. A
+    # quarter of the round (largest below 1e6: not scaled) gives a quarter of every optimum.
+    instance = so.load_instance(Path(__file__).parent / "data" / name)
+    quarter = instance.scaled(0.25)
+    assert quarter.largest_throughput() < 1e6 < instance.largest_throughput()
+    for kwargs in ({"method": "direct"}, {"method": "auto"}, {"relax": True}, {"reductions": so.Reductions.none()}):
+        whole, part = so.solve_ideal(instance, **kwargs), so.solve_ideal(quarter, **kwargs)
+        assert whole.status is part.status is so.Status.OPTIMAL, kwargs
+        assert whole.objective == pytest.approx(4 * part.objective, rel=1e-9) and whole.objective > 1.0, kwargs
+    assert so.solve_ideal(instance, relax=True).objective >= so.solve_ideal(instance).objective * (1 - 1e-12)

@@ -98,7 +98,7 @@ def solve_decomposition(instance: RoundInstance, params: SolverParams, *, upper_
     (:func:`~synergy_opt.solvers.registry.band_scale`), on the round times a power of two, read back: the
     search's slack and HiGHS's tolerances are absolute, and at throughputs near 1e-15 a round 3.5% below its
     optimum was called optimal (the heterogeneous decomposition scales so too)."""
-    factor = band_scale(instance.largest_throughput())
+    factor = band_scale(instance.largest_throughput(), instance.median_throughput)
     if factor == 1.0:
         return _decompose(instance, params, upper_bound=upper_bound, **options)
     found, result, report = _decompose(instance.scaled(factor), params, unit=factor,

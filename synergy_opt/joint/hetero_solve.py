@@ -192,7 +192,7 @@ def solve_hetero_joint(
     if instance.type_fixed:
         return replace(solve_hetero_joint(instance, solver, consolidate, split_penalty, params, objective,
                                           reductions, upper_bound, "per-type", solve_type), method="decomposition")
-    factor = band_scale(instance.largest_throughput())
+    factor = band_scale(instance.largest_throughput(), instance.median_throughput)
     if factor != 1.0:
         # Throughputs of unusual units: the branch-and-price's slack and HiGHS's tolerances are absolute (at 1e-9
         # a round 7.5% below its optimum was called optimal), so the round is solved at ordinary size; a power of

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.errors import SolverUnavailableError, UnknownNameError
+from synergy_opt.profile import median_positive
 from synergy_opt.solvers.base import Capabilities, SolveResult, SolverParams, Status, find_binary
 from synergy_opt.solvers.model import LinearModel, as_linear_model
 from synergy_opt.validation import SOLVER_SETTINGS, OneOf, Rule
@@ -179,16 +180,27 @@ def coefficient_out_of_range(model: LinearModel) -> str:
 OBJECTIVE_BAND = (1e-2, 1e6)
 
 
-def band_scale(largest: float) -> float:
+def band_scale(largest: float, typical: Callable[[], float] | None = None) -> float:
     """1.0 when ``largest`` (a magnitude) is 0 or inside ``OBJECTIVE_BAND``, else the power of two that brings it
-    to ``[1, 2)`` (a power of two scales every value exactly, so no comparison between them changes)."""
+    to ``[1, 2)`` (a power of two scales every value exactly, so no comparison between them changes).
+
+    ``typical`` (called only when ``largest`` is outside the band) gives an ordinary magnitude of the values, say
+    their median: when bringing ``largest`` to ``[1, 2)`` would take that below the band (values spread over more
+    than the band's range: one unreachable 3e6 among throughputs of about 1 made them 5e-7, under the solvers'
+    tolerances, and the ideal ILP OPTIMAL at 0), the factor brings ``largest`` just inside the band's top instead,
+    to ``[2^18, 2^19)``, which keeps the ordinary values as large as the band allows."""
     low, high = OBJECTIVE_BAND
     if largest <= 0.0 or low <= largest <= high:
         return 1.0
-    return math.ldexp(1.0, 1 - math.frexp(largest)[1])
+    exponent = math.frexp(largest)[1]
+    factor = math.ldexp(1.0, 1 - exponent)
+    if typical is not None and 0.0 < typical() * factor < low:
+        factor = math.ldexp(1.0, math.frexp(high)[1] - 1 - exponent)
+    return factor
 
 
 def objective_scale(model: LinearModel) -> float:
     """The factor :func:`solve_model` multiplies ``model``'s objective by (:func:`band_scale` of its largest
-    coefficient)."""
-    return band_scale(float(np.max(np.abs(model.objective), initial=0.0)))
+    coefficient, its median non-zero one the typical)."""
+    magnitudes = np.abs(model.objective)
+    return band_scale(float(np.max(magnitudes, initial=0.0)), lambda: median_positive(magnitudes))
