@@ -46,6 +46,16 @@ def test_the_record_reads_iterations_times_the_models_iteration_time() -> None:
     assert trace.metadata["source"] == "synergy artifact record"
 
 
+def test_artifact_accounting_ranks_a_job_by_its_whole_iterations_before_it_runs() -> None:
+    # docs/sim.md: remaining_s is the iterations left times the iteration time. Before its first round a job was
+    # ranked by its duration instead: 900 s at 7 s an iteration is 129 iterations, 903 s, behind j1's 901 s.
+    profile = builtin_profile("gnmt")
+    trace = Trace((TraceJob("j0", 0.0, 8, 900.0, profile, model="gnmt", iter_time_s=7.0),
+                   TraceJob("j1", 0.0, 8, 901.0, profile, model="gnmt", iter_time_s=1.0)))
+    result = simulate(trace, Cluster(1), "srtf", "proportional", accounting="artifact")
+    assert dict(zip(result.jobs.id, result.jobs.finish_s, strict=True)) == {"j0": 2400.0, "j1": 1200.0}
+
+
 def test_the_shipped_trace_is_the_artifacts_run() -> None:
     trace = fig9_trace()
     assert len(trace) == 6925

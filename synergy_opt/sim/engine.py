@@ -391,7 +391,7 @@ class _Run:
                 f"its {self._floor_matrix(job)} peaks more than a float holds above its throughput at the "
                 f"GPU-proportional share ({c_p:g} CPUs, {m_p:g} GB per GPU): its speedup is infinite",
             )
-        fresh = JobArrays.of(new_jobs, floors, self.accounting.arrivals(new_jobs, old))
+        fresh = JobArrays.of(new_jobs, floors, *self.accounting.arrivals(new_jobs, old))
         self.state = self.state.extended(fresh)
         self.jobs.extend([None] * len(new_jobs))
         # Admission follows ready time; jobs already admitted keep their place at the front.

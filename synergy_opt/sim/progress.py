@@ -38,13 +38,17 @@ PROGRESS = OneOf(get_args(ProgressMode))
 _FINISH_TOLERANCE = 1e-12
 # Durations recorded as iterations x iteration time read back as that many iterations despite float rounding.
 _ITERATION_SLACK = 1e-9
+# Iterations of one job, at most (a duration of 1e300 s is refused by the round limit, not cast past int64).
+_MOST_ITERATIONS = 2.0**62
 
 
 class Accounting(Protocol):
     """What the engine needs of a progress rule; arrays are per job, indexed by trace position."""
 
-    def arrivals(self, jobs: Sequence[TraceJob], first_position: int) -> np.ndarray:
-        """Arrival times of newly known jobs (trace positions from ``first_position``), as the run uses them."""
+    def arrivals(self, jobs: Sequence[TraceJob], first_position: int) -> tuple[np.ndarray, np.ndarray]:
+        """Arrival times of newly known jobs (trace positions from ``first_position``) and the work each starts
+        with (seconds at the proportional share: what SRTF and FTF rank it by before it runs), as the run uses
+        them."""
         ...
 
     def advance(
@@ -63,8 +67,9 @@ class Accounting(Protocol):
 class ExactProgress:
     """Seconds of progress at the speedup; a finish at the moment the work is done."""
 
-    def arrivals(self, jobs: Sequence[TraceJob], first_position: int) -> np.ndarray:
-        return np.array([job.arrival_s for job in jobs], dtype=float)
+    def arrivals(self, jobs: Sequence[TraceJob], first_position: int) -> tuple[np.ndarray, np.ndarray]:
+        return (np.array([job.arrival_s for job in jobs], dtype=float),
+                np.array([job.duration_s for job in jobs], dtype=float))
 
     def advance(
         self, running: np.ndarray, rate: np.ndarray, remaining: np.ndarray, span: np.ndarray
@@ -83,14 +88,18 @@ class ArtifactProgress:
         self.total = np.empty(0, dtype=np.int64)
         self.done = np.empty(0, dtype=np.int64)
 
-    def arrivals(self, jobs: Sequence[TraceJob], first_position: int) -> np.ndarray:
+    def arrivals(self, jobs: Sequence[TraceJob], first_position: int) -> tuple[np.ndarray, np.ndarray]:
+        """Arrivals rounded up to the second; the work, as after every round, is the iterations left times the
+        iteration time (a duration of 900 s at 7 s an iteration is 129 iterations: 903 s, not 900)."""
         iter_time = np.array([self._iter_time(first_position + k, job) for k, job in enumerate(jobs)], dtype=float)
         duration = np.array([job.duration_s for job in jobs], dtype=float)
-        total = np.maximum(np.ceil(duration / iter_time * (1 - _ITERATION_SLACK)), 1).astype(np.int64)
+        # Capped below int64's range before the cast (the run's round limit refuses such a job, later).
+        iterations = np.minimum(np.ceil(duration / iter_time * (1 - _ITERATION_SLACK)), _MOST_ITERATIONS)
+        total = np.maximum(iterations, 1).astype(np.int64)
         self.iter_time = np.concatenate([self.iter_time, iter_time])
         self.total = np.concatenate([self.total, total])
         self.done = np.concatenate([self.done, np.zeros(len(jobs), dtype=np.int64)])
-        return np.ceil(np.array([job.arrival_s for job in jobs], dtype=float))
+        return np.ceil(np.array([job.arrival_s for job in jobs], dtype=float)), total * iter_time
 
     def advance(
         self, running: np.ndarray, rate: np.ndarray, remaining: np.ndarray, span: np.ndarray

@@ -42,9 +42,10 @@ class JobArrays:
     preemptions: np.ndarray
 
     @classmethod
-    def of(cls, jobs: Sequence[TraceJob], floors: np.ndarray, arrivals: np.ndarray | None = None) -> JobArrays:
-        """Fresh state for ``jobs`` (nothing run yet); ``arrivals`` replaces their arrival times (the run's
-        accounting may round them)."""
+    def of(cls, jobs: Sequence[TraceJob], floors: np.ndarray, arrivals: np.ndarray | None = None,
+           work: np.ndarray | None = None) -> JobArrays:
+        """Fresh state for ``jobs`` (nothing run yet); ``arrivals`` and ``work`` replace their arrival times and
+        the work left (default: their durations), as the run's accounting reads them."""
         count = len(jobs)
         duration = np.array([job.duration_s for job in jobs], dtype=float)
         arrival = np.array([job.arrival_s for job in jobs], dtype=float) if arrivals is None else arrivals
@@ -54,7 +55,7 @@ class JobArrays:
             ready=arrival + np.array([job.profiling_s for job in jobs], dtype=float),
             duration=duration,
             gpus=np.array([job.gpus for job in jobs], dtype=np.int64),
-            remaining=duration.copy(),
+            remaining=duration.copy() if work is None else np.asarray(work, dtype=float),
             attained=np.zeros(count),
             run_s=np.zeros(count),
             progress_s=np.zeros(count),
