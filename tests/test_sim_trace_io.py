@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,6 +126,21 @@ def test_the_philly_job_log_becomes_a_trace(tmp_path: Path) -> None:
     assert len(everything) == 4 and everything.to_frame()["gpus"].max() == 24
     result = simulate(trace, so.Cluster(2), mechanism="tune")
     assert result.summary["unfinished"] == 0 and result.summary["monitored"] == 3  # a fifth of 3 jobs is none
+
+
+@pytest.mark.parametrize(("edit", "field"), [
+    (lambda job: job.update(submitted_time="garbage"), "[0].submitted_time"),
+    (lambda job: job.update(attempts="x"), "[0].attempts"),
+    (lambda job: job["attempts"][0].update(end_time=17), "[0].attempts[0].end_time"),
+])
+def test_a_malformed_philly_value_is_not_read_as_a_missing_one(tmp_path: Path, edit: Any, field: str) -> None:
+    # A time that is not one, or attempts that are not a list, were skipped as "no submitted_time" / "never ran".
+    log = json.loads(json.dumps(PHILLY_LOG))
+    edit(log[0])
+    path = tmp_path / "cluster_job_log"
+    path.write_text(json.dumps(log))
+    with pytest.raises(InvalidInputError, match=re.escape(field) + "="):
+        load_trace(path)
 
 
 @pytest.mark.parametrize(("text", "suffix", "field"), [

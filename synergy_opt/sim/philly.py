@@ -7,7 +7,8 @@ times present, end after start, at least one GPU): GPU demand is that attempt's 
 end minus start (read as the run time at the GPU-proportional share). Arrival is the submission time, from
 the first kept job's. The log names no models: each job gets one drawn by the workload split, seeded. Jobs
 that never ran, lack times or GPUs, repeat a job id, or ask for more than ``max_gpus`` are skipped and
-counted in the trace's metadata (``skipped``), whatever their ``status`` (killed and failed jobs did run).
+counted in the trace's metadata (``skipped``), whatever their ``status`` (killed and failed jobs did run). A
+time is missing when absent, null or "None"; another value that is not a time is an error naming it.
 """
 
 from __future__ import annotations
@@ -77,28 +78,35 @@ def philly_trace(
     return Trace(jobs, metadata)
 
 
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
+def _time(field: str, value: Any) -> datetime | None:
+    """A Philly time, None where the log has none (missing, null or "None", as Philly writes it); any other
+    value is an error naming ``field`` (a malformed time is not a missing one)."""
+    if value is None or value == "None":
         return None
-    try:
-        return datetime.strptime(value, TIME_FORMAT)
-    except ValueError:
-        return None  # Philly writes "None" for times it does not have
+    if isinstance(value, str):
+        try:
+            return datetime.strptime(value, TIME_FORMAT)
+        except ValueError:
+            pass
+    raise InvalidInputError(field, value, "must be a time like 2017-10-03 08:33:12, or None")
 
 
 def _last_run(where: str, entry: Mapping[str, Any]) -> tuple[str, tuple[datetime, int, float] | None]:
     """``(reason skipped, None)`` or ``("", (submitted, GPUs, duration))`` from the job's last attempt that ran."""
-    submitted = _time(entry.get("submitted_time"))
+    submitted = _time(f"{where}.submitted_time", entry.get("submitted_time"))
     if submitted is None:
         return "no submitted_time", None
     attempts = entry.get("attempts")
-    if not isinstance(attempts, list) or not attempts:
+    if attempts is not None and not isinstance(attempts, list):
+        raise InvalidInputError(f"{where}.attempts", attempts, "must be a list of attempts")
+    if not attempts:
         return "never ran", None
     for number in reversed(range(len(attempts))):
         attempt = attempts[number]
         if not isinstance(attempt, Mapping):
             continue
-        began, ended = _time(attempt.get("start_time")), _time(attempt.get("end_time"))
+        began = _time(f"{where}.attempts[{number}].start_time", attempt.get("start_time"))
+        ended = _time(f"{where}.attempts[{number}].end_time", attempt.get("end_time"))
         if began is None or ended is None or ended <= began:
             continue
         detail = attempt.get("detail")
