@@ -147,9 +147,24 @@ def test_a_philly_log_draws_its_models_per_seed(tmp_path: Path, capsys: pytest.C
     for seed in (0, 1):
         expected = load_trace(path, split=(50, 0, 50), seed=seed, max_gpus=16)
         assert jobs.loc[jobs["seed"] == seed, "model"].tolist() == [job.model for job in expected.jobs]
-    out = capsys.readouterr().out  # the table: settings that vary as columns, the rest in the title
+    captured = capsys.readouterr()
+    out = captured.out  # the table: settings that vary as columns, the rest in the title
     assert "avg JCT h" in out and "prop/this" in out and "trace cluster_job_log" in out and "seeds 0,1" in out
     assert not (tmp_path / "out" / "rounds.csv").exists()
+    # The jobs the log cannot give are said, not only counted in the trace's metadata.
+    assert "--trace cluster_job_log: 4 jobs skipped (never ran: 1; no attempt with times and GPUs: 1;" in captured.err
+
+
+def test_a_gavel_trace_says_which_jobs_it_skips(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A misspelt job type was dropped without a word (only trace.metadata["skipped"] counted it).
+    line = "\t".join(["{}", "cmd", "-s", "1", "100000", "{}", "1"])
+    path = tmp_path / "typo.trace"
+    path.write_text(line.format("ResNet-18 (batch size 32)", 0.0) + "\n" + line.format("ResNet-18 (batch size 33)",
+                                                                                        10.0) + "\n")
+    _sim(tmp_path / "out", "--gpus", "8", "--trace", str(path), "--mechanisms", "proportional", "--no-progress")
+    assert ("--trace typo.trace: 1 jobs skipped (no throughput for ResNet-18 (batch size 33) on 1 GPUs: 1)"
+            in capsys.readouterr().err)
+    assert len(pd.read_csv(tmp_path / "out" / "jobs.csv")) == 1
 
 
 def test_every_experiment_parses_as_its_file_says() -> None:

@@ -430,9 +430,12 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
     gavel = first.metadata.get("source") == GAVEL_SOURCE
     # Gavel traces and artifact records name built-in models: each ratio reads that ratio's profiles.
     by_model = gavel or first.metadata.get("source") == ARTIFACT_SOURCE
+    skipped = first.metadata.get("skipped")
     if not first.jobs:
-        skipped = first.metadata.get("skipped")
         parser.error(f"--trace {path.name}: no jobs to simulate" + (f" (skipped: {skipped})" if skipped else ""))
+    if skipped and isinstance(skipped, dict):  # a Gavel trace's or Philly log's jobs it cannot run: say so
+        reasons = "; ".join(f"{reason}: {count}" for reason, count in skipped.items())
+        print(f"--trace {path.name}: {sum(skipped.values())} jobs skipped ({reasons})", file=sys.stderr)
     gavel_options: dict[str, Any] = {}
     if gavel and args.types is not None:  # run times on the cluster's reference type, the simulator's unit
         gavel_options["gpu_type"] = SimSetting(types=args.types).cluster.reference  # type: ignore[union-attr]
