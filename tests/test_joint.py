@@ -379,3 +379,23 @@ def test_one_default_any_job_may_split_and_the_result_says_which_rule() -> None:
     assert free.objective == pytest.approx(5.3) and whole.objective == pytest.approx(4.93)
     noisy = so.generate_round(32, multi_gpu=True, seed=1, profile_noise=0.05)  # the decomposition says it too
     assert so.solve_joint(noisy, method="decomposition", consolidate=True).consolidate is True
+
+
+def test_a_direct_optimum_that_highs_presolve_gets_wrong_is_solved_again() -> None:
+    # An independent review's round: HiGHS 1.16 with presolve called the patterns model's 2.0001 optimal (bound
+    # 2.0001); the servers and literal formulations, the decomposition, the other backends and a brute force give
+    # 2.5001 (j2 and j3 share a server: j3's 1e-4 beside j0's and j1's whole values).
+    def profile(cpu: list[float], mem: list[float], tput: list[list[float]]) -> Profile:
+        return Profile(np.array(cpu), np.array(mem), np.array(tput))
+
+    instance = RoundInstance(Cluster(2, 6, 13, 200), (
+        Job("j0", 1, profile([2.166667], [30.0, 33.333333, 133.3333], [[0.5, 1.0, 1.0]])),
+        Job("j1", 6, profile([1.95, 4.3333], [23.3333], [[1.0], [1.0]])),
+        Job("j2", 1, profile([1.95, 6.5], [66.6667, 133.3333], [[0.5, 0.5], [0.5, 1.0]])),
+        Job("j3", 4, profile([0.5417], [33.333333, 36.6667, 43.3333], [[1e-4, 5e-5, 5e-5]]))))
+    servers = so.solve_joint(instance, mip_gap=0.0, formulation="servers")
+    assert servers.status is Status.OPTIMAL and servers.objective == pytest.approx(2.5001, rel=1e-12)
+    for method in ("auto", "direct"):
+        result = so.solve_joint(instance, method=method, mip_gap=0.0)
+        assert result.status is Status.OPTIMAL and result.objective == pytest.approx(2.5001, rel=1e-12), method
+        assert result.evaluation is not None and result.evaluation.objective == pytest.approx(2.5001, rel=1e-12)
