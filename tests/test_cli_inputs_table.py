@@ -134,6 +134,9 @@ ROWS = [
     sim("time limit too large", "--mechanisms", "ideal", "--time-limit", "1e10", names="time-limit"),
     sim("time limit 0 (it meant none, silently)", "--mechanisms", "ideal", "--time-limit", "0", names="time-limit"),
     sim("round 1e400", "--round-s", "1e400", names="round-s"),
+    # Above the simulator's bound it was refused only after the plan was printed and --out made.
+    sim("round above the simulator's 1e9 s", "--round-s", "1e10", names="round-s"),
+    sim("split of an infinite sum", "--split", "1e308,1e308,1e308", names="split"),
     sim("split 1e400", "--split", "20,70,1e400", names="split"),
     sim("too many runs", "--gpus", ",".join(str(8 * k) for k in range(2, 22)),
         "--load", ",".join(str(k / 10) for k in range(1, 101)), "--seeds", "100", names="simulations"),

@@ -51,6 +51,7 @@ from synergy_opt.hetero import HeteroCluster, parse_type_counts
 from synergy_opt.sim import compare as sim_compare
 from synergy_opt.sim.allocators import mechanism_names
 from synergy_opt.sim.artifact_trace import SOURCE as ARTIFACT_SOURCE
+from synergy_opt.sim.bounds import MAX_ROUND_S
 from synergy_opt.sim.engine import cpu_ratio
 from synergy_opt.sim.experiments import check_setting, experiment_names, flag_text, load_experiment
 from synergy_opt.sim.fidelity import DESCRIPTION as FIDELITY_DESCRIPTION
@@ -118,13 +119,14 @@ def _ratios(text: str) -> list[int]:
     return list(dict.fromkeys(cli_args.generator_value("cpu_per_gpu", value) for value in values))
 
 
-def _seconds(text: str, allow_zero: bool = False) -> float:
+def _seconds(text: str, allow_zero: bool = False, most: float = math.inf) -> float:
     try:
         value = cli_args.number(text)
     except argparse.ArgumentTypeError:
         value = -1.0
-    if not (value >= 0 if allow_zero else value > 0):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds {'>= 0' if allow_zero else '> 0'}")
+    if not (value >= 0 if allow_zero else value > 0) or value > most:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds {'>= 0' if allow_zero else '> 0'}"
+                                         + (f" and <= {most:g}" if most < math.inf else ""))
     return value
 
 
@@ -214,7 +216,8 @@ def build_parser() -> _Parser:
     run = parser.add_argument_group("the simulation")
     run.add_argument("--mechanisms", type=cli_args.names_of("mechanism", mechanism_names()),
                      help=f"comma-separated, or 'all': {', '.join(mechanism_names())} (proportional,tune)")
-    run.add_argument("--round-s", type=_seconds, help="round length in seconds (300)")
+    run.add_argument("--round-s", type=lambda text: _seconds(text, most=MAX_ROUND_S),
+                     help="round length in seconds (300)")
     run.add_argument("--monitor", type=_monitor, metavar="FIRST,LAST",
                      help="trace positions FIRST <= i < LAST the JCT figures are taken over; the run ends when "
                           "they finish (default: all but the first fifth of a dynamic trace, all of a static one)")
