@@ -193,6 +193,10 @@ def metadata_cases() -> Iterator[Case]:
         ("seed 2^40", lambda m: m.update(seed=2**40), "metadata.seed"),
         ("seed a float", lambda m: m.update(seed=1.0), "metadata.seed"),
         ("cpu_per_gpu 7", lambda m: m.update(cpu_per_gpu=7), "metadata.cpu_per_gpu"),
+        # The jobs drawn so far: ignored when odd, and 1e12 refused mid-run naming generate_trace's jobs.
+        ("jobs negative", lambda m: m.update(jobs=-1), "metadata.jobs"),
+        ("jobs a string", lambda m: m.update(jobs="3"), "metadata.jobs"),
+        ("jobs 1e12", lambda m: m.update(jobs=10**12), "metadata.jobs"),
         ("cpu_per_gpu true", lambda m: m.update(cpu_per_gpu=True), "metadata.cpu_per_gpu"),
         ("cpu_per_gpu a string", lambda m: m.update(cpu_per_gpu="3"), "metadata.cpu_per_gpu"),
         ("profile_noise 100", lambda m: m.update(profile_noise=100), "metadata.profile_noise"),

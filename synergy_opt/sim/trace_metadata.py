@@ -102,14 +102,16 @@ def _mapping(name: str, value: Any) -> Mapping[str, Any]:
 
 
 def generator_arguments(metadata: Mapping[str, Any], name: str = "metadata") -> dict[str, Any]:
-    """The :func:`generate_trace` arguments (but ``jobs``) a generated trace's metadata records, checked by
-    the generator's rules, and the profiling costs (``minutes_per_point``, ``threshold``) it records."""
+    """The :func:`generate_trace` arguments (but ``jobs``, checked only) a generated trace's metadata records,
+    checked by the generator's rules, and the profiling costs (``minutes_per_point``, ``threshold``) it records."""
     missing = [key for key in _REQUIRED if key not in metadata]
     if missing:
         raise InvalidInputError(f"{name}.{missing[0]}", None,
                                 f"missing: a trace made by {GENERATOR} records it (it draws more arrivals with it)")
     arguments = {key: TRACE_GENERATOR_ARGUMENTS[key](f"{name}.{key}", metadata[key])
                  for key in (*_REQUIRED, *_OPTIONAL) if key in metadata}
+    if "jobs" in metadata:  # the jobs drawn so far: a run that extends the trace draws that many again
+        TRACE_GENERATOR_ARGUMENTS["jobs"](f"{name}.jobs", metadata["jobs"])
     for key, (argument, rule, _default) in COSTS.items():
         if key in metadata:
             arguments[argument] = rule(f"{name}.{key}", metadata[key])
