@@ -127,10 +127,10 @@ class Evaluation:
     @property
     def utilisation(self) -> dict[str, float]:
         """Fraction of the cluster's GPUs, CPUs and memory in use."""
-        if isinstance(self.instance, HeteroRound):
-            used = self.server_use.sum(axis=0) / self.capacity.sum(axis=0)
-        else:
-            used = self.server_use.sum(axis=0) / (self.capacity * self.instance.cluster.servers)
+        # Sums taken in units of the largest server's capacity: servers of 1e308 GB summed to inf (NaN use).
+        capacity = np.broadcast_to(self.capacity, self.server_use.shape)
+        unit = capacity.max(axis=0, initial=1.0)
+        used = (self.server_use / unit).sum(axis=0) / (capacity / unit).sum(axis=0)
         return dict(zip(RESOURCES, (float(u) for u in used), strict=True))
 
     def by_type(self) -> dict[str, dict[str, float | int]]:

@@ -149,3 +149,12 @@ def test_a_misspelt_jobs_key_is_named_with_the_closest() -> None:
     with pytest.raises(InvalidInputError, match="did you mean 'jobs'") as error:
         evaluate(INSTANCE, {"job": {}})
     assert error.value.field == "allocation.job"
+
+
+@pytest.mark.parametrize("mem_gb", [500.0, 1e308])
+def test_utilisation_of_servers_near_the_float_limit_is_a_fraction(mem_gb: float) -> None:
+    # Two servers of 1e308 GB summed to inf: their memory use read NaN (an empty cell in the bench's rows.csv).
+    instance = so.RoundInstance(so.Cluster(2, 8, 24, mem_gb), tuple(so.Job(f"j{k}", 2, so.builtin_profile("res18"))
+                                                                   for k in range(3)))
+    use = so.evaluate(instance, so.run_mechanism(instance, "proportional")).utilisation
+    assert use == pytest.approx({"gpus": 0.375, "cpus": 0.375, "mem_gb": 0.375}, rel=1e-12)
