@@ -161,6 +161,8 @@ def test_a_malformed_philly_value_is_not_read_as_a_missing_one(tmp_path: Path, e
     ("id,arrival_s,gpus,duration_s,model\na,0,two,5,res18\n", ".csv", "rows[0].gpus"),
     ("id,arrival_s,gpus,model\na,0,1,res18\n", ".csv", "columns.duration_s"),
     ("id,arrival_s,gpus,duration_s,model\na,0,1,5,\n", ".csv", "rows[0].model"),
+    # A row cut short was read with its missing cells empty (its profiling delay, iteration time, matrix lost).
+    ("id,arrival_s,gpus,duration_s,model,profiling_s\na,0,1,5,res18\n", ".csv", "rows[0]"),
     ("id,arrival_s,gpus,duration_s,model,profile\na,0,1,5,,{bad\n", ".csv", "rows[0].profile"),
     ("# synergy-round/1 {}\nid,arrival_s,gpus,duration_s\n", ".csv", "format"),
     # A key or column given twice, or a column the reader does not know, was silently dropped.

@@ -289,6 +289,11 @@ def _trace_from_csv(text: str) -> Trace:
         where = f"rows[{index}]"
         if None in row:  # more cells than columns
             raise InvalidInputError(where, row[None], f"has more cells than the {len(fieldnames)} columns")
+        short = [name for name, value in row.items() if value is None]
+        if short:  # fewer cells than columns (a row cut short): not read as empty cells
+            cells = len(fieldnames) - len(short)
+            raise InvalidInputError(where, cells, f"has {cells} cells for the {len(fieldnames)} columns (no "
+                                    f"{short[0]}); an empty cell is written, not left out")
         _require(where, row, ("id", "arrival_s", "gpus", "duration_s"))
         raw: dict[str, Any] = {"id": row["id"], **{name: json_number(f"{where}.{name}", row[name])
                                     for name in ("arrival_s", "gpus", "duration_s")}}
