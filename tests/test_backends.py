@@ -538,6 +538,9 @@ def test_an_exported_file_names_its_blocks(tmp_path: Path) -> None:
                                                               / "paper_example.json"))
     text = write_model(built, tmp_path / "paper.LP").read_text()  # a suffix in capitals too
     assert " y_0 " in text and "assign_0:" in text and "\nbinary\n" in text
+    for bad in (None, 5, b"paper.lp", tmp_path / "paper.txt"):  # a raw TypeError from pathlib, before
+        with pytest.raises(InvalidInputError, match="path="):
+            write_model(built, bad)
 
 
 @pytest.mark.parametrize("tool", ["glpsol", "cbc"])

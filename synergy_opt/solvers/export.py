@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.files import atomic_path
 from synergy_opt.solvers.model import LinearModel, as_linear_model
+from synergy_opt.validation import path as path_rule
 
 SUFFIXES = (".mps", ".lp")
 OFFSET_COLUMN = "objective_constant"
@@ -46,7 +47,7 @@ def write_model(model: LinearModel | Any, path: str | os.PathLike[str]) -> Path:
     (``.mps``) or CPLEX LP (``.lp``), by the file's suffix (either case); returns the path. See the module for
     what other tools read of each."""
     model = as_linear_model(model)
-    target = Path(path)
+    target = path_rule("path", path)
     suffix = target.suffix.lower()
     if suffix not in SUFFIXES:
         raise InvalidInputError("path", str(target), "the suffix must be .mps or .lp")
