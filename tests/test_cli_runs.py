@@ -254,6 +254,23 @@ def test_bench_plot_and_compare(tmp_path: Path, capsys: pytest.CaptureFixture[st
         assert row["a.objective"] == a["objective"] and row["b.objective"] == b["objective"]
         assert row["ratio.objective"] == pytest.approx(b["objective"] / a["objective"])
     assert bench_main(["plot", str(tmp_path / "nothing")]) == 2
+    # A folder edited by hand: text in a figure's cell, a file not UTF-8, a compare --out that is a file. They
+    # raised TypeError / UnicodeDecodeError out of the CLI, or printed the whole table before failing.
+    capsys.readouterr()
+    medians = (first / "medians.csv").read_text()
+    header, row, *rest = medians.splitlines()
+    cells = row.split(",")
+    cells[header.split(",").index("round_ms")] = "n/a"
+    (first / "medians.csv").write_text("\n".join([header, ",".join(cells), *rest]) + "\n")
+    assert bench_main(["compare", str(first), str(second), "--no-plot", "--out", str(tmp_path / "c2")]) == 2
+    assert "medians.csv.rows[0].round_ms='n/a': must be a number" in capsys.readouterr().err
+    (first / "medians.csv").write_text(medians, encoding="utf-16")
+    assert bench_main(["plot", str(first)]) == 2 and "UTF-8" in capsys.readouterr().err
+    (first / "medians.csv").write_text(medians)
+    (tmp_path / "file").write_text("")
+    assert bench_main(["compare", str(first), str(second), "--out", str(tmp_path / "file")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "is a file, not a folder" in captured.err
 
 
 # --- tables ------------------------------------------------------------------------------------------------------

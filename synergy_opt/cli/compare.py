@@ -121,6 +121,8 @@ def subcommand(
     parser.add_argument("--no-plot", action="store_true", help="no figures")
     args = parser.parse_args(rest)
     out = args.out or Path("results") / f"compare-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    if out.exists() and not out.is_dir():  # refused before the table is printed, not when writing into it
+        parser.error(f"--out {out}: is a file, not a folder")
     for path in compare_folders(args.first, args.second, out, args.wide, not args.no_plot):
         print(f"wrote {path}")
     return 0

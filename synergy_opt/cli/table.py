@@ -11,6 +11,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from synergy_opt.errors import InvalidInputError
 from synergy_opt.files import atomic_open
 
 Row = dict[str, Any]
@@ -151,11 +152,44 @@ def write_csv(rows: Sequence[Row], path: str | Path, columns: Sequence[str]) -> 
     return target
 
 
-def read_csv(path: str | Path) -> list[Row]:
+def read_csv(path: str | Path, required: Sequence[str] = ()) -> list[Row]:
     """Rows of a CSV written by :func:`write_csv`, numbers, booleans and empty fields (None) read back; the
-    ``TEXT_COLUMNS`` stay text."""
-    with Path(path).open(newline="") as handle:
-        return [{key: _parse(key, value) for key, value in row.items()} for row in csv.DictReader(handle)]
+    ``TEXT_COLUMNS`` stay text.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the file when it is not UTF-8 CSV text, lacks one of the ``required`` columns, or has a row of
+        more cells than columns; naming the cell when a figure's column (hours, seconds, ratios, percentages:
+        :func:`figure_column`) holds text (a result edited by hand would be drawn or compared as text).
+    """
+    target = Path(path)
+    try:
+        with target.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle, strict=True)
+            rows, columns = list(reader), list(reader.fieldnames or ())
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise InvalidInputError("path", str(target), f"is not a CSV file this tool wrote (UTF-8): {error}") from None
+    missing = [column for column in required if column not in columns]
+    if missing:
+        raise InvalidInputError(f"{target.name}.columns", columns, f"lacks the column {missing[0]!r}")
+    parsed = []
+    for index, row in enumerate(rows):
+        if None in row:
+            raise InvalidInputError(f"{target.name}.rows[{index}]", row[None], "has more cells than columns")
+        values = {key: _parse(key, value) for key, value in row.items()}
+        for key, value in values.items():
+            if isinstance(value, str) and figure_column(key):
+                raise InvalidInputError(f"{target.name}.rows[{index}].{key}", value, "must be a number (or empty)")
+        parsed.append(values)
+    return parsed
+
+
+def figure_column(key: str) -> bool:
+    """Whether column ``key`` holds a figure (a number or nothing): hours, seconds, milliseconds, utilisation,
+    ratios and percentages."""
+    return key not in TEXT_COLUMNS and (key.endswith(("_h", "_s", "_ms", "_util", "_ratio")) or
+                                        key.startswith("pct_"))
 
 
 # Columns read back as text even when they look like numbers.

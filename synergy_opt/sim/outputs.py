@@ -112,7 +112,10 @@ def read_folder(folder: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]
     if not (folder / "table.csv").is_file() or not (folder / "summary.csv").is_file():
         raise InvalidInputError("folder", str(folder), "is not a result folder of python -m synergy_opt.sim "
                                 "(no summary.csv and table.csv)")
-    summaries, table = read_csv(folder / "summary.csv"), read_csv(folder / "table.csv")
+    summaries = read_csv(folder / "summary.csv", ("mechanism", "avg_jct_h"))
+    table = read_csv(folder / "table.csv", ("mechanism", "avg_jct_h"))
+    if not table:
+        raise InvalidInputError("folder", str(folder), "holds a table.csv without rows: nothing to draw or compare")
     frames = []
     for name, columns in (("jobs", PER_JOB_COLUMNS), ("rounds", PER_ROUND_COLUMNS)):
         path = folder / f"{name}.csv"
