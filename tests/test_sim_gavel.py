@@ -131,6 +131,8 @@ def test_job_models_map_families_and_users_override_them(tmp_path: Path) -> None
     assert mine.metadata["job_models"]["ResNet-18"] == "alexnet"
     with pytest.raises(UnknownNameError, match=r"job_models\.ResNet-18"):
         load_trace(ED69EC, job_models={"ResNet-18": "resnet9000"})
+    with pytest.raises(UnknownNameError, match="job_models='Resnet-18'"):  # a misspelt key was ignored
+        load_trace(ED69EC, job_models={"Resnet-18": "gnmt"})
     rates = load_gavel_throughputs()
     custom = {gpu: dict(entries) for gpu, entries in rates.steps_per_s.items()}
     for entries in custom.values():

@@ -85,13 +85,19 @@ def gavel_trace_file(name: str) -> Path:
     return shipped_file(f"traces/{stem}{SUFFIX}")
 
 
-def _check_job_models(job_models: Mapping[str, str] | None) -> None:
+def _check_job_models(job_models: Mapping[str, str] | None, table: GavelThroughputs) -> None:
+    """``job_models``' models are built-in ones and its keys job types or families of ``table`` (a misspelt key
+    was ignored without a word, its jobs given the default model)."""
     if job_models is None:
         return
     if not isinstance(job_models, Mapping):
         raise InvalidInputError("job_models", job_models, "must be a dict of Gavel job type or family -> model")
+    job_types = {job_type for entries in table.steps_per_s.values() for job_type, _scale in entries}
+    known = sorted(job_types | {job_family(job_type) for job_type in job_types})
     for key, model in job_models.items():
         text("job_models", key)
+        if key not in known:
+            raise UnknownNameError("job_models", key, known)
         if model not in model_names():
             raise UnknownNameError(f"job_models.{key}", model, model_names())
 
@@ -186,7 +192,7 @@ def parse_gavel_trace(
             raise UnknownNameError("types", gpu, table.types)
     if gpu_type not in kept_types:
         raise UnknownNameError("gpu_type", gpu_type, kept_types)
-    _check_job_models(job_models)
+    _check_job_models(job_models, table)
     rows = [line for line in content.splitlines() if line.strip()]
     columns = FORMAT_COLUMNS[format] if format is not None else None
     if columns is None and rows:
