@@ -72,7 +72,9 @@ def test_work_is_conserved_and_types_respected(policy: str, mechanism: str) -> N
 
 def test_a_job_larger_than_every_type_is_named() -> None:
     trace = so.Trace((so.TraceJob("big", 0.0, 2, 60.0, so.builtin_profile("res18"), model="res18"),))
-    with pytest.raises(so.InvalidInputError, match=r"trace\.jobs\[0\]\.gpus"):
+    # The limit is the largest type's GPUs, not the cluster's (the message said "the cluster's 1 GPUs").
+    with pytest.raises(so.InvalidInputError, match=r"trace\.jobs\[0\]\.gpus=2: more than the 1 GPUs of the "
+                       "cluster's largest GPU type"):
         so.simulate(trace, _k80_v100())
 
 

@@ -366,7 +366,7 @@ class _Run:
             if job.gpus > self.max_job_gpus:
                 raise InvalidInputError(
                     f"trace.jobs[{old + offset}].gpus", job.gpus,
-                    f"more than the cluster's {self.max_job_gpus} GPUs: the job could never run",
+                    f"more than {self.max_job_gpus_text}: the job could never run",
                 )
         self.trace = trace
         self.size = len(trace)
@@ -410,6 +410,11 @@ class _Run:
     def max_job_gpus(self) -> int:
         """The most GPUs a job may ask for."""
         return int(self.cluster.total_gpus)
+
+    @property
+    def max_job_gpus_text(self) -> str:
+        """Where :attr:`max_job_gpus` comes from, for messages."""
+        return f"the cluster's {self.max_job_gpus} GPUs"
 
     def _floors(self, trace: Trace, old: int) -> tuple[np.ndarray, tuple[float, float]]:
         """The throughput at the GPU-proportional share of jobs ``old..`` (the unit of their progress), and

@@ -76,6 +76,10 @@ class HeteroRun(_Run):
     def max_job_gpus(self) -> int:
         return int(self.type_gpus.max())
 
+    @property
+    def max_job_gpus_text(self) -> str:
+        return f"the {self.max_job_gpus} GPUs of the cluster's largest GPU type (a job's GPUs are of one type)"
+
     def _floor_matrix(self, job: TraceJob) -> str:
         reference = self.names[self.reference]
         return f"profiles[{reference!r}] matrix" if job.profiles is not None else "profile"
