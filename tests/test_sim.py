@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -421,3 +422,13 @@ def test_more_bad_input_is_named(call: object, field: str) -> None:
     with pytest.raises(InvalidInputError) as error:
         call()  # type: ignore[operator]
     assert error.value.field == field
+
+
+def test_a_trace_of_another_cpu_ratio_warns_on_a_cluster_of_another() -> None:
+    # A ratio-5 trace ran on ratio-3 servers without a word (the command line reads a trace at the cluster's).
+    trace = generate_trace(jobs=4, load=None, cpu_per_gpu=5, seed=1)
+    with pytest.warns(UserWarning, match=r"trace\.metadata\.cpu_per_gpu=5: .* the cluster has 3"):
+        simulate(trace, so.Cluster(1), mechanism="proportional")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        simulate(trace, so.Cluster(1, 8, 40, 500), mechanism="proportional")

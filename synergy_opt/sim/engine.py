@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -228,6 +229,7 @@ def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Po
     if not trace.jobs:  # its figures would all be NaN (the command line refuses it too)
         raise InvalidInputError("trace", "0 jobs", "has no job to simulate")
     rule = make_accounting(accounting, cpu_ratio(trace))
+    _warn_of_another_ratio(trace, cluster)
     kind = RUNS[type(cluster)]
     run = kind(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s,  # type: ignore[arg-type]
                (first, last), record_job_rounds, backfill, selector, rule)
@@ -240,6 +242,21 @@ def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Po
     run.check_rounds_needed(max_rounds)
     run.policy_name = policy_name
     return run
+
+
+def _warn_of_another_ratio(trace: Trace, cluster: Cluster | HeteroCluster) -> None:
+    """Warn when a trace made for servers of one CPU:GPU ratio (its metadata's ``cpu_per_gpu``: its jobs carry
+    that ratio's built-in profiles) runs on a cluster of another: its floors are read off the other ratio's
+    matrices, and its JCTs belong to neither setting (the command line reads such a trace at the cluster's
+    ratio). Not an error: running one ratio's jobs on other servers may be meant."""
+    recorded = trace.metadata.get("cpu_per_gpu")
+    if not isinstance(cluster, Cluster) or not isinstance(recorded, int) or isinstance(recorded, bool):
+        return
+    if abs(cluster.cpu_per_gpu - recorded) > 1e-9 * recorded:
+        warnings.warn(f"trace.metadata.cpu_per_gpu={recorded}: the trace's jobs carry the built-in profiles of "
+                      f"servers with {recorded} CPUs per GPU, and the cluster has {cluster.cpu_per_gpu:g} (make or "
+                      f"read the trace at the cluster's ratio: generate_trace(cpu_per_gpu=...), load_trace(..., "
+                      "cpu_per_gpu=...))", UserWarning, stacklevel=5)
 
 
 def cpu_ratio(trace: Trace) -> int:
