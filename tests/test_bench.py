@@ -11,8 +11,9 @@ import pytest
 
 import synergy_opt
 from synergy_opt import generate_round, load_instance, run_mechanism, solve_ideal
-from synergy_opt.bench import add_references, main, medians, read_csv
-from synergy_opt.bench.cells import TIMING_COLUMNS
+from synergy_opt.bench import add_references, build_grid, generated_specs, main, medians, read_csv, run_grid
+from synergy_opt.bench.cells import TIMING_COLUMNS, RunOptions
+from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import evaluate
 from synergy_opt.instance import RoundInstance
 from synergy_opt.solvers import available_solvers
@@ -209,3 +210,24 @@ def test_rows_name_the_noise_and_types_and_compare_notes_a_noise_difference(tmp_
     assert main(["--types", "k80:1,v100:1", "--seeds", "1", "--mechanisms", "proportional", "--no-progress",
                  "--out", str(tmp_path / "h")]) == 0
     assert {row["gpu_types"] for row in read_csv(tmp_path / "h" / "rows.csv")} == {"k80:1,v100:1"}
+
+
+@pytest.mark.parametrize(("call", "field"), [
+    (lambda: generated_specs([12], seeds=[0]), r"sizes\[0\]=12"),
+    (lambda: generated_specs([16], seeds=[-1]), r"seeds\[0\]=-1"),
+    (lambda: generated_specs([16], seeds=5), "seeds=5"),
+    (lambda: generated_specs([16], seeds=[0], traces=["both"]), r"traces\[0\]='both'"),
+    (lambda: build_grid(generated_specs([16], seeds=[0]), "tune", ["highs"]), "mechanisms='tune'"),
+    (lambda: build_grid(generated_specs([16], seeds=[0]), ["x"], ["highs"]), r"mechanisms\[0\]='x'"),
+    (lambda: build_grid(generated_specs([16], seeds=[0]), ["ideal"], ["gurobi"]), r"solvers\[0\]='gurobi'"),
+    (lambda: RunOptions(time_limit=math.nan), "time_limit=nan"),
+    (lambda: RunOptions(time_limit=-1), "time_limit=-1"),
+    (lambda: RunOptions(opt_placement="exact"), "opt_placement='exact'"),
+    (lambda: run_grid([], workers=0), "workers=0"),
+    (lambda: run_grid(["tune"]), r"cells\[0\]='tune'"),
+])
+def test_the_bench_python_api_checks_its_arguments_up_front(call: Any, field: str) -> None:
+    # bench.md's "From Python" entry points took these and failed per cell (an error row each; one cell per
+    # letter of a mechanism's name given as a string) or with a raw TypeError.
+    with pytest.raises(InvalidInputError, match=field):
+        call()

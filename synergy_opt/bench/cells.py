@@ -28,6 +28,7 @@ from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.joint import JointResult, solve_joint
 from synergy_opt.joint.hetero_solve import HeteroJointResult
 from synergy_opt.mechanisms import run_mechanism
+from synergy_opt.mechanisms.demand import TOLERANCE
 from synergy_opt.mechanisms.drf import pack_drf
 from synergy_opt.mechanisms.greedy import pack_greedy
 from synergy_opt.mechanisms.near_opt import solve_near_opt
@@ -35,7 +36,9 @@ from synergy_opt.mechanisms.proportional import pack_proportional
 from synergy_opt.mechanisms.tetris import pack_tetris
 from synergy_opt.mechanisms.tune import pack_tune
 from synergy_opt.placement.hetero import HeteroOptResult
+from synergy_opt.placement.model import PLACEMENT_KINDS
 from synergy_opt.placement.solve import OptResult, PlacementKind, solve_opt
+from synergy_opt.validation import TIME_LIMIT, OneOf, Optional, boolean
 
 # The columns a cell produces, in CSV order; the per-instance references are appended by table.add_references.
 CELL_COLUMNS = (
@@ -60,6 +63,16 @@ class RunOptions:
     # The heuristics' options; None: each mechanism's own default (spare capacity is spent by near-opt only).
     spend_spare: bool | None = None
     best_case_tolerance: float | None = None
+
+    def __post_init__(self) -> None:
+        # Checked here, not when the first cell runs (a NaN time limit or an unknown placement once became a
+        # row of errors per cell).
+        TIME_LIMIT("time_limit", self.time_limit)
+        OneOf(PLACEMENT_KINDS)("opt_placement", self.opt_placement)
+        for name in ("joint_consolidate", "warm_up"):
+            boolean(name, getattr(self, name))
+        Optional(boolean)("spend_spare", self.spend_spare)
+        Optional(TOLERANCE)("best_case_tolerance", self.best_case_tolerance)
 
 
 @dataclass

@@ -57,6 +57,7 @@ from synergy_opt.cli.parallel import MAX_WORKERS
 from synergy_opt.cli.table import TABLE_WIDTH
 from synergy_opt.errors import SynergyError
 from synergy_opt.generate import type_counts
+from synergy_opt.placement.model import PLACEMENT_KINDS
 from synergy_opt.profiles import gavel_gpu_types
 from synergy_opt.solvers import available_solvers, solver_names
 
@@ -65,7 +66,7 @@ TOOL = "bench"
 DEFAULT_GPUS = (128,)
 DEFAULT_SEEDS = 3
 DEFAULT_TIME_LIMIT = 5.0  # keeps --gpus 128 (every solver) well inside a minute on 2 cores
-OPT_PLACEMENTS = ("lp", "milp", "milp-integral")
+OPT_PLACEMENTS = PLACEMENT_KINDS
 JOURNAL = "cells"
 RUN_ONLY_FLAGS = ("--workers", "--dask", "--no-progress", "--wide")
 MAX_CELLS = 1_000_000  # cells in one bench run (instances x mechanisms x solvers)

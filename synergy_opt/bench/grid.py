@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.generate import generate_round
+from synergy_opt.generate import GENERATOR_ARGUMENTS, GPUS_PER_SERVER, MAX_GPUS, generate_round, type_counts
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.instance import RoundInstance, prefixed
 from synergy_opt.io import instance_to_dict, load_instance
+from synergy_opt.placement.model import PLACEMENT_KINDS
 from synergy_opt.solvers import backend
+from synergy_opt.solvers.registry import SOLVER
+from synergy_opt.validation import SEED, Integer, Items, OneOf, Optional, checked
 
 HEURISTICS = ("proportional", "greedy", "tune", "drf", "tetris", "near-opt")
 # Run once per solver: the optimisation-based mechanisms and the ideal ILP and its LP relaxation.
@@ -66,6 +69,9 @@ class Cell:
     solver: str = ""
 
 
+@checked(sizes=Items(Integer(GPUS_PER_SERVER, MAX_GPUS, step=GPUS_PER_SERVER), "cluster sizes in GPUs"),
+         seeds=Items(SEED, "seeds"), traces=Items(OneOf(TRACES), "traces"), split=GENERATOR_ARGUMENTS["split"],
+         profile_noise=GENERATOR_ARGUMENTS["profile_noise"], types=Optional(type_counts))
 def generated_specs(
     sizes: Iterable[int],
     seeds: Iterable[int],
@@ -134,10 +140,13 @@ def unsupported(mechanism: str, solver: str, opt_placement: str = "lp") -> str |
     return None
 
 
+@checked(mechanisms=Items(OneOf(ALL_MECHANISMS), "mechanism names"), solvers=Items(SOLVER, "solver names"),
+         opt_placement=OneOf(PLACEMENT_KINDS))
 def build_grid(
     specs: Sequence[InstanceSpec], mechanisms: Sequence[str], solvers: Sequence[str], opt_placement: str = "lp"
 ) -> tuple[list[Cell], list[str]]:
-    """The cells to run, in a fixed order, and a note for each (mechanism, solver) pair left out."""
+    """The cells to run, in a fixed order, and a note for each (mechanism, solver) pair left out (a list of
+    names is checked: one name, a string, once made a cell per letter)."""
     cells: list[Cell] = []
     skipped: dict[tuple[str, str], str] = {}
     for spec in specs:

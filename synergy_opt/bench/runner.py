@@ -13,7 +13,8 @@ from typing import Any
 
 from synergy_opt.bench.cells import RunOptions, run_cell
 from synergy_opt.bench.grid import Cell
-from synergy_opt.cli.parallel import run_in_order
+from synergy_opt.cli.parallel import MAX_WORKERS, run_in_order
+from synergy_opt.validation import InstanceOf, Integer, Optional, checked
 
 Row = dict[str, Any]
 Progress = Callable[[Row], None]
@@ -21,6 +22,7 @@ Progress = Callable[[Row], None]
 PRELOAD = ["synergy_opt.bench.cells"]
 
 
+@checked(options=Optional(InstanceOf(RunOptions)), workers=Integer(1, MAX_WORKERS))
 def run_grid(
     cells: Sequence[Cell],
     options: RunOptions | None = None,
@@ -41,6 +43,8 @@ def run_grid(
     progress
         Called with each row as its cell finishes (in completion order).
     """
+    for index, cell in enumerate(cells):  # build_grid's cells (a mechanism's name alone ran as an error row)
+        InstanceOf(Cell)(f"cells[{index}]", cell)
     run = functools.partial(run_cell, options=options or RunOptions())
     return run_in_order(run, cells, workers=workers, dask=dask, progress=progress, preload=PRELOAD)
 
