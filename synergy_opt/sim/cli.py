@@ -340,6 +340,7 @@ class Plan:
     runs: list[SimRun]
     keys: list[str]
     out: Path
+    notes: tuple[str, ...] = ()  # said on stderr when the sweep starts (a rejected plan prints only its error)
 
 
 def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
@@ -363,6 +364,7 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
     multi = {"no": [False], "yes": [True], "both": [False, True]}
     settings: list[tuple[SimSetting, Trace | None]]
     digest: str | None = None
+    args.notes = []
     if args.trace is not None:
         given = [f"--{flag.replace('_', '-')}" for flag in GENERATOR_FLAGS if getattr(args, flag) is not None]
         if given:
@@ -409,7 +411,7 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
     problem = out_folder_problem(out, TOOL, earlier)
     if problem:
         parser.error(problem)
-    return Plan(runs, keys, out)
+    return Plan(runs, keys, out, tuple(args.notes))
 
 
 def _check_size(parser: _Parser, *lists: Sequence[Any]) -> None:
@@ -437,9 +439,9 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
     skipped = first.metadata.get("skipped")
     if not first.jobs:
         parser.error(f"--trace {path.name}: no jobs to simulate" + (f" (skipped: {skipped})" if skipped else ""))
-    if skipped and isinstance(skipped, dict):  # a Gavel trace's or Philly log's jobs it cannot run: say so
-        reasons = "; ".join(f"{reason}: {count}" for reason, count in skipped.items())
-        print(f"--trace {path.name}: {sum(skipped.values())} jobs skipped ({reasons})", file=sys.stderr)
+    if skipped and isinstance(skipped, dict):  # a Gavel trace's or Philly log's jobs it cannot run: said once the
+        reasons = "; ".join(f"{reason}: {count}" for reason, count in skipped.items())  # plan is checked
+        args.notes.append(f"--trace {path.name}: {sum(skipped.values())} jobs skipped ({reasons})")
     gavel_options: dict[str, Any] = {}
     if gavel and args.types is not None:  # run times on the cluster's reference type, the simulator's unit
         gavel_options["gpu_type"] = SimSetting(types=args.types).cluster.reference  # type: ignore[union-attr]
@@ -519,6 +521,8 @@ def _main(argv: Sequence[str] | None) -> int:
     done = journal.count(the_plan.keys)
     print(f"{len(the_plan.runs)} simulations on {where}, results in {the_plan.out}"
           + (f" ({done} already there)" if done else ""), flush=True)
+    for note in the_plan.notes:
+        print(note, file=sys.stderr, flush=True)
     try:
         records = _run(the_plan, journal, args, rounds)
     except OSError as error:  # raised by distributed (a TimeoutError among them) when no scheduler answers
