@@ -266,6 +266,13 @@ def test_bench_plot_and_compare(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "medians.csv.rows[0].round_ms='n/a': must be a number" in capsys.readouterr().err
     (first / "medians.csv").write_text(medians, encoding="utf-16")
     assert bench_main(["plot", str(first)]) == 2 and "UTF-8" in capsys.readouterr().err
+    without_mechanism = [",".join(c for k, c in enumerate(line.split(",")) if k != header.split(",").index("mechanism"))
+                         for line in medians.splitlines()]
+    (first / "medians.csv").write_text("\n".join(without_mechanism) + "\n")  # compared nothing, exit 0
+    assert bench_main(["compare", str(first), str(second), "--no-plot", "--out", str(tmp_path / "c3")]) == 2
+    assert "medians.csv.columns" in capsys.readouterr().err
+    (first / "medians.csv").write_text(header + "\n")  # an empty time.png
+    assert bench_main(["plot", str(first)]) == 2 and "without rows" in capsys.readouterr().err
     (first / "medians.csv").write_text(medians)
     (tmp_path / "file").write_text("")
     assert bench_main(["compare", str(first), str(second), "--out", str(tmp_path / "file")]) == 2

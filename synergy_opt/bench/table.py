@@ -176,4 +176,13 @@ def read_folder(folder: Path) -> tuple[list[Row], list[Row]]:
     if not (folder / MEDIANS_FILE).is_file() or not (folder / ROWS_FILE).is_file():
         raise InvalidInputError("folder", str(folder), "is not a result folder of python -m synergy_opt.bench "
                                 f"(no {ROWS_FILE} and {MEDIANS_FILE})")
-    return table.read_csv(folder / ROWS_FILE), table.read_csv(folder / MEDIANS_FILE)
+    # The columns plot and compare match rows on (a folder edited by hand lacking one crashed or compared nothing).
+    rows = table.read_csv(folder / ROWS_FILE, KEY_COLUMNS)
+    summary = table.read_csv(folder / MEDIANS_FILE, KEY_COLUMNS)
+    if not summary:
+        raise InvalidInputError("folder", str(folder), f"holds a {MEDIANS_FILE} without rows: nothing to draw or "
+                                "compare")
+    return rows, summary
+
+
+KEY_COLUMNS = ("gpus", "trace", "mechanism", "solver")
