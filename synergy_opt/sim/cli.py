@@ -441,7 +441,9 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
         parser.error(f"--trace {path.name}: no jobs to simulate" + (f" (skipped: {skipped})" if skipped else ""))
     if skipped and isinstance(skipped, dict):  # a Gavel trace's or Philly log's jobs it cannot run: said once the
         reasons = "; ".join(f"{reason}: {count}" for reason, count in skipped.items())  # plan is checked
-        args.notes.append(f"--trace {path.name}: {sum(skipped.values())} jobs skipped ({reasons})")
+        counts = [count for count in skipped.values() if isinstance(count, int) and not isinstance(count, bool)]
+        total = f"{sum(counts)} " if len(counts) == len(skipped) else ""  # a saved trace's metadata may hold text
+        args.notes.append(f"--trace {path.name}: {total}jobs skipped ({reasons})")
     gavel_options: dict[str, Any] = {}
     if gavel and args.types is not None:  # run times on the cluster's reference type, the simulator's unit
         gavel_options["gpu_type"] = SimSetting(types=args.types).cluster.reference  # type: ignore[union-attr]
