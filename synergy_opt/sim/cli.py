@@ -25,7 +25,6 @@ import itertools
 import math
 import sys
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -503,9 +502,6 @@ def _main(argv: Sequence[str] | None) -> int:
     if given and given[0] in SUBCOMMANDS:
         return sim_compare.subcommand(PROG, given)
     args, parser = parse(given)
-    # The command line runs a trace at its own CPU:GPU ratio unless --cpu-per-gpu asks for another: then the
-    # simulator's warning of a trace run at another ratio says what the flag asked.
-    warnings.filterwarnings("ignore", message=r"trace\.metadata\.cpu_per_gpu=", category=UserWarning)
     if args.experiment == "list":
         for name in experiment_names():
             print(f"{name:8} {load_experiment(name).description}")

@@ -9,7 +9,9 @@ that the runs of a sweep stack into one CSV each. Which process ran a run change
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,9 +150,11 @@ class RunOutcome:
 def run_one(run: SimRun, progress: Progress | None = None) -> RunOutcome:
     """Simulate ``run`` and label its results with its setting (``progress``: as :func:`simulate`'s)."""
     s = run.setting
-    result = simulate(run.make_trace(), s.cluster, policy=s.policy, mechanism=run.mechanism, round_s=s.round_s,
-                      seed=s.seed, monitor=s.monitor, preemption_overhead_s=s.preemption_overhead_s,
-                      backfill=s.backfill, progress=progress, **run.options)
+    with _ratio_as_set():
+        result = simulate(run.make_trace(), s.cluster, policy=s.policy, mechanism=run.mechanism,
+                          round_s=s.round_s, seed=s.seed, monitor=s.monitor,
+                          preemption_overhead_s=s.preemption_overhead_s, backfill=s.backfill, progress=progress,
+                          **run.options)
     labels = {**s.columns(), "mechanism": run.mechanism}
     summary = {**result.summary, **labels}
     return RunOutcome(summary, _labelled(result.jobs, labels), _labelled(result.rounds, labels))
@@ -162,8 +166,18 @@ def check_run(run: SimRun) -> None:
     folder (a job the cluster cannot run was found after the run had begun). A generated trace is drawn here and
     again by the run (0.01-0.2 s a trace)."""
     s = run.setting
-    prepare_run(run.make_trace(), s.cluster, s.policy, run.mechanism, s.round_s, s.seed, s.monitor,
-                s.preemption_overhead_s, False, MAX_ROUNDS, s.backfill, "exact", dict(run.options))
+    with _ratio_as_set():
+        prepare_run(run.make_trace(), s.cluster, s.policy, run.mechanism, s.round_s, s.seed, s.monitor,
+                    s.preemption_overhead_s, False, MAX_ROUNDS, s.backfill, "exact", dict(run.options))
+
+
+@contextlib.contextmanager
+def _ratio_as_set() -> Iterator[None]:
+    """No warning of a trace run at another CPU:GPU ratio: a sweep's setting names its ratio (a trace file runs
+    at its own unless the setting, --cpu-per-gpu, asks for another)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"trace\.metadata\.cpu_per_gpu=", category=UserWarning)
+        yield
 
 
 def _labelled(frame: pd.DataFrame, labels: Mapping[str, Any]) -> pd.DataFrame:
