@@ -231,3 +231,14 @@ def test_the_bench_python_api_checks_its_arguments_up_front(call: Any, field: st
     # letter of a mechanism's name given as a string) or with a raw TypeError.
     with pytest.raises(InvalidInputError, match=field):
         call()
+
+
+def test_the_bench_python_api_takes_what_it_took() -> None:
+    # The up-front checks kept what worked: no solvers for heuristics only, sizes unused with types, and cells
+    # as any iterable (a generator was emptied by the check and nothing ran).
+    specs = generated_specs([], seeds=[0], traces=["single"], types={"k80": 1, "v100": 1})
+    cells, _ = build_grid(specs, ["proportional"], [])
+    rows = run_grid(cell for cell in cells)
+    assert len(rows) == 1 and rows[0]["status"] == "ok" and rows[0]["gpu_types"]
+    with pytest.raises(InvalidInputError, match="types='a100'"):
+        generated_specs([], seeds=[0], types={"a100": 1})

@@ -43,6 +43,7 @@ def run_grid(
     progress
         Called with each row as its cell finishes (in completion order).
     """
+    cells = list(cells)  # a generator is read once, here (checking it emptied it)
     for index, cell in enumerate(cells):  # build_grid's cells (a mechanism's name alone ran as an error row)
         InstanceOf(Cell)(f"cells[{index}]", cell)
     run = functools.partial(run_cell, options=options or RunOptions())
