@@ -8,7 +8,7 @@ end minus start (read as the run time at the GPU-proportional share). Arrival is
 the first kept job's. The log names no models: each job gets one drawn by the workload split, seeded. Jobs
 that never ran, lack times or GPUs, repeat a job id, or ask for more than ``max_gpus`` are skipped and
 counted in the trace's metadata (``skipped``), whatever their ``status`` (killed and failed jobs did run). A
-time is missing when absent, null or "None"; another value that is not a time is an error naming it.
+time is missing when absent, null, empty or "None"; another value that is not a time is an error naming it.
 """
 
 from __future__ import annotations
@@ -79,9 +79,9 @@ def philly_trace(
 
 
 def _time(field: str, value: Any) -> datetime | None:
-    """A Philly time, None where the log has none (missing, null or "None", as Philly writes it); any other
-    value is an error naming ``field`` (a malformed time is not a missing one)."""
-    if value is None or value == "None":
+    """A Philly time, None where the log has none (missing, null, empty or "None", as Philly writes it); any
+    other value is an error naming ``field`` (a malformed time is not a missing one)."""
+    if value is None or value in ("None", ""):
         return None
     if isinstance(value, str):
         try:
