@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -329,5 +330,13 @@ def test_a_type_fixed_round_takes_each_types_formulation_and_start() -> None:
         so.solve_joint(fixed, mip_gap=0.0).objective, rel=1e-9)
     with pytest.raises(InvalidInputError, match="formulation='servers'"):
         so.solve_joint(fixed, formulation="servers", method="direct")
+    # A start with a job on another type than the round fixes was refused as "an allocation of another round?".
+    job_id, parts = next(iter(tune.jobs.items()))
+    kind = fixed.cluster.type_of_server(parts[0].server)
+    other = next(name for name in fixed.cluster.names if name != kind)
+    first = fixed.cluster.server_range(other)[0]
+    moved = so.Allocation({**tune.jobs, job_id: tuple(replace(p, server=first) for p in parts)})
+    with pytest.raises(InvalidInputError, match=rf"start\.jobs\['{job_id}'\]='{other}': is on another GPU type"):
+        so.solve_joint(fixed, start=moved)
 
 

@@ -136,7 +136,7 @@ def solve_hetero_joint(
         types not proven share what the others left, each solved again from its allocation (a type whose ideal
         configs are placed takes a second, another may need all the time there is)."""
         rounds = [(kind, sub) for kind, sub in fixed.per_type().items() if sub.jobs]
-        starts = {} if given is None else split_allocation(fixed.cluster, given)
+        starts = {} if given is None else _start_by_type(fixed, given)
         end = None if limit is None else time.perf_counter() + limit
         results: dict[str, Any] = {}
 
@@ -282,6 +282,22 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
     return HeteroJointResult(status, value, bound, instance, "decomposition", seconds, message, allocation,
                              per_type=best[1] if from_choice and best is not None else None,
                              types=_types_of(instance, allocation), phases=phases)
+
+
+def _start_by_type(fixed: HeteroRound, start: Allocation) -> dict[str, Allocation]:
+    """A type-fixed round's start split by type, each job on its own type (else an error naming ``start``, not
+    the per-type solve's "an allocation of another round?")."""
+    try:
+        parts = split_allocation(fixed.cluster, start)
+    except InvalidInputError as error:
+        raise InvalidInputError(error.field.replace("allocation", "start", 1), error.value, error.reason) from None
+    own = {job.id: next(iter(job.profiles)) for job in fixed.jobs}  # type-fixed: each job's one type
+    for kind, part in parts.items():
+        for job_id in part.jobs:
+            if job_id in own and own[job_id] != kind:
+                raise InvalidInputError(f"start.jobs[{job_id!r}]", kind, "is on another GPU type than the round "
+                                        f"fixes ({own[job_id]})")
+    return parts
 
 
 def _types_of(instance: HeteroRound, allocation: Allocation) -> tuple[str, ...]:
