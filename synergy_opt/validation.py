@@ -185,17 +185,18 @@ class InstanceOf:
 
 @dataclass(frozen=True)
 class Items:
-    """A non-empty sequence (not a string or a mapping), each item checked by ``item`` (named ``name[i]``), as a
-    tuple; ``meaning`` says what it lists (e.g. ``"built-in model names"``)."""
+    """A non-empty sequence (not a string or a mapping; empty too with ``may_be_empty``), each item checked by
+    ``item`` (named ``name[i]``), as a tuple; ``meaning`` says what it lists (e.g. ``"built-in model names"``)."""
 
     item: Rule
     meaning: str
+    may_be_empty: bool = False
 
     def __call__(self, name: str, value: Any) -> tuple[Any, ...]:
         if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
             raise InvalidInputError(name, value, f"must be a sequence of {self.meaning}")
         items = tuple(self.item(f"{name}[{index}]", item) for index, item in enumerate(value))
-        if not items:
+        if not items and not self.may_be_empty:
             raise InvalidInputError(name, value, f"must list at least one of {self.meaning}")
         return items
 

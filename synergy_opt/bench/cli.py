@@ -65,7 +65,6 @@ TOOL = "bench"
 DEFAULT_GPUS = (128,)
 DEFAULT_SEEDS = 3
 DEFAULT_TIME_LIMIT = 5.0  # keeps --gpus 128 (every solver) well inside a minute on 2 cores
-OPT_PLACEMENTS = PLACEMENT_KINDS
 JOURNAL = "cells"
 RUN_ONLY_FLAGS = ("--workers", "--dask", "--no-progress", "--wide")
 MAX_CELLS = 1_000_000  # cells in one bench run (instances x mechanisms x solvers)
@@ -127,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--time-limit", type=cli_args.seconds_or_none, default=DEFAULT_TIME_LIMIT,
                      help="seconds per solve for opt, joint and the ideal ILP, or 'none' "
                           f"(default {DEFAULT_TIME_LIMIT:g})")
-    run.add_argument("--opt-placement", choices=OPT_PLACEMENTS, default="lp", help="OPT's placement step (default lp)")
+    run.add_argument("--opt-placement", choices=PLACEMENT_KINDS, default="lp", help="OPT's placement step (default lp)")
     run.add_argument("--joint-consolidate", action="store_true",
                      help="joint MILP keeps every job that fits on one server on one server (the paper's rule); "
                           "by default it may split any job, so that it bounds every mechanism")

@@ -8,7 +8,7 @@ them without a shared file system.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from synergy_opt.placement.model import PLACEMENT_KINDS
 from synergy_opt.profiles import gavel_gpu_types
 from synergy_opt.solvers import backend
 from synergy_opt.solvers.registry import SOLVER
-from synergy_opt.validation import SEED, Integer, Items, OneOf, Optional, Rule, checked
+from synergy_opt.validation import SEED, Integer, Items, OneOf, Optional, checked
 
 HEURISTICS = ("proportional", "greedy", "tune", "drf", "tetris", "near-opt")
 # Run once per solver: the optimisation-based mechanisms and the ideal ILP and its LP relaxation.
@@ -71,15 +71,6 @@ class Cell:
     solver: str = ""
 
 
-def _listed(rule: Rule, meaning: str) -> Rule:
-    """A sequence (maybe empty; not a string), each item checked by ``rule``, as a list."""
-    def check(name: str, value: Any) -> list[Any]:
-        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
-            raise InvalidInputError(name, value, f"must be a sequence of {meaning}")
-        return [rule(f"{name}[{index}]", item) for index, item in enumerate(value)]
-    return check
-
-
 def bench_types(name: str, value: Any) -> dict[str, int]:
     """Servers per GPU type of the bench's heterogeneous rounds: the generator has matrices on the types Gavel
     measured."""
@@ -90,7 +81,7 @@ def bench_types(name: str, value: Any) -> dict[str, int]:
     return counts
 
 
-@checked(sizes=_listed(Integer(GPUS_PER_SERVER, MAX_GPUS, step=GPUS_PER_SERVER), "cluster sizes in GPUs"),
+@checked(sizes=Items(Integer(GPUS_PER_SERVER, MAX_GPUS, step=GPUS_PER_SERVER), "cluster sizes in GPUs", True),
          seeds=Items(SEED, "seeds"), traces=Items(OneOf(TRACES), "traces"), split=GENERATOR_ARGUMENTS["split"],
          profile_noise=GENERATOR_ARGUMENTS["profile_noise"], types=Optional(bench_types))
 def generated_specs(
@@ -161,7 +152,7 @@ def unsupported(mechanism: str, solver: str, opt_placement: str = "lp") -> str |
     return None
 
 
-@checked(mechanisms=Items(OneOf(ALL_MECHANISMS), "mechanism names"), solvers=_listed(SOLVER, "solver names"),
+@checked(mechanisms=Items(OneOf(ALL_MECHANISMS), "mechanism names"), solvers=Items(SOLVER, "solver names", True),
          opt_placement=OneOf(PLACEMENT_KINDS))
 def build_grid(
     specs: Sequence[InstanceSpec], mechanisms: Sequence[str], solvers: Sequence[str], opt_placement: str = "lp"
