@@ -32,6 +32,7 @@ from synergy_opt.joint.model import (
 )
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import SolvedModel
+from synergy_opt.solvers.model import LinearModel
 from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
 from synergy_opt.validation import InstanceOf, Number, OneOf, Optional, boolean, checked
 
@@ -56,6 +57,7 @@ MIN_DIRECT_SECONDS = 1e-3
 BOUND_SLACK = 1e-7
 # The direct model's second solve, without presolve: at most this factor of the first solve's time, or these seconds.
 SECOND_OPINION_FACTOR, SECOND_OPINION_SECONDS = 2.0, 1.0
+
 
 @dataclass(frozen=True, eq=False)
 class JointResult(SolvedModel):
@@ -297,7 +299,7 @@ def solve_joint(
     return direct if started is None else _better(direct, started)
 
 
-def _second_opinion(direct: JointResult, model: Any, params: SolverParams) -> JointResult:
+def _second_opinion(direct: JointResult, model: LinearModel, params: SolverParams) -> JointResult:
     """An OPTIMAL direct HiGHS result of the patterns model checked by a solve without presolve (within
     ``SECOND_OPINION_FACTOR`` times the first solve's time, at least a second; both counted in its
     ``solve_seconds``): HiGHS 1.16's presolve called 2.0001 optimal, bound
