@@ -363,13 +363,13 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
     multi = {"no": [False], "yes": [True], "both": [False, True]}
     settings: list[tuple[SimSetting, Trace | None]]
     digest: str | None = None
-    args.notes = []
+    notes: list[str] = []
     if args.trace is not None:
         given = [f"--{flag.replace('_', '-')}" for flag in GENERATOR_FLAGS if getattr(args, flag) is not None]
         if given:
             parser.error(f"--trace replays a file; {given[0]} applies only to generated traces")
         _check_size(parser, args.gpus, args.cpu_per_gpu, args.split, args.policy, args.seeds, args.mechanisms)
-        settings = list(_trace_settings(args, parser))
+        settings, notes = _trace_settings(args, parser)
         digest = file_digest(args.trace)
     else:
         lists = (args.gpus, args.cpu_per_gpu, args.split, multi[args.multi_gpu], args.policy, args.load, args.seeds)
@@ -410,7 +410,7 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
     problem = out_folder_problem(out, TOOL, earlier)
     if problem:
         parser.error(problem)
-    return Plan(runs, keys, out, tuple(args.notes))
+    return Plan(runs, keys, out, tuple(notes))
 
 
 def _check_size(parser: _Parser, *lists: Sequence[Any]) -> None:
@@ -423,8 +423,10 @@ def _default_jobs(args: argparse.Namespace) -> int:
     return args.monitor[1] if args.monitor is not None else DEFAULT_JOBS
 
 
-def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[SimSetting, Trace]]:
-    """One setting per (size, ratio, split, policy, seed) with its loaded trace, checked against the cluster.
+def _trace_settings(args: argparse.Namespace, parser: _Parser
+                    ) -> tuple[list[tuple[SimSetting, Trace | None]], list[str]]:
+    """One setting per (size, ratio, split, policy, seed) with its loaded trace, checked against the cluster,
+    and the notes to say when the sweep starts (the jobs the file skipped).
 
     The split, seed and ratio shape a Philly log's models, the ratio a Gavel trace's profiles; a trace file of
     this toolkit is read once.
@@ -436,13 +438,14 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
     # Gavel traces and artifact records name built-in models: each ratio reads that ratio's profiles.
     by_model = gavel or first.metadata.get("source") == ARTIFACT_SOURCE
     skipped = first.metadata.get("skipped")
+    notes: list[str] = []
     if not first.jobs:
         parser.error(f"--trace {path.name}: no jobs to simulate" + (f" (skipped: {skipped})" if skipped else ""))
     if skipped and isinstance(skipped, dict):  # a Gavel trace's or Philly log's jobs it cannot run: said once the
         reasons = "; ".join(f"{reason}: {count}" for reason, count in skipped.items())  # plan is checked
         counts = [count for count in skipped.values() if isinstance(count, int) and not isinstance(count, bool)]
         total = f"{sum(counts)} " if len(counts) == len(skipped) else ""  # a saved trace's metadata may hold text
-        args.notes.append(f"--trace {path.name}: {total}jobs skipped ({reasons})")
+        notes.append(f"--trace {path.name}: {total}jobs skipped ({reasons})")
     gavel_options: dict[str, Any] = {}
     if gavel and args.types is not None:  # run times on the cluster's reference type, the simulator's unit
         gavel_options["gpu_type"] = SimSetting(types=args.types).cluster.reference  # type: ignore[union-attr]
@@ -457,7 +460,7 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
     # A trace of this toolkit carries its models' profiles at its own CPU:GPU ratio: its servers have that ratio
     # unless --cpu-per-gpu says otherwise (they had the default 3 whatever the trace's).
     ratios = args.cpu_per_gpu if args.cpu_per_gpu_given or philly or gavel else [cpu_ratio(first)]
-    settings = []
+    settings: list[tuple[SimSetting, Trace | None]] = []
     for gpus, ratio, split, policy, seed in itertools.product(args.gpus, ratios, args.split, args.policy, args.seeds):
         if philly:
             trace = _read_trace(parser, path, split=split, seed=seed, cpu_per_gpu=ratio, max_gpus=gpus)
@@ -477,7 +480,7 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser) -> list[tuple[Sim
                              "builtin", len(trace), seed, args.round_s, args.monitor, args.preemption_overhead,
                              path.name, backfill=args.backfill == "yes", types=args.types or "")
         settings.append((setting, trace))
-    return settings
+    return settings, notes
 
 
 def _read_trace(parser: _Parser, path: Path, **options: Any) -> Trace:

@@ -244,6 +244,11 @@ def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Po
     return run
 
 
+class CpuRatioWarning(UserWarning):
+    """A trace made for one CPU:GPU ratio runs on a cluster of another (:func:`simulate` warns; a sweep, whose
+    setting names its ratio, does not)."""
+
+
 def _warn_of_another_ratio(trace: Trace, cluster: Cluster | HeteroCluster) -> None:
     """Warn when a trace made for servers of one CPU:GPU ratio (its metadata's ``cpu_per_gpu``: its jobs carry
     that ratio's built-in profiles) runs on a cluster of another: its floors are read off the other ratio's
@@ -256,7 +261,7 @@ def _warn_of_another_ratio(trace: Trace, cluster: Cluster | HeteroCluster) -> No
         warnings.warn(f"trace.metadata.cpu_per_gpu={recorded}: the trace's jobs carry the built-in profiles of "
                       f"servers with {recorded} CPUs per GPU, and the cluster has {cluster.cpu_per_gpu:g} (make or "
                       f"read the trace at the cluster's ratio: generate_trace(cpu_per_gpu=...), load_trace(..., "
-                      "cpu_per_gpu=...))", UserWarning, stacklevel=5)
+                      "cpu_per_gpu=...))", CpuRatioWarning, stacklevel=5)
 
 
 def cpu_ratio(trace: Trace) -> int:

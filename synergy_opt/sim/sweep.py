@@ -23,7 +23,7 @@ from synergy_opt.generate import GPUS_PER_SERVER, MEM_GB_PER_SERVER, JobKind
 from synergy_opt.hetero import HeteroCluster
 from synergy_opt.instance import Cluster
 from synergy_opt.sim.bounds import MAX_ROUNDS
-from synergy_opt.sim.engine import Progress, prepare_run, simulate
+from synergy_opt.sim.engine import CpuRatioWarning, Progress, prepare_run, simulate
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SUMMARY_KEYS
 from synergy_opt.sim.trace import Trace, check_extension_fits, drawn_gpus, generate_trace
 from synergy_opt.validation import check_arguments
@@ -176,7 +176,7 @@ def _ratio_as_set() -> Iterator[None]:
     """No warning of a trace run at another CPU:GPU ratio: a sweep's setting names its ratio (a trace file runs
     at its own unless the setting, --cpu-per-gpu, asks for another)."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"trace\.metadata\.cpu_per_gpu=", category=UserWarning)
+        warnings.simplefilter("ignore", CpuRatioWarning)
         yield
 
 

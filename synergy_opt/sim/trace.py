@@ -194,8 +194,8 @@ class Trace:
         if need <= 0:
             return self
         held = {job.id for job in self.jobs}
-        recorded = self.metadata.get("jobs")  # the generator's jobs drawn so far (checked when the trace was loaded)
-        drawn = max(recorded if isinstance(recorded, int) and not isinstance(recorded, bool) else 0, len(self))
+        # The generator's jobs drawn so far (a whole number: generator_arguments above checked it).
+        drawn = max(self.metadata.get("jobs", 0), len(self))
         longer = generate_trace(jobs=drawn, **arguments)
         start = 1 + max((k for k, job in enumerate(longer.jobs) if job.id in held), default=len(self) - 1)
         skipped = 0
