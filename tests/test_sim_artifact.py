@@ -13,9 +13,17 @@ import numpy as np
 import pytest
 
 from synergy_opt import Cluster, InvalidInputError, Job, RoundInstance, builtin_profile, evaluate, run_mechanism
-from synergy_opt.profiles import model_info
+from synergy_opt.mechanisms.demand import best_case_demands
+from synergy_opt.profiles import model_info, model_names
 from synergy_opt.sim import Trace, TraceJob, generate_trace, load_trace, save_trace, simulate
-from synergy_opt.sim.artifact_trace import FIG9_MONITOR, FIG9_TRACE, artifact_trace, fig9_jcts, fig9_trace
+from synergy_opt.sim.artifact_trace import (
+    FIG9_MONITOR,
+    FIG9_TRACE,
+    artifact_profile,
+    artifact_trace,
+    fig9_jcts,
+    fig9_trace,
+)
 
 ROUND_S = 300.0
 
@@ -124,6 +132,51 @@ def test_artifact_progress_divides_the_iteration_time_by_the_speedup() -> None:
     assert result.jobs.iloc[0]["jct_s"] == 900.0
     slower = simulate(one_job("alexnet", 3000, 0.0), Cluster(1), mechanism="proportional", accounting="artifact")
     assert slower.jobs.iloc[0]["jct_s"] == 300.0 * math.ceil(3000 / math.floor(300 / 0.6))
+
+
+# The demand and speed-up each of the artifact's model files declares at CPU:GPU ratios 4-6 (msr-fiddle/synergy,
+# simulator/models-<ratio>/<model>_1.py: self.cpus, self.mem, self.speedup), copied here by hand; the language
+# models' int(62.5/3) = 20 GB is the grid's 20.83. M5 at 6 (6 CPUs, 187.5 GB at 1.0) is not modelled.
+DECLARED = {
+    4: {"alexnet": (12, 125, 2.352), "res18": (9, 62.5, 1.85), "res50": (4, 62.5, 1.0), "mobilenet": (6, 62.5, 1.2),
+        "shufflenet": (12, 125, 2.312), "m5": (6, 187.5, 2.08), "deepspeech": (3, 62.5, 1.0)},
+    5: {"alexnet": (12, 125, 1.92), "res18": (9, 62.5, 1.568), "res50": (4, 62.5, 1.0), "mobilenet": (6, 62.5, 1.04),
+        "shufflenet": (12, 125, 1.88), "m5": (6, 187.5, 1.78), "deepspeech": (3, 62.5, 1.0)},
+    6: {"alexnet": (24, 125, 2.18), "res18": (9, 62.5, 1.37), "res50": (4, 62.5, 1.0), "mobilenet": (6, 62.5, 1.0),
+        "shufflenet": (24, 125, 2.59), "deepspeech": (3, 62.5, 1.0)},
+}
+
+
+@pytest.mark.parametrize("ratio", sorted(DECLARED))
+def test_an_artifact_job_runs_at_its_model_files_demand_and_speedup_at_every_ratio(ratio: int) -> None:
+    declared = {**DECLARED[ratio], **{name: (1, 20.83, 1.0) for name in ("gnmt", "transformer", "lstm")}}
+    for name in model_names():
+        if name not in declared:
+            continue
+        cpu, mem, speedup = declared[name]
+        profile = artifact_profile(name, 1, ratio)
+        one = RoundInstance(Cluster(1, 8, 8 * ratio, 500.0), (Job("j", 1, profile),))
+        best = tuple(float(v[0]) for v in best_case_demands(one))
+        assert best == (cpu, mem), (name, best)
+        # Exactly, not within an ulp: the accounting's whole iterations are floor(300 / (iter_time / speedup)).
+        assert profile.throughput(cpu, mem) / profile.throughput(ratio, 62.5) == speedup, name
+
+
+@pytest.mark.parametrize(("model", "ratio", "iterations", "jct_s"), [
+    # The artifact's simulator on one job alone (docs/fidelity.md): MobileNet at 4 CPUs a GPU, 1.2x of 0.55 s, is
+    # floor(300 / (0.55 / 1.2)) = 654 iterations a round (its matrix's 1.1923x: 650), so 1308 take two rounds.
+    ("mobilenet", 4, 1308, 600.0),
+    # M5 at 6 CPUs a GPU runs at 1.0 (its matrix: 1.667x): 1000 iterations of 0.3 s a round, 1500 take two.
+    ("m5", 6, 1500, 600.0),
+    # AlexNet at 6 asks for 24 CPUs at 2.18x of 0.34 s: floor(300 / (0.34 / 2.18)) = 1923 a round.
+    ("alexnet", 6, 1924, 600.0),
+    ("alexnet", 6, 1923, 300.0),
+])
+def test_a_job_alone_finishes_when_the_artifact_says_at_other_ratios(model: str, ratio: int, iterations: int,
+                                                                     jct_s: float) -> None:
+    record = artifact_trace(f"0,{model},0,{iterations},1\n", cpu_per_gpu=ratio)
+    result = simulate(record, Cluster(1, 8, 8 * ratio, 500.0), mechanism="tune-artifact", accounting="artifact")
+    assert result.jobs.iloc[0]["jct_s"] == jct_s
 
 
 def test_generated_traces_take_their_models_iteration_times() -> None:

@@ -104,20 +104,35 @@ ARTIFACT_SERVER_GPUS = 8
 ARTIFACT_SERVER_MEM_GB = 500.0
 
 
+# The demand per GPU the artifact's model files declare (``self.cpus``, ``self.mem`` in ``simulator/models-<ratio>/
+# <model>_1.py``, msr-fiddle/synergy) is each built-in matrix's best case at every CPU:GPU ratio but these CPUs:
+# at 6 CPUs a GPU AlexNet and ShuffleNet ask for 24 (speed-ups 2.18 and 2.59, "3.83/1.75" and "4.54/1.75" in the
+# files' comments, points their matrices do not have: there 12 CPUs give 2.94 and 2.89, 1.68 and 1.65 times the
+# share's 1.75).
+ARTIFACT_DECLARED_CPUS = {6: {"alexnet": 24.0, "shufflenet": 24.0}}
+
+
 @cache
 def artifact_profile(name: str, gpus: int, cpu_per_gpu: int = 3) -> Profile:
     """The matrix an artifact job of built-in model ``name`` on ``gpus`` GPUs runs by.
 
-    The model's own, but for a job of 2-8 GPUs whose best case (its model's single-GPU best-case point, times
-    its GPUs) exceeds a server's CPUs or memory: the artifact (``jobs/workload.py``, ``add_synergy_profile``) caps
-    its demand at one server's and makes its speedup a straight line in CPUs between the share (1) and its best
+    The artifact grants a job one speed-up, its model file's (``self.speedup``; the built-in profiles'
+    ``speedup_at_best`` at each CPU:GPU ratio), at the demand the file declares (its best case here, but for
+    :data:`ARTIFACT_DECLARED_CPUS`), and nothing between the share and that point. At 3 CPUs a GPU the model's
+    own matrix gives exactly that; at 4 and 5 the files round the speed-ups (MobileNet at 4: 1.2, its matrix
+    1.1923), at 6 two models declare another point. A job of 2-8 GPUs whose best case (times its GPUs) exceeds a
+    server's CPUs or memory is capped: the artifact (``jobs/workload.py``, ``add_synergy_profile``) caps its
+    demand at one server's and makes its speedup a straight line in CPUs between the share (1) and its best
     case, ``1 + (s - 1) (c_cap - c_p) / (c_best - c_p)`` (a 4-GPU AlexNet: 6 CPUs and 125 GB a GPU at 1.6467; a
-    3-GPU one: 8 CPUs at 2.078), and gives nothing between the share and that point. So its matrix here is 1 at
-    every config from the share up, that capped speedup from the capped point up (the point put on the grid;
-    both times the share's throughput, which is 1 at 3 CPUs a GPU), and the model's below the share; its best
-    case (:func:`~synergy_opt.mechanisms.demand.best_case_demands`) is then the capped point. A job of more than
-    8 GPUs runs at the share at speedup 1 there, as the model's
-    matrix already gives it with the server cap.
+    3-GPU one: 8 CPUs at 2.078). So where the model's matrix does not already give it, the matrix here is the
+    share's throughput at every config from the share up, that speed-up times it from the (capped) declared
+    point up (the point put on the grid), and the model's below the share, all over the share's throughput (1
+    at the share); its best case
+    (:func:`~synergy_opt.mechanisms.demand.best_case_demands`) is then that point. A job of more than 8 GPUs
+    runs at the share at speedup 1 there, as the model's matrix already gives it with the server cap.
+
+    Not modelled: M5 at 6 CPUs a GPU declares 6 CPUs and 187.5 GB at speed-up 1, so the artifact books 187.5 GB
+    for no gain; here its best case is the share (a best case is the least config reaching the most throughput).
     """
     info = model_info(name, cpu_per_gpu)
     profile = info.profile
@@ -125,22 +140,28 @@ def artifact_profile(name: str, gpus: int, cpu_per_gpu: int = 3) -> Profile:
     server_cpus = ARTIFACT_SERVER_GPUS * cpu_per_gpu
     one = RoundInstance(Cluster(1, ARTIFACT_SERVER_GPUS, server_cpus, ARTIFACT_SERVER_MEM_GB), (Job("j", 1, profile),))
     best_cpu, best_mem = (float(v[0]) for v in best_case_demands(one))
+    best_cpu = ARTIFACT_DECLARED_CPUS.get(cpu_per_gpu, {}).get(name, best_cpu)
     cap_cpu = min(best_cpu, server_cpus / gpus)
     cap_mem = min(best_mem, ARTIFACT_SERVER_MEM_GB / gpus)
-    if gpus <= 1 or gpus > ARTIFACT_SERVER_GPUS or (cap_cpu, cap_mem) == (best_cpu, best_mem):
-        return profile
+    # Speedups are over the share's throughput (1 at ratio 3; the matrices of other ratios keep ratio 3's unit).
+    floor = float(profile.throughput(share_cpu, share_mem))
     speedup = info.speedup_at_best
-    if best_cpu > share_cpu:  # the artifact's line in CPUs (only memory capped: its best speedup)
-        speedup = 1.0 + (speedup - 1.0) * (cap_cpu - share_cpu) / (best_cpu - share_cpu)
+    as_declared = profile.throughput(best_cpu, best_mem) / floor == speedup  # the speedup the simulator reads
+    if gpus > ARTIFACT_SERVER_GPUS or ((cap_cpu, cap_mem) == (best_cpu, best_mem) and as_declared):
+        return profile
+    if (cap_cpu, cap_mem) != (best_cpu, best_mem) and best_cpu > share_cpu:
+        speedup = 1.0 + (speedup - 1.0) * (cap_cpu - share_cpu) / (best_cpu - share_cpu)  # the artifact's line
     cpu_axis = np.union1d(profile.cpu_per_gpu, [cap_cpu])
     mem_axis = np.union1d(profile.mem_gb_per_gpu, [cap_mem])
     cpu, mem = np.meshgrid(cpu_axis, mem_axis, indexing="ij")
     tput = np.asarray(profile.throughput(cpu, mem), dtype=float)  # new points read the grid below them
-    # Speedups are over the share's throughput (1 at ratio 3; the matrices of other ratios keep ratio 3's unit).
-    floor = float(profile.throughput(share_cpu, share_mem))
-    tput = np.where((cpu >= share_cpu) & (mem >= share_mem), np.minimum(tput, floor), tput)
-    tput[(cpu >= cap_cpu) & (mem >= cap_mem)] = floor * speedup
-    return Profile(cpu_axis, mem_axis, tput, name=f"{name}-x{gpus}-artifact")
+    # In units of the share's throughput, so that a speedup read off the matrix (over the share's) is the
+    # artifact's number itself: its accounting takes whole iterations, floor(round_s / (iter_time / speedup)),
+    # where one ulp can cost one (no float divided by 1.53 gives 1.92).
+    tput = np.where((cpu >= share_cpu) & (mem >= share_mem), np.minimum(tput, floor), tput) / floor
+    tput[(cpu >= cap_cpu) & (mem >= cap_mem)] = speedup
+    ratio = "" if cpu_per_gpu == 3 else f"-r{cpu_per_gpu}"
+    return Profile(cpu_axis, mem_axis, tput, name=f"{name}-x{gpus}{ratio}-artifact")
 
 
 # Five of the artifact's models declare their least memory per GPU as ``int(62.5/3)`` (``models/gnmt_1.py``), 20 GB,
