@@ -83,8 +83,9 @@ def test_load_trace_detects_the_record_or_is_told_its_format(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("suffix", [".json", ".csv"])
-def test_a_loaded_record_saves_and_reads_back_with_its_iteration_times(tmp_path: Path, suffix: str) -> None:
-    trace = artifact_trace("0,alexnet,409,3447,1\n1,lstm,951,34181,1\n")
+@pytest.mark.parametrize("ratio", [3, 6])
+def test_a_loaded_record_saves_and_reads_back_with_its_iteration_times(tmp_path: Path, suffix: str, ratio: int) -> None:
+    trace = artifact_trace("0,alexnet,409,3447,1\n1,lstm,951,34181,1\n2,res18,9,100,4\n", cpu_per_gpu=ratio)
     path = save_trace(trace, tmp_path / f"trace{suffix}")
     assert load_trace(path) == trace
 
