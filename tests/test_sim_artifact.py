@@ -180,6 +180,24 @@ def test_a_job_alone_finishes_when_the_artifact_says_at_other_ratios(model: str,
     assert result.jobs.iloc[0]["jct_s"] == jct_s
 
 
+# The artifact's simulator on one job of 10,000 iterations alone on its cluster, FIFO+tune, at CPU:GPU ratios 4, 5
+# and 6 (16 x (8 GPUs, 8 x ratio CPUs, 500 GB); a helper's run of 2026-12-06, tests/data/artifact_runs/README.md):
+# the JCT in seconds. Before the model files' speed-ups were read, AlexNet at 6 took 2100 s, M5 at 6 1800 s.
+ONE_JOB_JCT_S = {
+    "alexnet": (2100, 2100, 1800), "deepspeech": (7800, 7800, 7800), "gnmt": (1200, 1200, 1200),
+    "lstm": (300, 300, 300), "m5": (2700, 2400, 3000), "mobilenet": (4800, 4800, 4800), "res18": (3000, 2700, 2700),
+    "res50": (6900, 6900, 6900), "shufflenet": (2400, 2400, 1500), "transformer": (6900, 6900, 6900),
+}
+
+
+@pytest.mark.parametrize("model", sorted(ONE_JOB_JCT_S))
+def test_one_job_alone_at_ratios_4_to_6_as_the_artifact_ran_it(model: str) -> None:
+    for ratio, jct_s in zip((4, 5, 6), ONE_JOB_JCT_S[model], strict=True):
+        record = artifact_trace(f"0,{model},0,10000,1\n", cpu_per_gpu=ratio)
+        result = simulate(record, Cluster(16, 8, 8 * ratio, 500.0), mechanism="tune-artifact", accounting="artifact")
+        assert result.jobs.iloc[0]["jct_s"] == jct_s, ratio
+
+
 def test_generated_traces_take_their_models_iteration_times() -> None:
     trace = generate_trace(jobs=30, load=40.0, seed=3)
     exact = simulate(trace, Cluster(1), mechanism="proportional").jobs.set_index("id")

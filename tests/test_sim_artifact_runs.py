@@ -52,22 +52,35 @@ SETTINGS = {
     "g_fifo_opt_multi": ("fifo", "ideal", (30, 60), False, 21.4345),
     "g_fifo_opt_single": ("fifo", "ideal", (30, 60), False, 21.4266),
     "g_srtf_opt_multi": ("srtf-artifact", "ideal", (30, 60), False, 21.4345),
+    # At CPU:GPU ratios 4-6 (RATIOS): each job at its model file's declared demand and speed-up (artifact_profile).
+    "h_fifo_tune_l6_r4": ("fifo", "tune-artifact", (300, 400), False, 13.6386),
+    "h_fifo_tune_l6_r5": ("fifo", "tune-artifact", (300, 400), False, 14.1370),
+    "h_fifo_tune_l6_r6": ("fifo", "tune-artifact", (300, 400), False, 14.2295),
+    "h_fifo_fair_l12_r6": ("fifo", "proportional", (300, 400), True, 12.1472),
+    "h_fifo_greedy_l12_r6": ("fifo-artifact", "greedy", (300, 400), True, 11.4207),
+    "h_srtf_tune_multi_r4": ("srtf-artifact", "tune-artifact", (150, 250), False, 19.8576),
+    "h_las_tune_multi_r4": ("las-artifact", "tune-artifact", (150, 250), False, 20.4334),
 }
+# The CPU:GPU ratio of a run (3 unless named): servers of 8 x ratio CPUs, the artifact's models-<ratio>.
+RATIOS = {name: int(name[-1]) for name in SETTINGS if name.startswith("h_")}
 # The artifact's LAS places its round's jobs by GPU demand, largest first, when it runs TUNE; its Synergy-Greedy
 # takes GPUs one at a time wherever they fit.
 OPTIONS = {"c_las_tune_multi": {"sort": "gpus"}, "e_fifo_greedy_multi": {"fit": "gpu"},
            "e_fifo_greedy_single_l20": {"fit": "gpu"}, "e_fifo_greedy_split50_l20": {"fit": "gpu"},
-           "e_las_greedy_single_l20": {"fit": "gpu"},
+           "e_las_greedy_single_l20": {"fit": "gpu"}, "h_fifo_greedy_l12_r6": {"fit": "gpu"},
+           "h_las_tune_multi_r4": {"sort": "gpus"},
            **{name: {"fit": "gpu"} for name in ("f_drf_multi", "f_tetris_multi", "f_drf_single_l20",
                                                 "f_tetris_single_l20")}}
 
 
 def _replay(name: str, policy: str, mechanism: str, window: tuple[int, int], stopped: bool
             ) -> tuple[dict[str, float], dict[str, float]]:
-    trace = artifact_trace((RUNS / f"{name}_trace.csv").read_text(), capped=mechanism not in ("ideal", "opt"))
+    ratio = RATIOS.get(name, 3)
+    trace = artifact_trace((RUNS / f"{name}_trace.csv").read_text(), cpu_per_gpu=ratio,
+                           capped=mechanism not in ("ideal", "opt"))
     with (RUNS / f"{name}_jct.csv").open() as handle:
         theirs = {row["job_id"]: float(row["jct_s"]) for row in csv.DictReader(handle)}
-    result = simulate(trace, so.Cluster(16, 8, 24, 500), policy=policy, mechanism=mechanism, round_s=300.0,
+    result = simulate(trace, so.Cluster(16, 8, 8 * ratio, 500), policy=policy, mechanism=mechanism, round_s=300.0,
                       monitor=window, accounting="artifact", until_s=STOP_S if stopped else None,
                       **OPTIONS.get(name, {}))
     ours = result.monitored_jobs.set_index("id")["jct_s"].dropna().to_dict()
