@@ -93,7 +93,7 @@ def test_a_loaded_record_saves_and_reads_back_with_its_iteration_times(tmp_path:
 @pytest.mark.parametrize(("text", "field"), [
     ("0,alexnet,409,3447\n", "rows[0]"),
     ("0,alexnet,409,3447,1\n1,vgg,1,2,1\n", "rows[1].model"),
-    ("0,alexnet,4.5,3447,1\n", "rows[0].arrival_s"),
+    ("0,alexnet,-4.5,3447,1\n", "rows[0].arrival_s"),
     ("0,alexnet,409,0,1\n", "rows[0].total_iters"),
     ("0,alexnet,409,10,0\n", "rows[0].gpus"),
     ("0,alexnet,409,10,1\n0,gnmt,500,10,1\n", "rows[1].job_id"),

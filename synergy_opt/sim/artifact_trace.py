@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -67,7 +68,8 @@ def artifact_trace(content: str, cpu_per_gpu: int = 3, capped: bool = True) -> T
     ------
     InvalidInputError
         Naming the row and field (``rows[3].total_iters``) of a malformed line: a wrong number of fields, a
-        value that is not a whole number in range, an unknown model, a repeated job id.
+        value that is not a whole number in range (an arrival may be any number of seconds >= 0: a static run
+        writes ``0.0, 0.001, ...``), an unknown model, a repeated job id.
     """
     jobs: list[TraceJob] = []
     seen: set[str] = set()
@@ -90,7 +92,7 @@ def artifact_trace(content: str, cpu_per_gpu: int = 3, capped: bool = True) -> T
         iterations = _whole(where, "total_iters", cells[3], 1)
         gpus = _whole(where, "gpus", cells[4], 1)
         jobs.append(TraceJob(
-            job_id, float(_whole(where, "arrival_s", cells[2], 0)), gpus, iterations * info.iter_time_s,
+            job_id, _arrival(where, cells[2]), gpus, iterations * info.iter_time_s,
             artifact_profile(name, gpus, cpu_per_gpu) if capped else info.profile, model=name,
             iter_time_s=info.iter_time_s,
         ))
@@ -193,6 +195,18 @@ def artifact_demands(instance: RoundInstance, cpu: np.ndarray, mem: np.ndarray) 
                             capped(cpu * gpus, cluster.cpus_per_server, cluster.cpu_per_gpu) / cluster.total_cpus,
                             capped(mem * gpus, cluster.mem_gb_per_server, cluster.mem_gb_per_gpu)
                             / cluster.total_mem_gb])
+
+
+def _arrival(where: str, cell: str) -> float:
+    """An arrival in seconds: whole in the artifact's dynamic runs (its gaps are rounded up), ``0.001 x job id``
+    in its static ones (``jobs/workload.py``, ``generate_next_job(arrival=0)``; ``deploy_trace/static_100job_*``)."""
+    try:
+        value = float(cell.strip())
+    except ValueError:
+        raise InvalidInputError(f"{where}.arrival_s", cell, "must be a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise InvalidInputError(f"{where}.arrival_s", cell, "must be a finite number of seconds >= 0")
+    return value
 
 
 def _whole(where: str, name: str, cell: str, low: int) -> int:

@@ -39,6 +39,7 @@ from synergy_opt.instance import Cluster, Job, RoundInstance, trusted_round
 from synergy_opt.mechanisms import MECHANISMS
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands, tolerance_option
 from synergy_opt.sim.allocators import RoundPlan, TypeFreeIdeal, UserMechanism, make_allocator
+from synergy_opt.sim.artifact_trace import SOURCE as RECORD
 from synergy_opt.sim.artifact_trace import artifact_demands
 from synergy_opt.sim.bounds import (
     MAX_ROUNDS,
@@ -109,6 +110,7 @@ def simulate(
     backfill: bool = True,
     progress: Progress | None = None,
     accounting: str = "exact",
+    round_start_s: float = 0.0,
     **mechanism_options: Any,
 ) -> SimResult:
     """Replay ``trace`` on ``cluster`` round by round under ``policy`` and ``mechanism``.
@@ -165,6 +167,10 @@ def simulate(
         ``"exact"`` (seconds of progress at the speedup, a finish when it happens) or ``"artifact"`` (the
         paper's artifact: whole iterations per round, a finish at the round's end, whole-second arrivals;
         :mod:`synergy_opt.sim.progress`).
+    round_start_s
+        The first round boundary: rounds start at ``round_start_s + k * round_s`` (``0 <= . < round_s``). The
+        artifact's ``--static`` runs start theirs at 1 s (``runner.py``, ``init_event_queue``), so its static
+        records replay with 1.0 (docs/fidelity.md).
     **mechanism_options
         Options of the mechanism (``run_mechanism``'s, or ``solve_ideal``'s / ``solve_joint``'s).
     """
@@ -172,7 +178,7 @@ def simulate(
     if progress is not None and not callable(progress):
         raise InvalidInputError("progress", progress, "must be a function (time_s, finished, monitored) or None")
     run = prepare_run(trace, cluster, policy, mechanism, round_s, seed, monitor, preemption_overhead_s,
-                      record_job_rounds, max_rounds, backfill, accounting, mechanism_options)
+                      record_job_rounds, max_rounds, backfill, accounting, mechanism_options, round_start_s)
     run.progress = progress
     run.loop(until_s, max_rounds)
     settings: dict[str, Any] = {
@@ -192,12 +198,15 @@ def simulate(
 def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Policy, mechanism: str | UserMechanism,
                 round_s: float, seed: int, monitor: tuple[int, int] | None, preemption_overhead_s: float,
                 record_job_rounds: bool, max_rounds: int, backfill: bool, accounting: str,
-                mechanism_options: dict[str, Any]) -> _Run:
+                mechanism_options: dict[str, Any], round_start_s: float = 0.0) -> _Run:
     """:func:`simulate`'s run before its first round, every up-front check made (the trace against the cluster,
     the policy and mechanism on it, the rounds the monitored jobs need): a sweep's command line calls it on
     every run before it writes its folder. The arguments are :func:`simulate`'s, checked already."""
     if preemption_overhead_s >= round_s:
         raise InvalidInputError("preemption_overhead_s", preemption_overhead_s, f"must be < round_s ({round_s:g})")
+    round_start_s = NON_NEGATIVE("round_start_s", round_start_s)
+    if round_start_s >= round_s:
+        raise InvalidInputError("round_start_s", round_start_s, f"must be < round_s ({round_s:g})")
     selector = None
     if isinstance(policy, str) and policy in GAVEL_POLICIES:
         # An LP policy of Gavel's: its round mechanism picks each round's jobs (sim/gavel_policies.py).
@@ -228,12 +237,14 @@ def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Po
         trace = trace.extend(last)
     if not trace.jobs:  # its figures would all be NaN (the command line refuses it too)
         raise InvalidInputError("trace", "0 jobs", "has no job to simulate")
-    rule = make_accounting(accounting, cpu_ratio(trace))
+    # An artifact record's arrivals are the artifact's own (a static run's 0.001 s apart): kept as written.
+    rule = make_accounting(accounting, cpu_ratio(trace), whole_arrivals=trace.metadata.get("source") != RECORD)
     _warn_of_another_ratio(trace, cluster)
     kind = RUNS[type(cluster)]
     run = kind(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s,  # type: ignore[arg-type]
                (first, last), record_job_rounds, backfill, selector, rule)
     run.mechanism_name = mechanism_name
+    run.round_start = round_start_s
     run.artifact_keys, run.refill = artifact_keys, refill
     # The artifact's keys read the speedup at the best case the mechanism uses (``threshold``: its earlier name).
     run.best_case_tolerance = tolerance_option(mechanism_options)
@@ -342,6 +353,7 @@ class _Run:
         self.arrivals_capped = False
         self.mechanism_name = "mechanism"
         self.policy_name = "policy"
+        self.round_start = 0.0  # the first round boundary: rounds at round_start + k * round_s
         self.artifact_keys = False  # the policy reads JobStates.artifact_speedup
         # position -> speedup at its best case and demand shares (artifact keys)
         self.best_case: dict[int, tuple[float, np.ndarray]] = {}
@@ -524,7 +536,7 @@ class _Run:
         return job
 
     def loop(self, until_s: float | None, max_rounds: int = MAX_ROUNDS) -> None:
-        round_s = self.round_s
+        round_s, start = self.round_s, self.round_start
         active = np.empty(0, dtype=np.int64)
         ran_last = np.empty(0, dtype=np.int64)
         previous: np.ndarray | None = None
@@ -533,7 +545,7 @@ class _Run:
         monitored_left = self.last - self.first
         k = 0
         while monitored_left > 0:
-            now = k * round_s
+            now = start + k * round_s
             if until_s is not None and now >= until_s:
                 self.stopped = "until_s"
                 break
@@ -554,7 +566,7 @@ class _Run:
                 if self.admitted == self.size:
                     self.stopped = "stuck"  # monitored jobs remain that will never arrive
                     break
-                k = max(k + 1, math.ceil(ready_sorted[self.admitted] / round_s))
+                k = max(k + 1, math.ceil((ready_sorted[self.admitted] - start) / round_s))
                 continue
             state = self.state
             artifact = self._artifact_keys(active) if self.artifact_keys else (None, None, None)
@@ -595,12 +607,12 @@ class _Run:
                 break
             if running.size == 0 and self.admitted < self.size:
                 # Nothing can progress until the next arrival changes the runnable set.
-                k = max(k + 1, math.ceil(self.state.ready[self.ready_order[self.admitted]] / round_s))
+                k = max(k + 1, math.ceil((self.state.ready[self.ready_order[self.admitted]] - start) / round_s))
                 if self.artifact_keys:  # the rounds skipped would have marked starved jobs (marks only add)
-                    self._mark_starved((k - 1) * round_s, active)
+                    self._mark_starved(start + (k - 1) * round_s, active)
             else:
                 k += 1
-        self.end_s = k * round_s
+        self.end_s = start + k * round_s
 
     @property
     def _can_extend(self) -> bool:

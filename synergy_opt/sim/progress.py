@@ -14,7 +14,7 @@ and the seconds it held its GPUs.
   2. a job whose iterations are done is noticed at the round's end, which is its finish time (the rest of
      the round is lost), and it holds its GPUs until then;
   3. arrivals are whole seconds (the artifact's gaps are, and its recorded traces say so): a fractional
-     arrival is rounded up.
+     arrival is rounded up, but in an artifact record (its static runs write ``0.0, 0.001, ...``).
 
   A job's total iterations are its duration over its iteration time (``TraceJob.iter_time_s``, else its
   built-in model's), rounded up: exactly the recorded count for an artifact trace.
@@ -82,14 +82,16 @@ class ExactProgress:
 class ArtifactProgress:
     """The artifact's whole iterations per round, finishes at the round's end, whole-second arrivals."""
 
-    def __init__(self, cpu_per_gpu: int = DEFAULT_CPU_GPU_RATIO) -> None:
+    def __init__(self, cpu_per_gpu: int = DEFAULT_CPU_GPU_RATIO, whole_arrivals: bool = True) -> None:
         self.cpu_per_gpu = cpu_per_gpu
+        self.whole_arrivals = whole_arrivals
         self.iter_time = np.empty(0)
         self.total = np.empty(0, dtype=np.int64)
         self.done = np.empty(0, dtype=np.int64)
 
     def arrivals(self, jobs: Sequence[TraceJob], first_position: int) -> tuple[np.ndarray, np.ndarray]:
-        """Arrivals rounded up to the second; the work, as after every round, is the iterations left times the
+        """Arrivals rounded up to the second (``whole_arrivals``; an artifact record's are kept: they are the
+        artifact's own, whole but in its static runs); the work, as after every round, is the iterations left times the
         iteration time (a duration of 900 s at 7 s an iteration is 129 iterations: 903 s, not 900)."""
         iter_time = np.array([self._iter_time(first_position + k, job) for k, job in enumerate(jobs)], dtype=float)
         duration = np.array([job.duration_s for job in jobs], dtype=float)
@@ -99,7 +101,8 @@ class ArtifactProgress:
         self.iter_time = np.concatenate([self.iter_time, iter_time])
         self.total = np.concatenate([self.total, total])
         self.done = np.concatenate([self.done, np.zeros(len(jobs), dtype=np.int64)])
-        return np.ceil(np.array([job.arrival_s for job in jobs], dtype=float)), total * iter_time
+        arrival = np.array([job.arrival_s for job in jobs], dtype=float)
+        return (np.ceil(arrival) if self.whole_arrivals else arrival), total * iter_time
 
     def advance(
         self, running: np.ndarray, rate: np.ndarray, remaining: np.ndarray, span: np.ndarray
@@ -133,7 +136,8 @@ class ArtifactProgress:
         )
 
 
-def make_accounting(mode: str, cpu_per_gpu: int = DEFAULT_CPU_GPU_RATIO) -> Accounting:
-    """The accounting named ``mode`` (``"exact"`` or ``"artifact"``)."""
+def make_accounting(mode: str, cpu_per_gpu: int = DEFAULT_CPU_GPU_RATIO, whole_arrivals: bool = True) -> Accounting:
+    """The accounting named ``mode`` (``"exact"`` or ``"artifact"``; ``whole_arrivals``: the artifact's rounds
+    arrivals up to the second)."""
     mode = PROGRESS("accounting", mode)
-    return ExactProgress() if mode == "exact" else ArtifactProgress(cpu_per_gpu)
+    return ExactProgress() if mode == "exact" else ArtifactProgress(cpu_per_gpu, whole_arrivals)
