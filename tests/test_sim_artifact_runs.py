@@ -60,6 +60,8 @@ SETTINGS = {
     "h_fifo_greedy_l12_r6": ("fifo-artifact", "greedy", (300, 400), True, 11.4207),
     "h_srtf_tune_multi_r4": ("srtf-artifact", "tune-artifact", (150, 250), False, 19.8576),
     "h_las_tune_multi_r4": ("las-artifact", "tune-artifact", (150, 250), False, 20.4334),
+    "h_drf_tune_multi_r5": ("drf-artifact", "tune-artifact", (150, 250), False, 19.6901),
+    "h_tetris_tune_multi_r5": ("tetris-artifact", "tune-artifact", (150, 250), False, 20.1126),
     # The paper's static deployment trace (section 5.2) replayed with --static on its deployment cluster (STATIC).
     "i_static_fifo_tune": ("fifo", "tune-artifact", (0, 100), False, 5.0828),
     "i_static_fifo_fair": ("fifo", "proportional", (0, 100), False, 5.6311),
