@@ -65,10 +65,14 @@ SETTINGS = {
     # The paper's static deployment trace (section 5.2) replayed with --static on its deployment cluster (STATIC).
     "i_static_fifo_tune": ("fifo", "tune-artifact", (0, 100), False, 5.0828),
     "i_static_fifo_fair": ("fifo", "proportional", (0, 100), False, 5.6311),
+    # Its dynamic deployment trace (section 5.2, SRTF, split (30, 60, 10)) on the same cluster, first round at 0.
+    "i_dynamic_srtf_tune": ("srtf-artifact", "tune-artifact", (0, 100), False, 3.1884),
+    "i_dynamic_srtf_fair": ("srtf-artifact", "proportional", (0, 100), False, 3.9067),
 }
 # The CPU:GPU ratio of a run (3 unless named): servers of 8 x ratio CPUs, the artifact's models-<ratio>.
 RATIOS = {name: int(name[-1]) for name in SETTINGS if name.startswith("h_")}
-# The artifact's --static runs (the i_ runs): its configs/deployment.ini (4 servers), the first round at 1 s.
+# The deployment traces (the i_ runs) on its configs/deployment.ini (4 servers); --static runs start at 1 s.
+DEPLOYMENT = {name for name in SETTINGS if name.startswith("i_")}
 STATIC = {name for name in SETTINGS if name.startswith("i_static")}
 # The artifact's LAS places its round's jobs by GPU demand, largest first, when it runs TUNE; its Synergy-Greedy
 # takes GPUs one at a time wherever they fit.
@@ -87,10 +91,10 @@ def _replay(name: str, policy: str, mechanism: str, window: tuple[int, int], sto
                            capped=mechanism not in ("ideal", "opt"))
     with (RUNS / f"{name}_jct.csv").open() as handle:
         theirs = {row["job_id"]: float(row["jct_s"]) for row in csv.DictReader(handle)}
-    static = name in STATIC
-    result = simulate(trace, so.Cluster(4 if static else 16, 8, 8 * ratio, 500), policy=policy, mechanism=mechanism,
+    servers = 4 if name in DEPLOYMENT else 16
+    result = simulate(trace, so.Cluster(servers, 8, 8 * ratio, 500), policy=policy, mechanism=mechanism,
                       round_s=300.0, monitor=window, accounting="artifact", until_s=STOP_S if stopped else None,
-                      round_start_s=1.0 if static else 0.0, **OPTIONS.get(name, {}))
+                      round_start_s=1.0 if name in STATIC else 0.0, **OPTIONS.get(name, {}))
     ours = result.monitored_jobs.set_index("id")["jct_s"].dropna().to_dict()
     if stopped:  # the jobs both runs finished a while before the stop
         arrival = {job.id: job.arrival_s for job in trace.jobs}
