@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 import synergy_opt as so
+from synergy_opt.profiles import builtin_type_profile
 from synergy_opt.sim import simulate
 from synergy_opt.sim.artifact_trace import artifact_trace
+from synergy_opt.sim.type_profiles import trace_type_profiles
 
 RUNS = Path(__file__).parent / "data" / "artifact_runs"
 STOP_S = 120 * 3600.0  # the artifact's runner.time_limit where a run was stopped
@@ -126,6 +128,38 @@ def test_the_static_deployment_trace_keeps_the_artifacts_makespans() -> None:
         result = simulate(trace, so.Cluster(4, 8, 24, 500), "fifo", mechanism, monitor=(0, 100), accounting="artifact",
                           round_start_s=1.0)
         assert result.jobs["finish_s"].max() == makespan_s
+
+
+def test_a_job_ready_on_a_shifted_boundary_starts_there() -> None:
+    # The jump to the next arrival divided (ready - start) / round_s and rounded up: for a start of 292.8936... a
+    # job ready exactly on the boundary one round later waited a further round (2% of random starts did).
+    rng = np.random.default_rng(5)
+    profile = so.builtin_profile("res50")
+    for start in [292.89360024914953, *rng.uniform(0, 300, 40)]:
+        for k in (1, 2, 7):
+            boundary = start + k * 300.0
+            trace = so.sim.Trace((so.sim.TraceJob("a", boundary, 1, 600.0, profile, model="res50"),))
+            result = simulate(trace, so.Cluster(1), "fifo", "proportional", round_start_s=float(start))
+            assert result.jobs.iloc[0]["first_start_s"] == boundary, (start, k)
+
+
+def test_an_artifact_records_arrivals_are_kept_and_other_traces_are_rounded_up() -> None:
+    record = artifact_trace("0,res50,0.5,10,1\n1,res50,7,10,1\n")
+    kept = simulate(record, so.Cluster(1), "fifo", "proportional", accounting="artifact", round_start_s=1.0)
+    assert kept.jobs["arrival_s"].tolist() == [0.5, 7.0]
+    other = so.sim.Trace(record.jobs)  # the same jobs, not read from a record
+    rounded = simulate(other, so.Cluster(1), "fifo", "proportional", accounting="artifact", round_start_s=1.0)
+    assert rounded.jobs["arrival_s"].tolist() == [1.0, 7.0]
+
+
+def test_an_artifact_record_takes_its_models_matrices_on_gpu_types() -> None:
+    # Its matrices are the artifact's for one type of server; on GPU types each job takes its model's built-in
+    # matrix there (before, a MobileNet at ratio 4 ran as fast on a K80 as on a V100).
+    record = artifact_trace("0,mobilenet,0,100,1\n1,alexnet,0,100,4\n", cpu_per_gpu=4)
+    cluster = so.HeteroCluster.of("k80:1,v100:1", 8, 32, 500)
+    for job, matrices in zip(record.jobs, trace_type_profiles(record, cluster), strict=True):
+        for name in cluster.names:
+            assert matrices[name] == builtin_type_profile(str(job.model), name, 4), (job.model, name)
 
 
 @pytest.mark.parametrize("start", [-1.0, 300.0, float("nan")])

@@ -6,8 +6,9 @@ is ``total_iters x`` its model's fair-share iteration time (the artifact's ``mod
 ``iter_time``, carried by the built-in profiles as ``iter_time_s``); the trace keeps that iteration time per
 job (``TraceJob.iter_time_s``), so that the artifact's accounting (``simulate(accounting="artifact")``) counts
 the same whole iterations. Job ids are the artifact's numbers as strings; trace order is file order. A job
-takes its model's matrix, but a multi-GPU job whose best case exceeds one of the artifact's servers takes the
-matrix the artifact runs it by (:func:`artifact_profile`: its capped demand and linear speedup).
+takes the matrix the artifact runs it by (:func:`artifact_profile`: its model file's demand and speed-up, its
+model's own matrix at 3 CPUs a GPU but for a multi-GPU job whose best case exceeds a server: its capped demand and
+linear speedup). Arrivals are read as written (whole seconds, but ``0.001 x id`` in a static run).
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ FIG9_JCTS = {"proportional": ARTIFACT_DATA / "fig9_load9_seed42_jct_fair.csv",
 FIG9_MONITOR = (4000, 5000)
 
 
+def is_artifact_record(trace: Trace) -> bool:
+    """Whether ``trace`` was read from an artifact record (its arrivals and matrices are the artifact's own)."""
+    return trace.metadata.get("source") == SOURCE
+
+
 def looks_like_artifact_record(content: str) -> bool:
     """Whether a CSV text is an artifact record: its first line five fields, the first an integer job id."""
     first = content.lstrip("\ufeff").partition("\n")[0].strip()
@@ -60,9 +66,10 @@ def artifact_trace(content: str, cpu_per_gpu: int = 3, capped: bool = True) -> T
     cpu_per_gpu
         Which CPU:GPU variant of the built-in profiles the jobs carry (the artifact's ``models-<ratio>``).
     capped
-        True: a multi-GPU job whose best case exceeds a server carries the artifact's capped matrix
-        (:func:`artifact_profile`), what its TUNE, Synergy-GREEDY and proportional runs go by; False: every job
-        its model's own matrix, what the artifact's OPT (``+opt``, replayed by the ``ideal`` mechanism) reads.
+        True: every job carries the matrix the artifact's TUNE, Synergy-GREEDY and proportional runs go by
+        (:func:`artifact_profile`: its model file's demand and speed-up, capped for a multi-GPU job whose best case
+        exceeds a server); False: every job its model's own matrix, what the artifact's OPT (``+opt``, replayed by
+        the ``ideal`` mechanism) reads at 3 CPUs a GPU (at other ratios its OPT was not recorded).
 
     Raises
     ------
@@ -129,7 +136,8 @@ def artifact_profile(name: str, gpus: int, cpu_per_gpu: int = 3) -> Profile:
     3-GPU one: 8 CPUs at 2.078). So where the model's matrix does not already give it, the matrix here is the
     share's throughput at every config from the share up, that speed-up times it from the (capped) declared
     point up (the point put on the grid), and the model's below the share, all over the share's throughput (1
-    at the share); its best case
+    at the share: at ratios 4-6 every job's matrix is in that unit, the model's own divided by it where nothing
+    else changes); its best case
     (:func:`~synergy_opt.mechanisms.demand.best_case_demands`) is then that point. A job of more than 8 GPUs
     runs at the share at speedup 1 there, as the model's matrix already gives it with the server cap.
 
@@ -145,13 +153,17 @@ def artifact_profile(name: str, gpus: int, cpu_per_gpu: int = 3) -> Profile:
     best_cpu = ARTIFACT_DECLARED_CPUS.get(cpu_per_gpu, {}).get(name, best_cpu)
     cap_cpu = min(best_cpu, server_cpus / gpus)
     cap_mem = min(best_mem, ARTIFACT_SERVER_MEM_GB / gpus)
-    # Speedups are over the share's throughput (1 at ratio 3; the matrices of other ratios keep ratio 3's unit).
+    # Speedups are over the share's throughput: 1 at ratio 3, 1.15-1.75 in the matrices of other ratios (they keep
+    # ratio 3's unit), so there every job's matrix is rebuilt in the share's unit, one unit for the whole record.
     floor = float(profile.throughput(share_cpu, share_mem))
     speedup = info.speedup_at_best
     as_declared = profile.throughput(best_cpu, best_mem) / floor == speedup  # the speedup the simulator reads
-    if gpus > ARTIFACT_SERVER_GPUS or ((cap_cpu, cap_mem) == (best_cpu, best_mem) and as_declared):
+    uncapped = (cap_cpu, cap_mem) == (best_cpu, best_mem)
+    if floor == 1.0 and (gpus > ARTIFACT_SERVER_GPUS or (uncapped and as_declared)):
         return profile
-    if (cap_cpu, cap_mem) != (best_cpu, best_mem) and best_cpu > share_cpu:
+    if gpus > ARTIFACT_SERVER_GPUS:  # at the share, speedup 1: the model's matrix with the server cap
+        return Profile(profile.cpu_per_gpu, profile.mem_gb_per_gpu, profile.tput / floor, name=profile.name)
+    if not uncapped and best_cpu > share_cpu:
         speedup = 1.0 + (speedup - 1.0) * (cap_cpu - share_cpu) / (best_cpu - share_cpu)  # the artifact's line
     cpu_axis = np.union1d(profile.cpu_per_gpu, [cap_cpu])
     mem_axis = np.union1d(profile.mem_gb_per_gpu, [cap_mem])

@@ -1,6 +1,6 @@
 """The round-based simulation loop: policy, runnable set, mechanism, progress, JCT (paper sections 3, 5.3).
 
-At each round boundary ``t = k * round_s``:
+At each round boundary ``t = round_start_s + k * round_s`` (``round_start_s`` 0 unless given):
 
 1. jobs whose arrival (plus profiling time) is ``<= t`` join the system;
 2. the policy orders the jobs in the system; the runnable set is taken in that order, every job whose GPU
@@ -39,8 +39,7 @@ from synergy_opt.instance import Cluster, Job, RoundInstance, trusted_round
 from synergy_opt.mechanisms import MECHANISMS
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands, tolerance_option
 from synergy_opt.sim.allocators import RoundPlan, TypeFreeIdeal, UserMechanism, make_allocator
-from synergy_opt.sim.artifact_trace import SOURCE as RECORD
-from synergy_opt.sim.artifact_trace import artifact_demands
+from synergy_opt.sim.artifact_trace import artifact_demands, is_artifact_record
 from synergy_opt.sim.bounds import (
     MAX_ROUNDS,
     ROUND_S,
@@ -184,7 +183,7 @@ def simulate(
     settings: dict[str, Any] = {
         "policy": run.policy_name, "mechanism": run.mechanism_name, "gpus": cluster.total_gpus, "round_s": round_s,
         "monitor_first": run.first, "monitor_last": run.last, "preemption_overhead_s": preemption_overhead_s,
-        "seed": seed, "backfill": backfill, "accounting": accounting,
+        "seed": seed, "backfill": backfill, "accounting": accounting, "round_start_s": round_start_s,
     }
     if isinstance(cluster, HeteroCluster):
         settings["types"] = cluster.counts_text
@@ -238,7 +237,7 @@ def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Po
     if not trace.jobs:  # its figures would all be NaN (the command line refuses it too)
         raise InvalidInputError("trace", "0 jobs", "has no job to simulate")
     # An artifact record's arrivals are the artifact's own (a static run's 0.001 s apart): kept as written.
-    rule = make_accounting(accounting, cpu_ratio(trace), whole_arrivals=trace.metadata.get("source") != RECORD)
+    rule = make_accounting(accounting, cpu_ratio(trace), whole_arrivals=not is_artifact_record(trace))
     _warn_of_another_ratio(trace, cluster)
     kind = RUNS[type(cluster)]
     run = kind(trace, cluster, policy_fn, allocate, round_s, preemption_overhead_s,  # type: ignore[arg-type]
@@ -566,7 +565,7 @@ class _Run:
                 if self.admitted == self.size:
                     self.stopped = "stuck"  # monitored jobs remain that will never arrive
                     break
-                k = max(k + 1, math.ceil((ready_sorted[self.admitted] - start) / round_s))
+                k = self._round_of(k, float(ready_sorted[self.admitted]))
                 continue
             state = self.state
             artifact = self._artifact_keys(active) if self.artifact_keys else (None, None, None)
@@ -607,12 +606,21 @@ class _Run:
                 break
             if running.size == 0 and self.admitted < self.size:
                 # Nothing can progress until the next arrival changes the runnable set.
-                k = max(k + 1, math.ceil((self.state.ready[self.ready_order[self.admitted]] - start) / round_s))
+                k = self._round_of(k, float(self.state.ready[self.ready_order[self.admitted]]))
                 if self.artifact_keys:  # the rounds skipped would have marked starved jobs (marks only add)
                     self._mark_starved(start + (k - 1) * round_s, active)
             else:
                 k += 1
         self.end_s = start + k * round_s
+
+    def _round_of(self, k: int, ready: float) -> int:
+        """The first round after round ``k`` whose boundary ``round_start + k * round_s`` is at or after ``ready``,
+        read as the loop reads a boundary (a division can land one round past a ready time on a boundary)."""
+        start, round_s = self.round_start, self.round_s
+        later = max(k + 1, math.ceil((ready - start) / round_s))
+        while later - 1 > k and start + (later - 1) * round_s >= ready:
+            later -= 1
+        return later
 
     @property
     def _can_extend(self) -> bool:

@@ -4,7 +4,8 @@
   for *its own* job type and scale factor on that type over the reference type
   (:func:`synergy_opt.profiling.gpu_types.builtin_type_matrix`, issue 20's rule); 0 where Gavel measured 0
   (the job cannot use that type).
-- A job of a built-in model with the built-in matrix: the model's matrix on that type
+- A job of a built-in model with the built-in matrix, or of an artifact record (whose matrices are the
+  artifact's, for its homogeneous servers): the model's matrix on that type
   (:func:`synergy_opt.profiles.builtin_type_profile`, Gavel's speed ratio of its nearest job type).
 - A job with its own matrices per type (a trace job's ``profiles``): those, 0 on the cluster's other types (it
   cannot use them); the reference type's is needed, as its duration is counted there.
@@ -23,6 +24,7 @@ from synergy_opt.hetero import HeteroCluster
 from synergy_opt.profile import Profile
 from synergy_opt.profiles import REFERENCE_GPU_TYPE, builtin_type_profile, gavel_gpu_types, model_info, model_names
 from synergy_opt.profiling.gpu_types import builtin_type_matrix
+from synergy_opt.sim.artifact_trace import is_artifact_record
 from synergy_opt.sim.trace import Trace
 
 
@@ -37,6 +39,9 @@ def trace_type_profiles(trace: Trace, cluster: HeteroCluster) -> list[dict[str, 
                                 f"({cluster.reference}): read the trace with gpu_type={cluster.reference!r}")
     ratio = int(trace.metadata.get("cpu_per_gpu", 3)) if isinstance(trace.metadata.get("cpu_per_gpu"), int) else 3
     reference = str(cluster.reference)
+    # An artifact record's jobs carry the matrices of its homogeneous servers (artifact_profile): on GPU types they
+    # take their models' built-in matrices, as a generated trace's jobs do.
+    from_record = is_artifact_record(trace)
     out = []
     for index, job in enumerate(trace.jobs):
         record = gavel["jobs"].get(job.id) if gavel else None
@@ -44,7 +49,7 @@ def trace_type_profiles(trace: Trace, cluster: HeteroCluster) -> list[dict[str, 
             out.append(_gavel_job(index, job.model, record, gavel["steps_per_s"], cluster, reference))
         elif job.profiles is not None:
             out.append(_own_types(index, job.profiles, cluster, reference))
-        elif job.model in model_names() and job.profile == model_info(job.model, ratio).profile:
+        elif job.model in model_names() and (from_record or job.profile == model_info(job.model, ratio).profile):
             out.append({name: _builtin(index, job.model, name, ratio) for name in cluster.names})
         else:
             out.append(dict.fromkeys(cluster.names, job.profile))
