@@ -14,7 +14,7 @@ and the seconds it held its GPUs.
   2. a job whose iterations are done is noticed at the round's end, which is its finish time (the rest of
      the round is lost), and it holds its GPUs until then;
   3. arrivals are whole seconds (the artifact's gaps are, and its recorded traces say so): a fractional
-     arrival is rounded up, but in an artifact record (its static runs write ``0.0, 0.001, ...``).
+     arrival is rounded up, except in an artifact record (its static runs write ``0.0, 0.001, ...``).
 
   A job's total iterations are its duration over its iteration time (``TraceJob.iter_time_s``, else its
   built-in model's), rounded up: exactly the recorded count for an artifact trace.
@@ -91,7 +91,7 @@ class ArtifactProgress:
 
     def arrivals(self, jobs: Sequence[TraceJob], first_position: int) -> tuple[np.ndarray, np.ndarray]:
         """Arrivals rounded up to the second (``whole_arrivals``; an artifact record's are kept: they are the
-        artifact's own, whole but in its static runs); the work, as after every round, is the iterations left times the
+        artifact's own, whole except in its static runs); the work, as after every round, is the iterations left times the
         iteration time (a duration of 900 s at 7 s an iteration is 129 iterations: 903 s, not 900)."""
         iter_time = np.array([self._iter_time(first_position + k, job) for k, job in enumerate(jobs)], dtype=float)
         duration = np.array([job.duration_s for job in jobs], dtype=float)
