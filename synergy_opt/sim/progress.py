@@ -91,8 +91,8 @@ class ArtifactProgress:
 
     def arrivals(self, jobs: Sequence[TraceJob], first_position: int) -> tuple[np.ndarray, np.ndarray]:
         """Arrivals rounded up to the second (``whole_arrivals``; an artifact record's are kept: they are the
-        artifact's own, whole except in its static runs); the work, as after every round, is the iterations left times the
-        iteration time (a duration of 900 s at 7 s an iteration is 129 iterations: 903 s, not 900)."""
+        artifact's own, whole except in its static runs); the work, as after every round, is the iterations left
+        times the iteration time (a duration of 900 s at 7 s an iteration is 129 iterations: 903 s, not 900)."""
         iter_time = np.array([self._iter_time(first_position + k, job) for k, job in enumerate(jobs)], dtype=float)
         duration = np.array([job.duration_s for job in jobs], dtype=float)
         # Capped below int64's range before the cast (the run's round limit refuses such a job, later).
