@@ -177,12 +177,9 @@ def read_folder(folder: Path) -> tuple[list[Row], list[Row]]:
         raise InvalidInputError("folder", str(folder), "is not a result folder of python -m synergy_opt.bench "
                                 f"(no {ROWS_FILE} and {MEDIANS_FILE})")
     # The columns plot and compare match rows on (a folder edited by hand lacking one crashed or compared nothing).
-    rows = table.read_csv(folder / ROWS_FILE, KEY_COLUMNS)
-    summary = table.read_csv(folder / MEDIANS_FILE, KEY_COLUMNS)
+    rows = table.read_csv(folder / ROWS_FILE, GROUP)
+    summary = table.read_csv(folder / MEDIANS_FILE, GROUP)
     if not summary:
         raise InvalidInputError("folder", str(folder), f"holds a {MEDIANS_FILE} without rows: nothing to draw or "
                                 "compare")
     return rows, summary
-
-
-KEY_COLUMNS = ("gpus", "trace", "mechanism", "solver")
