@@ -16,10 +16,10 @@ from synergy_opt import Cluster, InvalidInputError, Job, RoundInstance, builtin_
 from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.profiles import model_info, model_names
 from synergy_opt.sim import Trace, TraceJob, generate_trace, load_trace, save_trace, simulate
+from synergy_opt.sim.artifact_profiles import artifact_profile
 from synergy_opt.sim.artifact_trace import (
     FIG9_MONITOR,
     FIG9_TRACE,
-    artifact_profile,
     artifact_trace,
     fig9_jcts,
     fig9_trace,

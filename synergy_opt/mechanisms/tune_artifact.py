@@ -28,7 +28,7 @@ never get there (the Figure 9 replay is exact): the artifact calls ``sys.exit(1)
 and a "mixed" peer (above the share in one resource, below in the other) that reverting would grow beyond
 its server's capacity is passed over. The artifact's linear speedup for a multi-GPU job whose best case is
 capped at one server is in the job's matrix when its trace is the artifact's record
-(:func:`~synergy_opt.sim.artifact_trace.artifact_profile`); its per-model placement penalty is 1 for every
+(:func:`~synergy_opt.sim.artifact_profiles.artifact_profile`); its per-model placement penalty is 1 for every
 model.
 """
 

@@ -39,7 +39,8 @@ from synergy_opt.instance import Cluster, Job, RoundInstance, trusted_round
 from synergy_opt.mechanisms import MECHANISMS
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands, tolerance_option
 from synergy_opt.sim.allocators import RoundPlan, TypeFreeIdeal, UserMechanism, make_allocator
-from synergy_opt.sim.artifact_trace import artifact_demands, is_artifact_record
+from synergy_opt.sim.artifact_profiles import artifact_demands
+from synergy_opt.sim.artifact_trace import is_artifact_record
 from synergy_opt.sim.bounds import (
     MAX_ROUNDS,
     ROUND_S,

@@ -47,7 +47,8 @@ class JobStates:
     artifact_demand_share
         Each job's demand as the artifact's DRF and TETRIS read it (``jobs/job.py``, ``get_dominant_share``,
         ``get_remaining_weighted_duration``): its GPUs, and its CPUs and GB at its best case, each over the
-        cluster's total, one row ``(gpu, cpu, mem)`` per job (:func:`~synergy_opt.sim.artifact_trace.artifact_demands`).
+        cluster's total, one row ``(gpu, cpu, mem)`` per job
+        (:func:`~synergy_opt.sim.artifact_profiles.artifact_demands`).
         Given to the ``*-artifact`` policies only (None otherwise).
     """
 
