@@ -12,7 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from synergy_opt import Cluster, InvalidInputError, Job, RoundInstance, builtin_profile, evaluate, run_mechanism
+from synergy_opt import (
+    Cluster,
+    HeteroCluster,
+    InvalidInputError,
+    Job,
+    Profile,
+    RoundInstance,
+    builtin_profile,
+    evaluate,
+    run_mechanism,
+)
 from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.profiles import model_info, model_names
 from synergy_opt.sim import Trace, TraceJob, generate_trace, load_trace, save_trace, simulate
@@ -24,6 +34,7 @@ from synergy_opt.sim.artifact_trace import (
     fig9_jcts,
     fig9_trace,
 )
+from synergy_opt.sim.type_profiles import trace_type_profiles
 
 ROUND_S = 300.0
 
@@ -195,6 +206,64 @@ def test_one_job_alone_at_ratios_4_to_6_as_the_artifact_ran_it(model: str) -> No
         record = artifact_trace(f"0,{model},0,10000,1\n", cpu_per_gpu=ratio)
         result = simulate(record, Cluster(16, 8, 8 * ratio, 500.0), mechanism="tune-artifact", accounting="artifact")
         assert result.jobs.iloc[0]["jct_s"] == jct_s, ratio
+
+
+def _artifact_kind_traces(ratio: int) -> tuple[Trace, Trace]:
+    """A multi-GPU trace of job kind "artifact" at ``ratio`` and the same seed's of the built-in matrices."""
+    arguments = {"jobs": 300, "load": 6.0, "multi_gpu": True, "seed": 4, "cpu_per_gpu": ratio}
+    return generate_trace(**arguments, job_kind="artifact"), generate_trace(**arguments)
+
+
+def _same_matrix(a: Profile, b: Profile) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip((a.cpu_per_gpu, a.mem_gb_per_gpu, a.tput),
+                                                      (b.cpu_per_gpu, b.mem_gb_per_gpu, b.tput), strict=True))
+
+
+@pytest.mark.parametrize("ratio", [3, 4, 5, 6])
+def test_a_generated_trace_of_artifact_jobs_is_the_builtin_trace_with_the_artifacts_matrices(ratio: int) -> None:
+    artifact, builtin = _artifact_kind_traces(ratio)
+    assert [(j.id, j.arrival_s, j.gpus, j.duration_s, j.model) for j in artifact.jobs] == [
+        (j.id, j.arrival_s, j.gpus, j.duration_s, j.model) for j in builtin.jobs]
+    assert all(_same_matrix(j.profile, artifact_profile(str(j.model), j.gpus, ratio)) for j in artifact.jobs)
+    # Capped multi-GPU jobs at every ratio, and at 4-6 the jobs of models faster at the share than at ratio 3's
+    # share (the matrices' unit), differ from the built-in matrices.
+    assert any(not _same_matrix(a.profile, b.profile) for a, b in zip(artifact.jobs, builtin.jobs, strict=True))
+    if ratio == 6:  # the model file's 24 CPUs at 2.18x, a point the built-in matrix does not have
+        alexnet = next(j for j in artifact.jobs if j.model == "alexnet" and j.gpus == 1)
+        one = RoundInstance(Cluster(1, 8, 48, 500.0), (Job("j", 1, alexnet.profile),))
+        assert tuple(float(v[0]) for v in best_case_demands(one)) == (24.0, 125.0)
+        assert alexnet.profile.throughput(24.0, 125.0) / alexnet.profile.throughput(6.0, 62.5) == 2.18
+
+
+@pytest.mark.parametrize("suffix", ["json", "csv"])
+def test_a_trace_of_artifact_jobs_keeps_its_matrices_through_a_file_and_extends_alike(suffix: str,
+                                                                                      tmp_path: Path) -> None:
+    artifact, _ = _artifact_kind_traces(5)
+    path = tmp_path / f"trace.{suffix}"
+    save_trace(artifact, path)
+    loaded = load_trace(path)
+    assert loaded.metadata["job_kind"] == "artifact"
+    assert all(_same_matrix(a.profile, b.profile) for a, b in zip(artifact.jobs, loaded.jobs, strict=True))
+    longer = generate_trace(jobs=400, load=6.0, multi_gpu=True, seed=4, cpu_per_gpu=5, job_kind="artifact")
+    extended = loaded.extend(400)
+    assert [j.id for j in extended.jobs] == [j.id for j in longer.jobs]
+    assert all(_same_matrix(a.profile, b.profile) for a, b in zip(extended.jobs, longer.jobs, strict=True))
+
+
+def test_artifact_jobs_refuse_noise_by_name() -> None:
+    with pytest.raises(InvalidInputError, match="profile_noise"):
+        generate_trace(jobs=5, job_kind="artifact", profile_noise=0.05)
+    artifact, _ = _artifact_kind_traces(4)
+    with pytest.raises(InvalidInputError) as caught:
+        Trace(artifact.jobs, {**artifact.metadata, "profile_noise": 0.05})
+    assert caught.value.field.endswith("profile_noise")
+
+
+def test_artifact_jobs_take_their_models_matrices_on_gpu_types() -> None:
+    artifact, builtin = _artifact_kind_traces(4)
+    cluster = HeteroCluster.of("k80:2,v100:2", 8, 32, 500)
+    for a, b in zip(trace_type_profiles(artifact, cluster), trace_type_profiles(builtin, cluster), strict=True):
+        assert all(_same_matrix(a[name], b[name]) for name in cluster.names)
 
 
 def test_generated_traces_take_their_models_iteration_times() -> None:

@@ -46,7 +46,6 @@ from synergy_opt.cli.journal import (
 )
 from synergy_opt.cli.parallel import MAX_WORKERS
 from synergy_opt.errors import InvalidInputError, SynergyError
-from synergy_opt.generate import JOB_KIND
 from synergy_opt.hetero import HeteroCluster, parse_type_counts
 from synergy_opt.sim import compare as sim_compare
 from synergy_opt.sim.allocators import mechanism_names
@@ -66,6 +65,7 @@ from synergy_opt.sim.policies import ARTIFACT_POLICIES, POLICIES, REFILL_POLICIE
 from synergy_opt.sim.sweep import PRELOAD, SimRun, SimSetting, check_run, run_one
 from synergy_opt.sim.trace import MAX_TRACE_JOBS, Trace
 from synergy_opt.sim.trace_io import load_trace
+from synergy_opt.sim.trace_metadata import TRACE_JOB_KIND
 
 PROG = "python -m synergy_opt.sim"
 TOOL = "sim"
@@ -161,7 +161,7 @@ def _type_text(text: str) -> str:
 
 def _job_kind(text: str) -> str:
     try:
-        kind: str = JOB_KIND("job_kind", text)
+        kind: str = TRACE_JOB_KIND("job_kind", text)
     except SynergyError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return kind
@@ -203,7 +203,8 @@ def build_parser() -> _Parser:
     sweep.add_argument("--profile-noise", type=cli_args.profile_noise,
                        help="per-job log-normal noise on each throughput matrix (0)")
     sweep.add_argument("--job-kind", type=_job_kind, help="builtin: each model's matrix; modelled: a job "
-                       "performance model drawn around its model's (builtin)")
+                       "performance model drawn around its model's; artifact: the matrix the paper's artifact runs "
+                       "the job by, its model file's demand and speed-up (builtin)")
     sweep.add_argument("--jobs", type=_trace_jobs,
                        help="generated trace length; more arrivals are drawn while monitored jobs run "
                             "(1000, or LAST of --monitor)")

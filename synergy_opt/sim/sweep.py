@@ -19,13 +19,14 @@ import numpy as np
 import pandas as pd
 
 from synergy_opt.cli.parallel import run_in_order
-from synergy_opt.generate import GPUS_PER_SERVER, MEM_GB_PER_SERVER, JobKind
+from synergy_opt.generate import GPUS_PER_SERVER, MEM_GB_PER_SERVER
 from synergy_opt.hetero import HeteroCluster
 from synergy_opt.instance import Cluster
 from synergy_opt.sim.bounds import MAX_ROUNDS
 from synergy_opt.sim.engine import CpuRatioWarning, Progress, prepare_run, simulate
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SUMMARY_KEYS
 from synergy_opt.sim.trace import Trace, check_extension_fits, drawn_gpus, generate_trace
+from synergy_opt.sim.trace_metadata import TraceJobKind
 from synergy_opt.validation import check_arguments
 
 # What identifies a run, in CSV order; ``trace`` is "generated" or the trace file's name.
@@ -73,7 +74,7 @@ class SimSetting:
     split: tuple[float, float, float] = (20, 70, 10)
     multi_gpu: bool = False
     profile_noise: float = 0.0
-    job_kind: JobKind = "builtin"
+    job_kind: TraceJobKind = "builtin"
     jobs: int = 1000
     seed: int = 0
     round_s: float = 300.0

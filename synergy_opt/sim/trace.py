@@ -20,7 +20,6 @@ import pandas as pd
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import (
     MULTI_GPU_DEMANDS,
-    JobKind,
     draw_durations_min,
     draw_gpu_demands,
     draw_models,
@@ -32,6 +31,7 @@ from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, model_info, model_names
 from synergy_opt.profiling.delay import METHOD, Method, profile_matrix
 from synergy_opt.profiling.measurement import MINUTES, MINUTES_PER_POINT
 from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD, THRESHOLD
+from synergy_opt.sim.artifact_profiles import artifact_profile
 from synergy_opt.sim.trace_metadata import (
     COSTS,
     GENERATOR,
@@ -39,6 +39,8 @@ from synergy_opt.sim.trace_metadata import (
     PROFILING,
     TRACE_GENERATOR_ARGUMENTS,
     ProfilingMethod,
+    TraceJobKind,
+    check_kind_noise,
     generator_arguments,
     profiling_costs,
     trace_metadata,
@@ -229,7 +231,7 @@ def generate_trace(
     seed: int = 0,
     cpu_per_gpu: int = 3,
     profile_noise: float = 0.0,
-    job_kind: JobKind = "builtin",
+    job_kind: TraceJobKind = "builtin",
     profiling: ProfilingMethod = "none",
 ) -> Trace:
     """A production-derived trace (SPEC 5), deterministic per seed.
@@ -252,7 +254,12 @@ def generate_trace(
         Per-job log-normal noise on each matrix, as in :func:`synergy_opt.generate_round`.
     job_kind
         Where each job's matrix comes from, as ``jobs`` of :func:`synergy_opt.generate_round`: ``"builtin"`` or
-        ``"modelled"`` (a job performance model drawn around its model's fitted one).
+        ``"modelled"`` (a job performance model drawn around its model's fitted one); or ``"artifact"``: the
+        matrix the paper's artifact runs a job of that model and GPU count by
+        (:func:`~synergy_opt.sim.artifact_profiles.artifact_profile`: its model file's declared demand and
+        speed-up, capped for a multi-GPU job beyond a server), so that a generated trace runs as the artifact's
+        own runs at ratios 4-6 did (Figure 12); the same trace as ``"builtin"`` otherwise (arrivals, GPUs,
+        models, durations), and noise-free (``profile_noise`` 0).
     profiling
         ``"none"``, or how each job is profiled on arrival: ``"optimistic"`` or ``"exhaustive"``; its
         ``profiling_s`` is then one minute per point that profiler measures on the job's matrix
@@ -263,6 +270,7 @@ def generate_trace(
     Durations at the proportional share are ``10^x`` minutes, ``x ~ U[1.5, 3]`` with probability 0.8 and
     ``U[3, 4]`` otherwise. The first ``k`` jobs do not depend on ``jobs``: a longer trace extends a shorter one.
     """
+    check_kind_noise(job_kind, profile_noise, "profile_noise")
     parts = [_block(seed, block, load, split, multi_gpu, cpu_per_gpu, profile_noise, job_kind)
              for block in range(-(-jobs // _BLOCK))]
     offset = 0.0
@@ -325,7 +333,7 @@ def with_profiling_delay(
 
 def _block(
     seed: int, block: int, load: float | None, split: tuple[float, float, float], multi_gpu: bool,
-    cpu_per_gpu: int, profile_noise: float, job_kind: JobKind,
+    cpu_per_gpu: int, profile_noise: float, job_kind: TraceJobKind,
 ) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray, list[Profile]]:
     rng = np.random.default_rng([seed, block])
     if load is None:
@@ -337,7 +345,11 @@ def _block(
     demands = draw_gpu_demands(rng, _BLOCK, multi_gpu)
     names = draw_models(rng, _BLOCK, split)
     minutes = draw_durations_min(rng, _BLOCK)
-    profiles = job_profiles(rng, names, cpu_per_gpu, profile_noise, job_kind)
+    if job_kind == "artifact":  # the builtin kind's draws, so the same trace but for the matrices
+        job_profiles(rng, names, cpu_per_gpu, profile_noise)
+        profiles = [artifact_profile(name, int(gpus), cpu_per_gpu) for name, gpus in zip(names, demands, strict=True)]
+    else:
+        profiles = job_profiles(rng, names, cpu_per_gpu, profile_noise, job_kind)
     return gaps, demands, names, minutes, profiles
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.generate import GENERATOR_ARGUMENTS, JOB_KIND
+from synergy_opt.generate import GENERATOR_ARGUMENTS, JobKind
 from synergy_opt.profiling.measurement import MINUTES, MINUTES_PER_POINT
 from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD, THRESHOLD
 from synergy_opt.validation import NON_NEGATIVE, POSITIVE, Integer, Number, OneOf, Optional, Rule, json_value, text
@@ -34,6 +34,10 @@ MAX_TRACE_JOBS = 1_000_000
 MIN_LOAD = 1e-6
 LOAD = Optional(Number(MIN_LOAD))
 ProfilingMethod = Literal["none", "optimistic", "exhaustive"]
+# A generated trace's jobs take the generator's kinds, or "artifact": the matrices the paper's artifact runs its
+# jobs by (sim/artifact_profiles.py), which the round generators below the simulator cannot read.
+TraceJobKind = Literal[JobKind, "artifact"]
+TRACE_JOB_KIND = OneOf(get_args(TraceJobKind))
 PROFILING = OneOf(get_args(ProfilingMethod))
 # Costs of the profiling delays other than the defaults (recorded by with_profiling_delay).
 COSTS: dict[str, tuple[str, Rule, float]] = {
@@ -42,7 +46,7 @@ COSTS: dict[str, tuple[str, Rule, float]] = {
 }
 # generate_trace's rules, for its arguments and for the metadata that records them.
 TRACE_GENERATOR_ARGUMENTS: dict[str, Rule] = {
-    "jobs": Integer(0, MAX_TRACE_JOBS), "load": LOAD, "job_kind": JOB_KIND, "profiling": PROFILING,
+    "jobs": Integer(0, MAX_TRACE_JOBS), "load": LOAD, "job_kind": TRACE_JOB_KIND, "profiling": PROFILING,
     **GENERATOR_ARGUMENTS,
 }
 # Recorded by every generated trace since the first format; job_kind and profiling came later.
@@ -115,7 +119,16 @@ def generator_arguments(metadata: Mapping[str, Any], name: str = "metadata") -> 
     for key, (argument, rule, _default) in COSTS.items():
         if key in metadata:
             arguments[argument] = rule(f"{name}.{key}", metadata[key])
+    check_kind_noise(arguments.get("job_kind", "builtin"), arguments["profile_noise"], f"{name}.profile_noise")
     return arguments
+
+
+def check_kind_noise(job_kind: str, profile_noise: float, field: str) -> None:
+    """Refuse, naming ``field``, noise on jobs of kind ``"artifact"``: the artifact runs a model's jobs by one
+    speed-up, its model file's."""
+    if job_kind == "artifact" and profile_noise > 0:
+        raise InvalidInputError(field, profile_noise, "must be 0 with job_kind='artifact' (the artifact runs every "
+                                "job of a model by its model file's one speed-up)")
 
 
 def profiling_costs(minutes_per_point: float, threshold: float) -> dict[str, float]:

@@ -4,8 +4,8 @@
   for *its own* job type and scale factor on that type over the reference type
   (:func:`synergy_opt.profiling.gpu_types.builtin_type_matrix`, issue 20's rule); 0 where Gavel measured 0
   (the job cannot use that type).
-- A job of a built-in model with the built-in matrix, or of an artifact record (whose matrices are the
-  artifact's, for its homogeneous servers): the model's matrix on that type
+- A job of a built-in model with the built-in matrix, or of an artifact record or a generated trace of job kind
+  ``"artifact"`` (whose matrices are the artifact's, for its homogeneous servers): the model's matrix on that type
   (:func:`synergy_opt.profiles.builtin_type_profile`, Gavel's speed ratio of its nearest job type).
 - A job with its own matrices per type (a trace job's ``profiles``): those, 0 on the cluster's other types (it
   cannot use them); the reference type's is needed, as its duration is counted there.
@@ -39,9 +39,9 @@ def trace_type_profiles(trace: Trace, cluster: HeteroCluster) -> list[dict[str, 
                                 f"({cluster.reference}): read the trace with gpu_type={cluster.reference!r}")
     ratio = int(trace.metadata.get("cpu_per_gpu", 3)) if isinstance(trace.metadata.get("cpu_per_gpu"), int) else 3
     reference = str(cluster.reference)
-    # An artifact record's jobs carry the matrices of its homogeneous servers (artifact_profile): on GPU types they
-    # take their models' built-in matrices, as a generated trace's jobs do.
-    from_record = is_artifact_record(trace)
+    # An artifact record's jobs, and a generated trace's of job kind "artifact", carry the matrices of the artifact's
+    # homogeneous servers (artifact_profile): on GPU types they take their models' built-in matrices.
+    from_record = is_artifact_record(trace) or trace.metadata.get("job_kind") == "artifact"
     out = []
     for index, job in enumerate(trace.jobs):
         record = gavel["jobs"].get(job.id) if gavel else None
