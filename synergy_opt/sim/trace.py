@@ -345,8 +345,8 @@ def _block(
     demands = draw_gpu_demands(rng, _BLOCK, multi_gpu)
     names = draw_models(rng, _BLOCK, split)
     minutes = draw_durations_min(rng, _BLOCK)
-    if job_kind == "artifact":  # the builtin kind's draws, so the same trace but for the matrices
-        job_profiles(rng, names, cpu_per_gpu, profile_noise)
+    # The matrices are drawn last: a trace of artifact jobs is the builtin one's but for them.
+    if job_kind == "artifact":
         profiles = [artifact_profile(name, int(gpus), cpu_per_gpu) for name, gpus in zip(names, demands, strict=True)]
     else:
         profiles = job_profiles(rng, names, cpu_per_gpu, profile_noise, job_kind)
