@@ -215,8 +215,10 @@ def _ratio(metadata: Mapping[str, Any]) -> int:
 
 def _require(where: str, raw: Mapping[str, Any], names: tuple[str, ...]) -> None:
     for name in names:
-        if name not in raw or raw[name] in (None, ""):
+        if name not in raw or raw[name] is None:
             raise InvalidInputError(f"{where}.{name}", None, "missing field")
+        if raw[name] == "":  # an empty CSV cell, or an empty string given
+            raise InvalidInputError(f"{where}.{name}", "", "must not be empty")
 
 
 def _csv_text(trace: Trace) -> str:
