@@ -190,6 +190,20 @@ def test_bad_trace_files_are_named(tmp_path: Path, text: str, suffix: str, field
     assert error.value.field == field
 
 
+@pytest.mark.parametrize(("text", "suffix"), [
+    ('{"format": "synergy-trace/1", "jobs": [{"id": "", "arrival_s": 0, "gpus": 1, "duration_s": 5, "model": '
+     '"res18"}]}', ".json"),
+    ("id,arrival_s,gpus,duration_s,model\n,0,1,5,res18\n", ".csv"),
+])
+def test_an_empty_id_is_named_with_the_value_given(tmp_path: Path, text: str, suffix: str) -> None:
+    # It was reported as missing, with the value None (a tester's finding).
+    path = tmp_path / f"trace{suffix}"
+    path.write_text(text)
+    with pytest.raises(InvalidInputError) as error:
+        load_trace(path)
+    assert error.value.field.endswith(".id") and error.value.value == "" and "empty" in str(error.value)
+
+
 def test_bad_arguments_are_named(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError, match="path"):
         save_trace(generate_trace(3), tmp_path / "trace.txt")
