@@ -432,3 +432,33 @@ def test_a_trace_of_another_cpu_ratio_warns_on_a_cluster_of_another() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         simulate(trace, so.Cluster(1, 8, 40, 500), mechanism="proportional")
+
+
+def _units_trace(factors: tuple[float, float]) -> Trace:
+    """Three 2-GPU jobs on one 8-GPU server, 6 CPUs spare: one doubles with 6 CPUs, one gains 1.2x, one is flat
+    (GNMT); the first two's matrices times ``factors`` (the unit each was measured in)."""
+    doubles = so.Profile([3.0, 6.0], [62.5], [[factors[0]], [2.0 * factors[0]]])
+    gains = so.Profile([3.0, 6.0], [62.5], [[factors[1]], [1.2 * factors[1]]])
+    return Trace((TraceJob("doubles", 0.0, 2, 3600.0, doubles), TraceJob("gains", 0.0, 2, 3600.0, gains),
+                  TraceJob("flat", 0.0, 2, 3600.0, so.builtin_profile("gnmt"), model="gnmt")))
+
+
+@pytest.mark.parametrize("mechanism", ["ideal", "near-opt", "opt", "joint"])
+def test_a_rounds_objective_is_the_jobs_speedups_whatever_unit_their_matrices_are_in(mechanism: str) -> None:
+    """Progress is a job's speedup; the mechanisms maximised the matrices' values as given, so a job measured in
+    thousands took the spare CPUs for a 1.2x gain from one that would double (a tester's trace). Each job's
+    matrix now reaches the mechanism over its floor: the same JCTs in any units, the doubling job served."""
+    reference = simulate(_units_trace((1.0, 1.0)), so.Cluster(1), mechanism=mechanism).jobs.set_index("id")
+    assert reference.loc["doubles", "jct_s"] == pytest.approx(1800.0)
+    for factors in ((1.0, 1000.0), (1e-3, 7.0)):
+        jobs = simulate(_units_trace(factors), so.Cluster(1), mechanism=mechanism).jobs.set_index("id")
+        assert jobs["jct_s"].to_dict() == pytest.approx(reference["jct_s"].to_dict(), rel=1e-12), factors
+
+
+def test_the_type_free_bound_on_one_type_is_ideal_whatever_the_matrices_unit() -> None:
+    trace = _units_trace((1.0, 1000.0))
+    one_type = so.HeteroCluster.of("v100:1", 8, 24, 500)
+    runs = [simulate(trace, cluster, mechanism=mechanism).jobs.set_index("id")["jct_s"]
+            for cluster, mechanism in ((so.Cluster(1), "ideal"), (one_type, "ideal"), (one_type, "ideal-type-free"))]
+    assert runs[1].to_dict() == pytest.approx(runs[0].to_dict())
+    assert runs[2].to_dict() == pytest.approx(runs[0].to_dict())

@@ -35,7 +35,7 @@ import pandas as pd
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.hetero import HeteroCluster
-from synergy_opt.instance import Cluster, Job, RoundInstance, trusted_round
+from synergy_opt.instance import Cluster, Job, Profile, RoundInstance, trusted_round
 from synergy_opt.mechanisms import MECHANISMS
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands, tolerance_option
 from synergy_opt.sim.allocators import RoundPlan, TypeFreeIdeal, UserMechanism, make_allocator
@@ -253,6 +253,16 @@ def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Po
     run.check_rounds_needed(max_rounds)
     run.policy_name = policy_name
     return run
+
+
+def over_floor(profile: Profile, floor: float) -> Profile:
+    """``profile`` in units of the job's floor (its throughput at the proportional share, or at the reference
+    type's on a heterogeneous cluster), the unit progress is counted in: the matrix a round's mechanism reads,
+    so that its objective is the sum of speedups whatever unit a job's matrix was given in (a matrix already
+    in that unit is returned as it is)."""
+    if floor == 1.0:
+        return profile
+    return Profile(profile.cpu_per_gpu, profile.mem_gb_per_gpu, profile.tput / floor, profile.name)
 
 
 class CpuRatioWarning(UserWarning):
@@ -528,10 +538,12 @@ class _Run:
                 self.starved.add(position)
 
     def _job(self, position: int) -> Job:
+        """The job at ``position`` as the mechanisms see it: its matrix over its floor (:func:`over_floor`)."""
         job = self.jobs[position]
         if job is None:
             spec = self.trace.jobs[position]
-            job = Job(spec.id, spec.gpus, spec.profile, model=spec.model)
+            job = Job(spec.id, spec.gpus, over_floor(spec.profile, float(self.state.floor[position])),
+                      model=spec.model)
             self.jobs[position] = job
         return job
 

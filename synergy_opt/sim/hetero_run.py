@@ -27,7 +27,7 @@ from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, normalise
 from synergy_opt.instance import Job, RoundInstance
 from synergy_opt.profile import Profile
 from synergy_opt.sim.allocators import RoundPlan, TypeFreeIdeal
-from synergy_opt.sim.engine import RUNS, _Run
+from synergy_opt.sim.engine import RUNS, _Run, over_floor
 from synergy_opt.sim.gavel_policies import GavelSelector
 from synergy_opt.sim.policies import JobStates, Policy, ranking
 from synergy_opt.sim.progress import Accounting
@@ -147,7 +147,8 @@ class HeteroRun(_Run):
         job = self.type_jobs.get((position, t))
         if job is None:
             spec = self.trace.jobs[position]
-            profile: Profile = self.profiles[position][self.names[t]]
+            # In the reference type's unit (the floor's), as the one-type loop's and the type-free ILP's jobs.
+            profile = over_floor(self.profiles[position][self.names[t]], float(self.state.floor[position]))
             job = Job(spec.id, spec.gpus, profile, model=spec.model)
             self.type_jobs[(position, t)] = job
         return job
