@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from synergy_opt.errors import SolverUnavailableError, UnknownNameError
 from synergy_opt.profile import median_positive
@@ -143,14 +144,42 @@ def solve_model(model: LinearModel | Any, solver: str = DEFAULT_SOLVER, params: 
     too_large = coefficient_out_of_range(model)
     if too_large:
         return SolveResult(status=Status.ERROR, solver=solver, message=too_large, native_status="not solved")
+    lift = row_lift(model)
+    if lift is not None:
+        rows = np.repeat(lift, np.diff(model.matrix.indptr))  # each entry's row's lift
+        matrix = sp.csr_array((model.matrix.data * rows, model.matrix.indices, model.matrix.indptr), model.matrix.shape)
+        model = replace(model, matrix=matrix, row_lower=model.row_lower * lift, row_upper=model.row_upper * lift)
     scale = objective_scale(model)
-    if scale == 1.0:
+    if scale == 1.0 and lift is None:
         return solve(model, params)
     result = solve(replace(model, objective=model.objective * scale, objective_offset=model.objective_offset * scale),
                    params)
+    duals = None if result.row_duals is None else result.row_duals / scale * (1.0 if lift is None else lift)
     return replace(result, objective=None if result.objective is None else result.objective / scale,
-                   bound=None if result.bound is None else result.bound / scale,
-                   row_duals=None if result.row_duals is None else result.row_duals / scale)
+                   bound=None if result.bound is None else result.bound / scale, row_duals=duals)
+
+
+def row_lift(model: LinearModel) -> np.ndarray | None:
+    """Per row, the power of two that brings a row whose every coefficient and finite bound is below 1 in
+    magnitude to a largest one in ``[1, 2)`` (1 for the other rows); None when no row is that small. Backends
+    hold rows to absolute tolerances (HiGHS's MIP: 1e-6), so a memory row of 2e-5 GB was passed by 4% and
+    pyomo-highs called an infeasible point optimal. A power of two changes no comparison; a row's dual in the
+    lifted model is its dual over the lift."""
+    if not model.num_cons:
+        return None
+    matrix = model.matrix
+    magnitude = np.zeros(model.num_cons)
+    filled = np.flatnonzero(np.diff(matrix.indptr) > 0)
+    if filled.size:
+        magnitude[filled] = np.maximum.reduceat(np.abs(matrix.data), matrix.indptr[filled])
+    for bound in (model.row_lower, model.row_upper):
+        magnitude = np.maximum(magnitude, np.where(np.isfinite(bound), np.abs(bound), 0.0))
+    small = (magnitude > 0) & (magnitude < 1)
+    if not small.any():
+        return None
+    lift = np.ones(model.num_cons)
+    lift[small] = np.exp2(-np.floor(np.log2(magnitude[small])))
+    return lift
 
 
 # Constraint coefficients of this magnitude or more are refused before any backend sees them: HiGHS rejects such
