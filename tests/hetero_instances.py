@@ -6,6 +6,7 @@ types are related as the generator relates them (a slower GPU caps the peak) but
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -117,3 +118,14 @@ def brute_force_hetero_joint(instance: HeteroRound, consolidate: bool = False) -
                     choices.append((w, use))
         options.append(choices)
     return best_choice_total(options, capacity)
+
+
+def in_cpu_unit(instance: HeteroRound, unit: float) -> HeteroRound:
+    """``instance`` with every CPU figure (the servers' CPUs, the matrices' CPU axes) in a unit ``1 / unit`` times
+    larger: with ``unit`` a power of two, the same round (no comparison changes), whose optimum is the same."""
+    types = tuple(dataclasses.replace(t, cpus_per_server=t.cpus_per_server * unit) for t in instance.cluster.types)
+    cluster = HeteroCluster(types, instance.cluster.reference)
+    jobs = tuple(dataclasses.replace(job, profiles={kind: so.Profile(p.cpu_per_gpu * unit, p.mem_gb_per_gpu, p.tput)
+                                                    for kind, p in job.profiles.items()})
+                 for job in instance.jobs)
+    return HeteroRound(cluster, jobs, instance.metadata)

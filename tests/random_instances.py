@@ -86,3 +86,14 @@ def best_choice_total(options: list[list[tuple[float, np.ndarray]]], capacity: n
 
     search(0, 0.0, capacity.copy())
     return None if best == -np.inf else float(best)
+
+
+def in_cpu_unit(instance: RoundInstance, unit: float) -> RoundInstance:
+    """``instance`` with every CPU figure (the servers' CPUs, the matrices' CPU axes) in a unit ``1 / unit`` times
+    larger: with ``unit`` a power of two, the same round, whose optimum is the same."""
+    cluster = instance.cluster
+    scaled = Cluster(cluster.servers, cluster.gpus_per_server, cluster.cpus_per_server * unit,
+                     cluster.mem_gb_per_server)
+    jobs = tuple(Job(job.id, job.gpus, Profile(job.profile.cpu_per_gpu * unit, job.profile.mem_gb_per_gpu,
+                                               job.profile.tput)) for job in instance.jobs)
+    return RoundInstance(scaled, jobs)

@@ -18,7 +18,7 @@ from synergy_opt.ideal.hetero_model import admissible, build_hetero_ideal
 from synergy_opt.ideal.hetero_types import lp_types, solve_lp
 from synergy_opt.ideal.model import Reductions
 from synergy_opt.solvers import Status, solve_model
-from tests.hetero_instances import brute_force_hetero_ideal, random_hetero_round
+from tests.hetero_instances import brute_force_hetero_ideal, in_cpu_unit, random_hetero_round
 
 ROUNDS = [random_hetero_round(np.random.default_rng(seed)) for seed in range(120)]
 BACKENDS = [name for name in ("highs", "pyomo-highs", "ortools-scip", "ortools-cpsat")
@@ -347,3 +347,47 @@ def allocation_type(instance: HeteroRound, allocation: so.Allocation, job_id: st
     """The GPU type of the servers a job runs on (its first placement's)."""
     server = allocation.jobs[job_id][0].server
     return instance.cluster.names[int(instance.cluster.server_types[server])]
+
+
+@pytest.mark.parametrize("unit", [2.0**-24, 2.0**-40])
+def test_the_core_method_is_exact_with_cpus_in_any_unit(unit: float) -> None:
+    """A round's CPUs counted in a unit a power of two apart is the same round. The core searches' row slacks
+    (1e-9, relative from a capacity of 1 up) read 2^-24 CPUs as ties: a helper's round was called INFEASIBLE,
+    another OPTIMAL 0.8% below the optimum, before rows below 1 were lifted (``row_lift``)."""
+    for instance in ROUNDS[:60]:
+        result = so.solve_ideal(in_cpu_unit(instance, unit), method="core")
+        assert result.status is Status.OPTIMAL
+        assert result.objective == pytest.approx(brute_force_hetero_ideal(instance), abs=1e-6), instance
+
+
+def test_a_core_search_that_misses_every_allocation_says_no_solution_and_auto_solves_it() -> None:
+    """Grid points 1e-8 of a share off it (a helper's round): the core search found no allocation within its row
+    slack and called the round INFEASIBLE, where every job at its baseline share is one."""
+    P = so.Profile
+    cluster = so.HeteroCluster((so.ServerType("a100", 2, 2, 6.0, 152.16), so.ServerType("k80", 1, 3, 8.981, 187.5)))
+    jobs = (
+        so.HeteroJob("h0", 2, {"k80": P([0.744179620389218, 1.282220199260811, 2.7254690137547377],
+                                        [58.20143940618771, 62.49999998125, 82.7684283485774, 104.0496539218224],
+                                        [[5e-07] * 4, [5e-07] * 4, [1.5e-06] * 4])}, "k80"),
+        so.HeteroJob("h1", 2, {"a100": P([2.999999994, 4.0, 8.0],
+                                         [28.711641628160063, 76.08000015216, 82.8799975491195, 117.50771819585461,
+                                          168.9182333094896],
+                                         [[3.9042472860805146e-07] + [4.036120896754947e-07] * 4,
+                                          [3.9042472860805146e-07] + [4.036120896754947e-07] * 4,
+                                          [4.781281807190573e-07] * 5])}, "a100"),
+        so.HeteroJob("h2", 2, {"k80": P([2.993666696603333, 4.757805941326097, 6.856539903919268, 10.23791396266155],
+                                        [62.500000625, 165.34068547025703],
+                                        [[1.1910617007393072e-06, 1.3033243294721139e-06],
+                                         [1.18145776248189e-06, 6.249837378111847e-07],
+                                         [1.4241685795653035e-06, 1.3486790460570774e-06],
+                                         [1.4501817097297756e-06, 5.075397600340882e-07]]),
+                               "a100": P([3.00000003], [21.195246222401796, 77.12563049886845],
+                                         [[7.44923137848168e-07, 2.5462441340522893e-07]])}, "a100"),
+    )
+    instance = so.HeteroRound(cluster, jobs)
+    optimum = brute_force_hetero_ideal(instance)
+    core = so.solve_ideal(instance, method="core")
+    assert core.status is not Status.INFEASIBLE
+    assert not core.has_solution or core.objective == pytest.approx(optimum, rel=1e-9)
+    auto = so.solve_ideal(instance)
+    assert auto.status is Status.OPTIMAL and auto.objective == pytest.approx(optimum, rel=1e-9)

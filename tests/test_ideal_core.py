@@ -15,7 +15,7 @@ from synergy_opt.ideal.lagrangian import Knapsack, dual_from_near, dual_value, s
 from synergy_opt.ideal.model import Reductions, build_ideal
 from synergy_opt.solvers import Status
 from synergy_opt.solvers.base import check_solution
-from tests.random_instances import brute_force_ideal, random_instance
+from tests.random_instances import brute_force_ideal, in_cpu_unit, random_instance
 from tests.test_ideal import check_choices
 
 # Each path of the method: as shipped; beam searches that keep one state; exact searches that stop at once
@@ -227,3 +227,14 @@ def test_priced_columns_are_numpys_formula_bit_for_bit(seed: int) -> None:
     assert np.array_equal(use, np.einsum("k,rk->r", share, knapsack.usage))
     assert total == float(np.einsum("k,k->", share, value))
     assert bound == float(lam @ knapsack.capacity + np.einsum("q,q->", knapsack.class_count, best))
+
+
+def test_the_core_search_is_exact_with_cpus_in_any_unit() -> None:
+    """The same round with its CPUs counted in 2^-40 of a CPU: the searches' row slacks (1e-9, relative from a
+    capacity of 1 up) would read whole grid steps as ties; rows below 1 are lifted (``row_lift``)."""
+    rng = np.random.default_rng(11)
+    for _ in range(150):
+        instance = random_instance(rng)
+        result = so.solve_ideal(in_cpu_unit(instance, 2.0**-40), method="core")
+        assert result.status is Status.OPTIMAL
+        assert result.objective == pytest.approx(brute_force_ideal(instance), abs=1e-6)

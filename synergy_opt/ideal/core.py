@@ -56,7 +56,7 @@ def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
     # as a tie (a third below the optimum, called OPTIMAL). So they run on the objective solve_model would hand a
     # backend, brought into the solvers' band by a power of two, which changes no comparison.
     unit = objective_scale(ideal.model)
-    knapsack = Knapsack.of(ideal, unit)
+    knapsack = Knapsack.of(ideal, unit).lifted()
     built = time.perf_counter()
     incumbent: CoreSolution | None = None
 
@@ -72,8 +72,9 @@ def solve_core(ideal: IdealModel, params: SolverParams) -> SolveResult:
     searcher = _Searcher(knapsack, dual, deadline)
     try:
         incumbent, proven = _incumbent(searcher, params.mip_gap)
-        if incumbent is None:
-            return finish(Status.INFEASIBLE, None, "no allocation meets the capacities")
+        if incumbent is None:  # the ILP has a solution (every job at the share): missed
+            return finish(Status.NO_SOLUTION, None, "the core search found no allocation within its row tolerances, "
+                          "where every job at the proportional share is one")
         if proven:
             return finish(Status.OPTIMAL, bound - incumbent.penalty, "optimal: exact core search")
         for attempt in range(IMPROVEMENTS + 1):

@@ -72,7 +72,7 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
     start = time.perf_counter()
     deadline = None if params.time_limit is None else start + params.time_limit
     unit = objective_scale(ideal.model)  # in the solvers' band, as the one-type core search (ideal/core.py)
-    knapsack = TypedKnapsack.of(ideal, unit)
+    knapsack = TypedKnapsack.of(ideal, unit).lifted()
     built = time.perf_counter()
     incumbent: CoreSolution | None = None
 
@@ -93,8 +93,9 @@ def solve_core(ideal: HeteroIdealModel, params: SolverParams) -> SolveResult:
     bound = dual.bound
     try:
         incumbent, proven = searcher.incumbent(params.mip_gap)
-        if incumbent is None and proven:
-            return finish(Status.INFEASIBLE, None, "no allocation meets the capacities")
+        if incumbent is None and proven:  # the ILP has a solution (every job at its baseline share): missed
+            return finish(Status.NO_SOLUTION, None, f"the core search found no allocation within its row "
+                          f"tolerances, where every job at its baseline share is one; {searcher}")
         if incumbent is None:
             return finish(Status.NO_SOLUTION, bound - searcher.ruled_out,
                           f"the core search found no solution within its limits; {searcher}")

@@ -8,14 +8,14 @@ dual evaluation's time). :func:`~synergy_opt.ideal.lagrangian.solve_dual` prices
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 from numba import njit
 
 from synergy_opt.ideal.hetero_model import HeteroIdealModel
-from synergy_opt.ideal.lagrangian import Dual, Knapsack
+from synergy_opt.ideal.lagrangian import Dual, Knapsack, row_lift
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +44,13 @@ class TypedKnapsack:
             mem=gpus * ideal.col_mem, col_class=ideal.col_class, class_count=ideal.class_count.astype(float),
             capacity=model.row_upper[ideal.coupling_rows].astype(float), types=len(ideal.instance.cluster.types),
         )
+
+    def lifted(self) -> TypedKnapsack:
+        """The same knapsack with each row whose capacity is below 1 counted in a unit a power of two smaller
+        (:func:`~synergy_opt.ideal.lagrangian.row_lift`)."""
+        lift = row_lift(self.capacity).reshape(3, self.types)
+        return replace(self, gpu=self.gpu * lift[0, self.col_type], cpu=self.cpu * lift[1, self.col_type],
+                       mem=self.mem * lift[2, self.col_type], capacity=self.capacity * lift.ravel())
 
     @cached_property
     def starts(self) -> np.ndarray:

@@ -17,7 +17,7 @@ Methods (``solve_ideal(round, method=...)`` on a :class:`~synergy_opt.hetero.Het
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Protocol
@@ -31,6 +31,7 @@ from synergy_opt.ideal.hetero_model import HeteroIdealModel, build_hetero_ideal
 from synergy_opt.ideal.model import JobConfig, Objective, Reductions, check_core_solver, configs_frame
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import relative_gap
+from synergy_opt.solvers.model import LinearModel
 
 HETERO_METHODS = ("auto", "per-type", "core", "direct")
 
@@ -174,7 +175,10 @@ def solve_hetero_ideal(
         if relax or not reductions.fix_below_floor or params.options:
             raise InvalidInputError("method", method, "the core method solves the ILP with floors fixed "
                                     "(relax=False, Reductions.fix_below_floor=True) and takes no backend options")
-        result, method = _core_then_direct(ideal, solver, params) if fallback else (solve_core(ideal, params), method)
+        if fallback:
+            result, method = core_then_direct(lambda: solve_core(ideal, params), ideal.model, solver, params)
+        else:
+            result = solve_core(ideal, params)
     else:
         result = solve_model(ideal.model.relaxed() if relax else ideal.model, solver, params)
     return HeteroIdealResult(
@@ -184,19 +188,21 @@ def solve_hetero_ideal(
     )
 
 
-def _core_then_direct(ideal: HeteroIdealModel, solver: str, params: SolverParams) -> tuple[SolveResult, str]:
-    """The auto method on a type-free ILP: the core search, then, when it ends unproven before the time limit (at
-    its own limits), ``solver`` on the whole model with the time left. Returns the result and the method that
-    gave its solution (``"core"`` or ``"direct"``); the bound is the tighter of the two (both are valid). A core
-    search stopped by the time limit is returned as it is: at 3 x 128 GPUs HiGHS needs 0.3-2.8 s, more than a
-    share of a short limit gives it, and the core's incumbent and bound are the joint's start."""
+def core_then_direct(solve_core: Callable[[], SolveResult], model: LinearModel, solver: str, params: SolverParams
+                     ) -> tuple[SolveResult, str]:
+    """The auto method's core search (``solve_core()``), then, when it ends unproven before the time limit (at
+    its own limits, or without a solution where the ILP has one), ``solver`` on the whole ``model`` with the time
+    left. Returns the result and the method that gave its solution (``"core"`` or ``"direct"``); the bound is the
+    tighter of the two (both are valid). A core search stopped by the time limit is returned as it is: at 3 x 128
+    GPUs HiGHS needs 0.3-2.8 s, more than a share of a short limit gives it, and the core's incumbent and bound
+    are the joint's start."""
     start = time.perf_counter()
     limit = params.time_limit
-    core = solve_core(ideal, params)
+    core = solve_core()
     left = None if limit is None else limit - (time.perf_counter() - start)
     if core.status in (Status.OPTIMAL, Status.INFEASIBLE) or (left is not None and left <= 0.0):
         return core, "core"
-    direct = solve_model(ideal.model, solver, replace(params, time_limit=left))
+    direct = solve_model(model, solver, replace(params, time_limit=left))
     seconds = core.solve_seconds + direct.solve_seconds
     message = f"core: {core.message}; then HiGHS on the whole model: {direct.message}"
     if direct.status in (Status.OPTIMAL, Status.INFEASIBLE):

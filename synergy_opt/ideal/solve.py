@@ -12,7 +12,7 @@ import numpy as np
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal.core import solve_core
-from synergy_opt.ideal.hetero_solve import HETERO_METHODS, HeteroIdealResult, solve_hetero_ideal
+from synergy_opt.ideal.hetero_solve import HETERO_METHODS, HeteroIdealResult, core_then_direct, solve_hetero_ideal
 from synergy_opt.ideal.model import (
     OBJECTIVE,
     IdealModel,
@@ -194,6 +194,7 @@ def solve_ideal(
                           options=dict(options or {}))
     # The core search takes the ILP whose floors are fixed (no floor rows to keep).
     core_applies = not relax and "floor" not in model.con_blocks
+    fallback = method == "auto"
     if method == "auto":
         unique_jobs = ideal.num_classes == len(instance.jobs)
         use_core = core_applies and solver == DEFAULT_SOLVER and not options and unique_jobs
@@ -202,7 +203,10 @@ def solve_ideal(
         if not core_applies:
             raise InvalidInputError("method", method, "the core search solves the ILP with floors fixed "
                                     "(relax=False, Reductions.fix_below_floor=True)")
-        result = solve_core(ideal, params)
+        if fallback:
+            result = core_then_direct(lambda: solve_core(ideal, params), model, solver, params)[0]
+        else:
+            result = solve_core(ideal, params)
     else:
         result = solve_model(model, solver, params)
     return IdealResult(
