@@ -391,3 +391,56 @@ def test_a_core_search_that_misses_every_allocation_says_no_solution_and_auto_so
     assert not core.has_solution or core.objective == pytest.approx(optimum, rel=1e-9)
     auto = so.solve_ideal(instance)
     assert auto.status is Status.OPTIMAL and auto.objective == pytest.approx(optimum, rel=1e-9)
+
+
+def _cpu_unit_round(which: str, k: float) -> HeteroRound:
+    """A helper's two rounds (its own generator), every CPU figure times ``k``."""
+    P = so.Profile
+    if which == "A":
+        cluster = so.HeteroCluster((so.ServerType("k80", 1, 3, 9.0 * k, 122.49),
+                                    so.ServerType("a100", 2, 1, 1.5 * k, 62.5)))
+        jobs = (
+            so.HeteroJob("h0", 2, {"k80": P([1.6870227302183407 * k], [103.97419418776157], [[3.502667954731524]])},
+                         "k80"),
+            so.HeteroJob("h1", 2, {"a100": P([x * k for x in (3.3712345944627753, 4.058185815776857,
+                                                              4.173595060335433, 5.103454386111295)],
+                                             [21.0, 48.0, 133.0], [[0.25, 0.25, 0.75]] * 4)}, "a100"),
+            so.HeteroJob("h2", 1, {"a100": P([1.5 * k], [40.18527289080047], [[0.026377889951373135]]),
+                                   "k80": P([6.432581922561579 * k, 6.502496876556042 * k],
+                                            [27.488179312679822, 60.31872061779084, 76.04574412161362],
+                                            [[4.111458899022284, 4.1961146507587985, 5.716299825020682],
+                                             [5.60381591369217, 2.947882993386806, 5.115213888068631]])}, "k80"),
+        )
+        return so.HeteroRound(cluster, jobs)
+    cluster = so.HeteroCluster((so.ServerType("p100", 2, 1, 1.5 * k, 62.5), so.ServerType("k80", 1, 3, 4.5 * k, 30.3),
+                                so.ServerType("a100", 2, 3, 9.0 * k, 187.5)), reference="p100")
+    jobs = (
+        so.HeteroJob("h0", 1, {"a100": P([x * k for x in (0.7729244488776343, 3.047443978087032, 8.104518699682371,
+                                                          8.648299446509112)], [20.625, 62.5, 93.75],
+                                         [[1.0516075493301005, 1.343373653685294, 1.8884501556459792]] * 4)}, "a100"),
+        so.HeteroJob("h1", 2, {"a100": P([2.6784617914796103 * k, 2.8379691332697146 * k], [184.08148933397442],
+                                         [[0.6119629961966608], [0.8374871521853968]]),
+                               "k80": P([1.5 * k, 2.25 * k, 3.0 * k], [5.05, 10.1, 20.2, 30.3],
+                                        [[0.1535035301219888] * 4, [0.20048033064691728] * 4,
+                                         [0.8938576933730674] * 4])}, "a100"),
+        so.HeteroJob("h2", 1, {"p100": P([x * k for x in (0.12238236829303618, 0.5957037772579185, 0.7666581500342378,
+                                                          0.8856093335884174)], [62.5],
+                                         [[2.2817495098389777], [2.2817495098389777], [2.2871349431491486],
+                                          [2.2871349431491486]])}, "p100"),
+        so.HeteroJob("h3", 2, {"a100": P([x * k for x in (0.4655420445498254, 2.0546105900750313, 2.189407085645513,
+                                                          2.256387791250233)], [1.0, 39.0, 120.0, 168.0],
+                                         [[0.5949827629208504, 0.6424817458620327, 1.4113512865198747,
+                                           1.6474109627001596]] * 4),
+                               "k80": P([0.22742263343761437 * k, 0.40667430259892456 * k],
+                                        [24.850157993667306, 33.307609602593374],
+                                        [[0.3066322229094305, 0.8684230960998353]] * 2)}, "k80"),
+    )
+    return so.HeteroRound(cluster, jobs)
+
+
+@pytest.mark.parametrize("which", ["A", "B"])
+def test_the_helpers_rounds_in_cpus_of_two_to_the_minus_24(which: str) -> None:
+    # Before the lift: A called INFEASIBLE (optimum 0.0), B OPTIMAL at 5.74044 (optimum 5.78742).
+    optimum = brute_force_hetero_ideal(_cpu_unit_round(which, 1.0))
+    result = so.solve_ideal(_cpu_unit_round(which, 2.0**-24), method="core")
+    assert result.status is Status.OPTIMAL and result.objective == pytest.approx(optimum, abs=1e-9)

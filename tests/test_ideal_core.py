@@ -238,3 +238,18 @@ def test_the_core_search_is_exact_with_cpus_in_any_unit() -> None:
         result = so.solve_ideal(in_cpu_unit(instance, 2.0**-40), method="core")
         assert result.status is Status.OPTIMAL
         assert result.objective == pytest.approx(brute_force_ideal(instance), abs=1e-6)
+
+
+def test_a_core_search_that_misses_every_allocation_says_so_and_auto_solves_the_round(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A core search that finds no allocation (within its row slacks: grid points within a hair of the share)
+    called the round INFEASIBLE, where every job at the share is one; it says NO_SOLUTION now, and auto hands the
+    round to HiGHS on the whole model (``core_then_direct``)."""
+    instance = so.generate_round(128, seed=3, profile_noise=0.05)
+    direct = so.solve_ideal(instance, method="direct")
+    monkeypatch.setattr(ideal_core, "_incumbent", lambda searcher, mip_gap: (None, True))
+    core = so.solve_ideal(instance, method="core")
+    assert core.status is Status.NO_SOLUTION and "found no allocation" in core.solve.message
+    auto = so.solve_ideal(instance)
+    assert auto.status is Status.OPTIMAL and auto.objective == pytest.approx(direct.objective, rel=1e-9)
+    assert "then HiGHS on the whole model" in auto.solve.message

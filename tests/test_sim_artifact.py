@@ -7,6 +7,7 @@ The exact replay (two full Figure 9 runs, about a minute) is in the ``slow`` gro
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -264,6 +265,10 @@ def test_artifact_jobs_take_their_models_matrices_on_gpu_types() -> None:
     cluster = HeteroCluster.of("k80:2,v100:2", 8, 32, 500)
     for a, b in zip(trace_type_profiles(artifact, cluster), trace_type_profiles(builtin, cluster), strict=True):
         assert all(_same_matrix(a[name], b[name]) for name in cluster.names)
+    # A job whose matrix the user replaced keeps it on every type (nothing says how a type changes it).
+    own = Profile([4.0, 8.0], [62.5], [[1.0], [1.5]])
+    edited = Trace((replace(artifact.jobs[0], profile=own), *artifact.jobs[1:]), artifact.metadata)
+    assert all(_same_matrix(matrix, own) for matrix in trace_type_profiles(edited, cluster)[0].values())
 
 
 def test_generated_traces_take_their_models_iteration_times() -> None:

@@ -291,7 +291,11 @@ def derived_cases() -> Iterator[Case]:
     # 1 over 5e-324 is inf: the job "finished" at once with a NaN mean speedup.
     yield rejects("a floor a float cannot divide", lambda t: sim(alone(profile=so.Profile(
         [3.0, 6.0], [62.5], [[5e-324], [1.0]]), model=None), so.Cluster(1, 4, 12, 250)), "trace.jobs[0]",
-        "speedup is infinite")
+        "speedup is out of range")
+    # Its matrix over its floor (what the mechanisms read) passed 1e100: the run failed at its first round.
+    yield rejects("a speedup beyond a matrix's range", lambda t: sim(alone(profile=so.Profile(
+        [3.0, 6.0], [62.5], [[1e-100], [10.0]]), model=None), so.Cluster(1, 4, 12, 250)), "trace.jobs[0]",
+        "speedup is out of range")
     yield accepts("an instant profiling-only job", lambda t: sim(alone(profiling_s=1e6, duration_s=1e-6)))
 
 

@@ -197,7 +197,8 @@ class _Searcher:
 
     def incumbent(self, mip_gap: float) -> tuple[CoreSolution | None, bool]:
         """A first solution, and whether it is already known optimal (module docstring, step 2); ``(None, True)``
-        when no solution exists, ``(None, False)`` when the search gave up (``INCUMBENT_STEPS``, or the state limit
+        when the searches found none at the worst threshold (the ILP has one: a miss, within the row slacks),
+        ``(None, False)`` when the search gave up (``INCUMBENT_STEPS``, or the state limit
         at the largest threshold)."""
         dual, knapsack = self.dual, self.knapsack
         # No solution has a larger penalty than every job at its worst column with all capacity unused.

@@ -28,6 +28,7 @@ import numpy as np
 from numba import njit
 
 from synergy_opt.ideal.model import IdealModel
+from synergy_opt.solvers.registry import lift_below_one
 
 # dual_from_near's columns: reduced cost at the prices at most this, relative to the largest value; at most this
 # many LP solves. Measured from the type-free LP's prices on the 18 types of 3 x 1024-GPU development rounds:
@@ -146,9 +147,7 @@ def row_lift(capacity: np.ndarray) -> np.ndarray:
     compare uses with slacks of at least 1e-9 (``row_tolerance``: relative only from a capacity of 1 up), so a
     row of 5e-7 CPUs read a tenth of a grid step as a tie (a helper's rounds in CPUs of 2^-24: one called
     INFEASIBLE, one OPTIMAL 0.8% below the optimum). A power of two changes no comparison but those slacks."""
-    positive = (capacity > 0) & (capacity < 1)
-    exponent = np.where(positive, -np.floor(np.log2(np.where(positive, capacity, 1.0))), 0.0)
-    return np.exp2(exponent)
+    return lift_below_one(np.asarray(capacity, dtype=float))
 
 
 @njit(cache=True)

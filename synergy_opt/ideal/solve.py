@@ -176,7 +176,9 @@ def solve_ideal(
         ``"direct"``: hand the whole model to ``solver``. ``"core"``: HiGHS prices the two coupling rows and
         an exact search settles the few jobs the prices leave open (:mod:`synergy_opt.ideal.core`); for the
         ILP with floors fixed. ``"auto"``: ``"core"`` for the ``highs`` ILP when every class is one job (no
-        two jobs alike) and no backend ``options`` are given, else ``"direct"``.
+        two jobs alike) and no backend ``options`` are given, else ``"direct"``; a core search that ends without
+        a solution before the time limit hands the round to ``"direct"`` with the time left
+        (:func:`~synergy_opt.ideal.hetero_solve.core_then_direct`).
     """
     if isinstance(instance, HeteroRound):
         hetero_params = SolverParams(time_limit=time_limit, mip_gap=mip_gap, threads=threads, seed=seed,

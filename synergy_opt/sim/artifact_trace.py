@@ -6,9 +6,10 @@ is ``total_iters x`` its model's fair-share iteration time (the artifact's ``mod
 ``iter_time``, carried by the built-in profiles as ``iter_time_s``); the trace keeps that iteration time per
 job (``TraceJob.iter_time_s``), so that the artifact's accounting (``simulate(accounting="artifact")``) counts
 the same whole iterations. Job ids are the artifact's numbers as strings; trace order is file order. A job
-takes the matrix the artifact runs it by (:func:`artifact_profile`: its model file's demand and speed-up, its
-model's own matrix at 3 CPUs a GPU but for a multi-GPU job whose best case exceeds a server: its capped demand and
-linear speedup). Arrivals are read as written (whole seconds, but ``0.001 x id`` in a static run).
+takes the matrix the artifact runs it by (:func:`~synergy_opt.sim.artifact_profiles.artifact_profile`: its model
+file's demand and speed-up, its model's own matrix at 3 CPUs a GPU but for a multi-GPU job whose best case exceeds
+a server: its capped demand and linear speedup). Arrivals are read as written (whole seconds, but ``0.001 x id``
+in a static run).
 """
 
 from __future__ import annotations
@@ -64,10 +65,11 @@ def artifact_trace(content: str, cpu_per_gpu: int = 3, capped: bool = True) -> T
         Which CPU:GPU variant of the built-in profiles the jobs carry (the artifact's ``models-<ratio>``).
     capped
         True: every job carries the matrix the artifact's TUNE, Synergy-GREEDY and proportional runs go by
-        (:func:`artifact_profile`: its model file's demand and speed-up, capped for a multi-GPU job whose best case
-        exceeds a server); False: every job its model's own matrix, what the artifact's OPT (``+opt``, replayed by
-        the ``ideal`` mechanism) reads, and at ratios 4-6 an iteration time that gives its OPT's double-counted
-        credit (:func:`_opt_credit`).
+        (:func:`~synergy_opt.sim.artifact_profiles.artifact_profile`: its model file's demand and speed-up, capped
+        for a multi-GPU job whose best case exceeds a server); False: every job its model's own matrix, what the
+        artifact's OPT (``+opt``, replayed by the ``ideal`` mechanism) reads, and at ratios 4-6 an iteration time
+        that gives its OPT's double-counted credit (its own over its model's throughput at the ratio's share:
+        docs/fidelity.md).
 
     Raises
     ------

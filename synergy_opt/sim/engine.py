@@ -38,6 +38,7 @@ from synergy_opt.hetero import HeteroCluster
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance, trusted_round
 from synergy_opt.mechanisms import MECHANISMS
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE, best_case_demands, tolerance_option
+from synergy_opt.profile import MAX_THROUGHPUT
 from synergy_opt.sim.allocators import RoundPlan, TypeFreeIdeal, UserMechanism, make_allocator
 from synergy_opt.sim.artifact_profiles import artifact_demands
 from synergy_opt.sim.artifact_trace import is_artifact_record
@@ -136,7 +137,8 @@ def simulate(
         bound), ``"ideal-type-free"`` (on a heterogeneous cluster, the same with every job free to take any
         type: docs/sim.md; on one type ``"ideal"``) or ``"joint"`` (the realizable per-round optimum,
         ``time_limit`` 10 s a round unless given), or a callable taking the round's :class:`RoundInstance` (jobs
-        in policy order) and returning an :class:`Allocation`.
+        in policy order) and returning an :class:`Allocation`. Every mechanism reads each job's matrix over its
+        floor (:func:`over_floor`: the round's objective is the sum of speedups).
     round_s
         Round length in seconds (paper: 5-minute rounds), at most ``bounds.MAX_ROUND_S``; every job must be
         ready (arrival plus profiling) within 2^31 rounds (:mod:`synergy_opt.sim.bounds`).
@@ -427,13 +429,14 @@ class _Run:
             )
         with np.errstate(over="ignore"):  # a floor of 1e-320 under a peak of 1: the speedup overflows
             speedup = self._best_throughputs(np.arange(old, self.size)) / floors
-        endless = np.flatnonzero(~np.isfinite(speedup))
+        # Its matrix over its floor is what the mechanisms read (over_floor): a matrix, at most MAX_THROUGHPUT.
+        endless = np.flatnonzero(~(speedup <= MAX_THROUGHPUT))
         if endless.size:
             job = new_jobs[int(endless[0])]
             raise InvalidInputError(
                 f"trace.jobs[{old + int(endless[0])}]", job.id,
-                f"its {self._floor_matrix(job)} peaks more than a float holds above its throughput at the "
-                f"GPU-proportional share ({c_p:g} CPUs, {m_p:g} GB per GPU): its speedup is infinite",
+                f"its {self._floor_matrix(job)} peaks more than {MAX_THROUGHPUT:g} times above its throughput at "
+                f"the GPU-proportional share ({c_p:g} CPUs, {m_p:g} GB per GPU): its speedup is out of range",
             )
         fresh = JobArrays.of(new_jobs, floors, *self.accounting.arrivals(new_jobs, old))
         self.state = self.state.extended(fresh)

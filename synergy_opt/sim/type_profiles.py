@@ -24,6 +24,7 @@ from synergy_opt.hetero import HeteroCluster
 from synergy_opt.profile import Profile
 from synergy_opt.profiles import REFERENCE_GPU_TYPE, builtin_type_profile, gavel_gpu_types, model_info, model_names
 from synergy_opt.profiling.gpu_types import builtin_type_matrix
+from synergy_opt.sim.artifact_profiles import artifact_profile
 from synergy_opt.sim.artifact_trace import is_artifact_record
 from synergy_opt.sim.trace import Trace
 
@@ -41,7 +42,8 @@ def trace_type_profiles(trace: Trace, cluster: HeteroCluster) -> list[dict[str, 
     reference = str(cluster.reference)
     # An artifact record's jobs, and a generated trace's of job kind "artifact", carry the matrices of the artifact's
     # homogeneous servers (artifact_profile): on GPU types they take their models' built-in matrices.
-    from_record = is_artifact_record(trace) or trace.metadata.get("job_kind") == "artifact"
+    from_record = is_artifact_record(trace)
+    artifact_kind = trace.metadata.get("job_kind") == "artifact"
     out = []
     for index, job in enumerate(trace.jobs):
         record = gavel["jobs"].get(job.id) if gavel else None
@@ -49,7 +51,9 @@ def trace_type_profiles(trace: Trace, cluster: HeteroCluster) -> list[dict[str, 
             out.append(_gavel_job(index, job.model, record, gavel["steps_per_s"], cluster, reference))
         elif job.profiles is not None:
             out.append(_own_types(index, job.profiles, cluster, reference))
-        elif job.model in model_names() and (from_record or job.profile == model_info(job.model, ratio).profile):
+        elif job.model in model_names() and (from_record or job.profile == model_info(job.model, ratio).profile
+                                             or (artifact_kind and job.profile == artifact_profile(job.model, job.gpus,
+                                                                                                   ratio))):
             out.append({name: _builtin(index, job.model, name, ratio) for name in cluster.names})
         else:
             out.append(dict.fromkeys(cluster.names, job.profile))

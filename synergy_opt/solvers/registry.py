@@ -174,12 +174,17 @@ def row_lift(model: LinearModel) -> np.ndarray | None:
         magnitude[filled] = np.maximum.reduceat(np.abs(matrix.data), matrix.indptr[filled])
     for bound in (model.row_lower, model.row_upper):
         magnitude = np.maximum(magnitude, np.where(np.isfinite(bound), np.abs(bound), 0.0))
-    small = (magnitude > 0) & (magnitude < 1)
-    if not small.any():
+    if not np.any((magnitude > 0) & (magnitude < 1)):
         return None
-    lift = np.ones(model.num_cons)
-    lift[small] = np.exp2(-np.floor(np.log2(magnitude[small])))
-    return lift
+    return lift_below_one(magnitude)
+
+
+def lift_below_one(magnitude: np.ndarray) -> np.ndarray:
+    """Per magnitude, the power of two that brings one in ``(0, 1)`` to ``[1, 2)`` (at most ``2^1000``, so that a
+    subnormal one stays finite), 1 for the others."""
+    small = (magnitude > 0) & (magnitude < 1)
+    exponent = -np.floor(np.log2(np.where(small, magnitude, 1.0)))
+    return np.exp2(np.minimum(exponent, 1000.0))
 
 
 # Constraint coefficients of this magnitude or more are refused before any backend sees them: HiGHS rejects such
