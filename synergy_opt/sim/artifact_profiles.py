@@ -27,6 +27,12 @@ ARTIFACT_SERVER_MEM_GB = 500.0
 ARTIFACT_DECLARED_CPUS = {6: {"alexnet": 24.0, "shufflenet": 24.0}}
 
 
+def share_throughput(profile: Profile, cpu_per_gpu: int) -> float:
+    """``profile``'s throughput at the artifact's proportional share at a CPU:GPU ratio (``cpu_per_gpu`` CPUs and
+    its servers' memory over their GPUs), in the matrix's own unit."""
+    return float(profile.throughput(float(cpu_per_gpu), ARTIFACT_SERVER_MEM_GB / ARTIFACT_SERVER_GPUS))
+
+
 @cache
 def artifact_profile(name: str, gpus: int, cpu_per_gpu: int = 3) -> Profile:
     """The matrix an artifact job of built-in model ``name`` on ``gpus`` GPUs runs by.
@@ -61,7 +67,7 @@ def artifact_profile(name: str, gpus: int, cpu_per_gpu: int = 3) -> Profile:
     cap_mem = min(best_mem, ARTIFACT_SERVER_MEM_GB / gpus)
     # Speedups are over the share's throughput: 1 at ratio 3, 1.15-1.75 in the matrices of other ratios (they keep
     # ratio 3's unit), so there every job's matrix is rebuilt in the share's unit, one unit for the whole record.
-    floor = float(profile.throughput(share_cpu, share_mem))
+    floor = share_throughput(profile, cpu_per_gpu)
     speedup = info.speedup_at_best
     as_declared = profile.throughput(best_cpu, best_mem) / floor == speedup  # the speedup the simulator reads
     uncapped = (cap_cpu, cap_mem) == (best_cpu, best_mem)

@@ -25,7 +25,7 @@ from synergy_opt.files import read_text
 from synergy_opt.generate import GENERATOR_ARGUMENTS
 from synergy_opt.instance import Profile, prefixed
 from synergy_opt.profiles import model_info
-from synergy_opt.sim.artifact_profiles import ARTIFACT_SERVER_GPUS, ARTIFACT_SERVER_MEM_GB, artifact_profile
+from synergy_opt.sim.artifact_profiles import artifact_profile, share_throughput
 from synergy_opt.sim.trace import Trace, TraceJob
 from synergy_opt.validation import boolean, checked, text
 
@@ -116,7 +116,7 @@ def _opt_credit(profile: Profile, cpu_per_gpu: int) -> float:
     ``iter_time`` already the ratio's share's (AlexNet at 4: 0.48 s = 0.6 / 1.25), so its jobs run that much
     faster than their speed-up over the share says: its ``+opt`` at ratios 4-6 gives its ratio-3 JCTs. The
     iteration time divided by it gives the same credit."""
-    return float(profile.throughput(float(cpu_per_gpu), ARTIFACT_SERVER_MEM_GB / ARTIFACT_SERVER_GPUS))
+    return share_throughput(profile, cpu_per_gpu)
 
 
 def _arrival(where: str, cell: str) -> float:
