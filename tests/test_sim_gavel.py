@@ -359,9 +359,10 @@ def test_gavels_policies_share_two_gpus_among_three_equal_jobs_by_hand(policy: s
 
 
 def test_makespan_runs_the_longest_job_every_round() -> None:
-    # A (1 h), B (2 h), C (1 h) on 2 GPUs: the makespan LP owes B all its time and A, C half each (u = 1/2 h^-1):
-    # B runs every round, A and C take turns (A first: ties by joining order), A done after 19 rounds; then B and
-    # C each get a GPU and finish with round 20.
+    # A (1 h), B (2 h), C (1 h) on 2 GPUs: the least makespan is 2 h; at Gavel's point (its bisection's 2.06 h,
+    # the analytic centre there) B is owed 0.98 of its time and A, C about half each: B runs every round, A and C
+    # take turns (A first: ties by joining order), A done after 19 rounds; then B and C each get a GPU and finish
+    # with round 20 (the LP's vertex, B all its time and A, C half each, runs the same).
     profile = so.builtin_profile("res18")
     trace = so.Trace((so.TraceJob("A", 0.0, 1, 3600.0, profile), so.TraceJob("B", 0.0, 1, 7200.0, profile),
                       so.TraceJob("C", 0.0, 1, 3600.0, profile)))

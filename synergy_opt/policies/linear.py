@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
+from synergy_opt.policies.centre import analytic_centre, gavel_makespan, interior_start
 from synergy_opt.policies.decomposed import Requirements, solve_decomposed
 from synergy_opt.policies.decomposed_sum import solve_sum_decomposed
 from synergy_opt.policies.problem import PolicyProblem, add_time_fractions, job_classes
@@ -86,7 +87,13 @@ def _makespan(u: float) -> float:
     return 1.0 / u if u > 0 else float("inf")
 
 
-@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, method=OneOf(METHODS), **SOLVER_ARGUMENTS)
+# point= of solve_makespan: "optimum" the LP's (a vertex with the simplex), "gavel" the analytic centre of
+# the allocations that meet Gavel's bisected makespan (centre.py).
+MAKESPAN_POINTS = ("optimum", "gavel")
+
+
+@checked(problem=InstanceOf(PolicyProblem), aggregate=boolean, method=OneOf(METHODS), point=OneOf(MAKESPAN_POINTS),
+         **SOLVER_ARGUMENTS)
 def solve_makespan(
     problem: PolicyProblem,
     remaining: Sequence[float] | np.ndarray,
@@ -94,6 +101,7 @@ def solve_makespan(
     *,
     aggregate: bool = True,
     method: str = "auto",
+    point: str = "optimum",
     time_limit: float | None = None,
     mip_gap: float = 1e-6,
     threads: int | None = 1,
@@ -101,9 +109,17 @@ def solve_makespan(
     verbose: bool = False,
     options: Mapping[str, Any] | None = None,
 ) -> PolicyResult:
-    """Gavel's makespan policy: ``remaining[i]`` steps left per job; ``objective`` is the least makespan in the
-    throughputs' time unit (seconds for steps per second), infinite if a job can run nowhere. ``method`` as in
-    :func:`~synergy_opt.policies.solve_max_min_fairness` (row K2 is row D1's form with ``c = X / R``)."""
+    """Gavel's makespan policy: ``remaining[i]`` steps left per job; ``objective`` is the makespan of the
+    allocation in the throughputs' time unit (seconds for steps per second), infinite if a job can run nowhere.
+    ``method`` as in :func:`~synergy_opt.policies.solve_max_min_fairness` (row K2 is row D1's form with
+    ``c = X / R``).
+
+    The least makespan leaves most allocations open (every job need only finish by then). ``point="optimum"``
+    returns the LP's optimum (a vertex: most jobs get just what finishes them at the makespan);
+    ``point="gavel"`` returns what Gavel's own policy does (:mod:`synergy_opt.policies.centre`): the makespan
+    its bisection stops at (within 5% above the least; throughputs in steps per second, its bracket is in
+    seconds), and there the analytic centre of the allocations that meet it, every job with time to spare.
+    """
     started = time.perf_counter()
     left = _per_job("remaining", remaining, problem, positive=True)
     if not problem.num_jobs:  # nothing to finish (its LP would hold only u, unbounded)
@@ -114,13 +130,32 @@ def solve_makespan(
                            (problem.scale_factors[rows] * counts).astype(float), problem.gpus.astype(float))
         solved, decomposed = solve_decomposed(req, np.arange(rows.size), rows.size, solver,
                                               lp_params(time_limit, mip_gap, threads, seed, verbose, options), started)
-        return policy_result("makespan", problem, solved, class_of, _makespan, decomposed.lps)
-    model, unit = _makespan_model(problem, left, rows, counts)
-    params = lp_params(time_limit, mip_gap, threads, seed, verbose, large_lp_options(model, solver, options))
-    solved = solve_lp(model, problem.num_types, solver, params, time.perf_counter() - started)
-    result = policy_result("makespan", problem, solved, class_of, lambda u: _makespan(u * unit))
-    return result if result.allocation is None else replace(result, objective=makespan_at(problem, left,
-                                                                                        result.allocation))
+        result = policy_result("makespan", problem, solved, class_of, _makespan, decomposed.lps)
+    else:
+        model, unit = _makespan_model(problem, left, rows, counts)
+        params = lp_params(time_limit, mip_gap, threads, seed, verbose, large_lp_options(model, solver, options))
+        solved = solve_lp(model, problem.num_types, solver, params, time.perf_counter() - started)
+        result = policy_result("makespan", problem, solved, class_of, lambda u: _makespan(u * unit))
+    if result.allocation is None:
+        return result
+    result = replace(result, objective=makespan_at(problem, left, result.allocation))
+    return _gavel_point(problem, left, result) if point == "gavel" else result
+
+
+def _gavel_point(problem: PolicyProblem, remaining: np.ndarray, optimum: PolicyResult) -> PolicyResult:
+    """``optimum`` moved to Gavel's point (:mod:`synergy_opt.policies.centre`); left as it is when its
+    makespan is infinite (a job runs nowhere) or its set has no interior to centre in."""
+    least = optimum.objective
+    if optimum.allocation is None or least is None or not 0 < least < np.inf:
+        return optimum
+    need = remaining / gavel_makespan(least)
+    throughputs, scale, gpus = problem.throughputs, problem.scale_factors.astype(float), problem.gpus.astype(float)
+    start = interior_start(optimum.allocation, throughputs, scale, gpus, need)
+    if start is None:
+        return optimum
+    centre, _ = analytic_centre(start, throughputs, scale, gpus, need)
+    allocation = np.clip(centre, 0.0, 1.0)
+    return replace(optimum, allocation=allocation, objective=makespan_at(problem, remaining, allocation))
 
 
 def makespan_at(problem: PolicyProblem, remaining: np.ndarray, allocation: np.ndarray) -> float:
