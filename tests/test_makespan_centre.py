@@ -4,6 +4,8 @@ rows it must keep; the simulator's makespan policy against Gavel's own simulator
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy.optimize import brentq, minimize
@@ -14,6 +16,8 @@ from synergy_opt.policies.centre import FEASIBLE_MARGIN, analytic_centre, gavel_
 from synergy_opt.policies.linear import makespan_at
 from synergy_opt.sim.gavel import gavel_trace_file
 from synergy_opt.sim.trace_io import load_trace
+
+FLAT_MODELS = {"A3C": "gnmt", "CycleGAN": "gnmt", "ResNet-18": "gnmt", "ResNet-50": "gnmt"}
 
 
 def test_gavels_bisection_below_its_first_bracket_stops_at_its_floor_by_hand() -> None:
@@ -109,11 +113,24 @@ def test_an_unknown_point_is_named() -> None:
         solve_makespan(problem, remaining, point="vertex")
 
 
+def test_three_jobs_finish_when_gavels_simulator_finishes_them(tmp_path: Path) -> None:
+    # Three ResNet-18 jobs of 10 h, 1 h and 3 h at 0 on 2 V100s (Gavel's 7-column trace; a helper's run of Gavel
+    # with min_total_duration_perf, 2026-12-07): Gavel finishes them at 36000.01, 8999.52 and 14759.63 s. The
+    # LP's vertex gave the short jobs just what finishes them at 10 h, 0.1 and 0.3 (ECOS: 0.324, 0.459), and the
+    # 1 h job finished at 4.0 h instead of 2.5 h.
+    path = tmp_path / "three.trace"
+    path.write_text("".join(f"ResNet-18 (batch size 32)\tcmd\t-n\t1\t{steps}\t0.000\t1\n"
+                            for steps in (1078098, 107810, 323429)))
+    trace = load_trace(path, job_models=FLAT_MODELS)
+    result = so.simulate(trace, so.HeteroCluster.of("v100:1", 2, 6, 125), policy="makespan",
+                         mechanism="proportional", round_s=360)
+    assert result.jobs.finish_s.tolist() == pytest.approx([36000.01, 8999.52, 14759.63], abs=1.0)
+
+
 # Gavel's own simulator (stanford-futuredata/gavel, scheduler/ unpatched, cvxpy with ECOS, allocation-reset
 # throttle off; a helper's run of 2026-12-07) with min_total_duration_perf on 32 V100s (4 servers of 8), 360 s
 # rounds, every job: average JCT in hours. Here: -1.3% and -1.2%; with the LP's vertex 111.48 h and 19.77 h.
 GAVEL_MAKESPAN_ONE_TYPE_JCT_H = {"msr_seed0_ed69ec": 48.3607, "msr_seed0_103959": 14.3152}
-FLAT_MODELS = {"A3C": "gnmt", "CycleGAN": "gnmt", "ResNet-18": "gnmt", "ResNet-50": "gnmt"}
 
 
 @pytest.mark.slow
