@@ -26,15 +26,29 @@ def test_gavels_bisection_below_its_first_bracket_stops_at_its_floor_by_hand() -
     assert gavel_makespan(80.0) == 100 + 999_900 / 2**18
 
 
-@pytest.mark.parametrize("least", [150.0, 3_333.3, 86_400.0, 900_000.0, 2.5e6, 4.4e8])
-def test_gavels_bisection_stops_within_five_percent_above_the_least(least: float) -> None:
+def test_gavels_bisection_in_its_second_bracket_by_hand() -> None:
+    # least = 1e6: no T of [100, 1e6] is feasible (all below 1e6 (1 + margin)); in [1e6, 1e7] every midpoint is,
+    # so the top halves down until 1.05e6 >= 1e6 + 9e6 / 2^k: k = 8. (A bracket grown 100-fold would give k = 11.)
+    assert gavel_makespan(1e6) == 1e6 + 9e6 / 2**8
+
+
+@pytest.mark.parametrize("least", [150.0, 3_333.3, 86_400.0, 900_000.0, 970_000.0, 2.5e6, 4.4e8, 1e300])
+def test_gavels_bisection_stops_a_bracket_step_above_the_least(least: float) -> None:
     found = gavel_makespan(least)
-    assert least * (1 + FEASIBLE_MARGIN) <= found <= 1.05 * least * (1 + FEASIBLE_MARGIN)
-    # A midpoint of its bracket: the first one [100, 1e6], else [10^k, 10^(k+1)] for the k that holds least.
-    low = 100.0 if least < 1e6 else 10 ** np.floor(np.log10(least))
-    high = 1e6 if least < 1e6 else 10 * low
+    # Within 5% above the least, or 7% when the least lies just below a bracket's top (970,000: 6.7%).
+    assert least * (1 + FEASIBLE_MARGIN) <= found <= 1.07 * least
+    if least * (1 + FEASIBLE_MARGIN) < 1e6 / 1.05:
+        assert found <= 1.05 * least * (1 + FEASIBLE_MARGIN)
+    # A midpoint of its bracket [10^k, 10^(k+1)] (the first one [100, 1e6]).
+    low = 100.0 if found < 1e6 else 10 ** np.floor(np.log10(found))
+    high = 1e6 if found < 1e6 else 10 * low
     steps = (found - low) / (high - low) * 2**40
     assert steps == pytest.approx(round(steps), abs=1e-3)
+
+
+def test_a_least_makespan_near_floats_end_comes_back_with_its_margin() -> None:
+    # Gavel's loop would not end: (low + high) / 2 overflows to inf near 1e308.
+    assert gavel_makespan(1.7e308) == 1.7e308 * (1 + FEASIBLE_MARGIN)
 
 
 def _barrier(x: np.ndarray, throughputs: np.ndarray, scale: np.ndarray, gpus: np.ndarray, need: np.ndarray) -> float:
@@ -101,10 +115,34 @@ def test_gavels_point_keeps_every_row_and_gives_every_job_time_to_spare() -> Non
     assert x[2, 1] > 0
 
 
+def test_gavels_point_for_one_job_by_hand() -> None:
+    # One job, one GPU, X = 1, R = 5: the least makespan 5 s is below Gavel's first bracket, so T = 100 +
+    # 999,900 / 2^18; the centre maximises log x + 2 log(1 - x) (its time row and the capacity row) + log(x - 5/T).
+    bisected = 100 + 999_900 / 2**18
+    share = brentq(lambda v: 1 / v - 2 / (1 - v) + 1 / (v - 5 / bisected), 5 / bisected + 1e-12, 1 - 1e-12)
+    result = solve_makespan(PolicyProblem(np.array([[1.0]]), np.array([1]), np.array([1])), np.array([5.0]),
+                            point="gavel")
+    assert result.allocation is not None
+    assert result.allocation[0, 0] == pytest.approx(share, rel=1e-9)
+    assert result.objective == pytest.approx(5 / share, rel=1e-9)
+
+
+def test_a_type_of_no_gpus_holds_no_time_at_gavels_point() -> None:
+    problem = PolicyProblem(np.array([[1.0, 1.0], [1.0, 2.0]]), np.array([1, 1]), np.array([2, 0]))
+    remaining = np.array([10_000.0, 10_000.0])
+    result = solve_makespan(problem, remaining, point="gavel")
+    assert result.allocation is not None
+    assert (result.allocation[:, 1] == 0).all()
+    assert (result.allocation[:, 0] * gavel_makespan(10_000.0) > remaining * 1.01).all()
+
+
 def test_gavels_point_is_the_optimum_where_a_job_runs_nowhere() -> None:
     problem = PolicyProblem(np.array([[1.0], [0.0]]), np.array([1, 1]), np.array([2]))
+    optimum = solve_makespan(problem, np.array([10.0, 10.0]))
     result = solve_makespan(problem, np.array([10.0, 10.0]), point="gavel")
-    assert result.objective == np.inf and result.allocation is not None
+    assert result.objective == optimum.objective == np.inf
+    assert result.allocation is not None and optimum.allocation is not None
+    assert (result.allocation == optimum.allocation).all()
 
 
 def test_an_unknown_point_is_named() -> None:

@@ -117,8 +117,9 @@ def solve_makespan(
     The least makespan leaves most allocations open (every job need only finish by then). ``point="optimum"``
     returns the LP's optimum (a vertex: most jobs get just what finishes them at the makespan);
     ``point="gavel"`` returns what Gavel's own policy does (:mod:`synergy_opt.policies.centre`): the makespan
-    its bisection stops at (within 5% above the least; throughputs in steps per second, its bracket is in
-    seconds), and there the analytic centre of the allocations that meet it, every job with time to spare.
+    its bisection stops at (within 5% above the least, 7% just below a bracket's top; throughputs in steps per
+    second, its bracket is in seconds), and there the analytic centre of the allocations that meet it, every
+    job with time to spare.
     """
     started = time.perf_counter()
     left = _per_job("remaining", remaining, problem, positive=True)
@@ -143,19 +144,24 @@ def solve_makespan(
 
 
 def _gavel_point(problem: PolicyProblem, remaining: np.ndarray, optimum: PolicyResult) -> PolicyResult:
-    """``optimum`` moved to Gavel's point (:mod:`synergy_opt.policies.centre`); left as it is when its
-    makespan is infinite (a job runs nowhere) or its set has no interior to centre in."""
+    """``optimum`` moved to Gavel's point (:mod:`synergy_opt.policies.centre`), its time counted in the
+    solve's; left as it is when its makespan is infinite (a job runs nowhere) or its set has no interior to
+    centre in. A type of no GPUs holds no time (its capacity row forces 0) and is left out of the centre."""
     least = optimum.objective
     if optimum.allocation is None or least is None or not 0 < least < np.inf:
         return optimum
+    started = time.perf_counter()
     need = remaining / gavel_makespan(least)
-    throughputs, scale, gpus = problem.throughputs, problem.scale_factors.astype(float), problem.gpus.astype(float)
-    start = interior_start(optimum.allocation, throughputs, scale, gpus, need)
+    kept = problem.gpus > 0
+    throughputs, scale, gpus = problem.throughputs[:, kept], problem.scale_factors, problem.gpus[kept].astype(float)
+    start = interior_start(optimum.allocation[:, kept], throughputs, scale, gpus, need)
     if start is None:
         return optimum
     centre, _ = analytic_centre(start, throughputs, scale, gpus, need)
-    allocation = np.clip(centre, 0.0, 1.0)
-    return replace(optimum, allocation=allocation, objective=makespan_at(problem, remaining, allocation))
+    allocation = np.zeros_like(optimum.allocation)
+    allocation[:, kept] = np.clip(centre, 0.0, 1.0)
+    return replace(optimum, allocation=allocation, objective=makespan_at(problem, remaining, allocation),
+                   solve_seconds=optimum.solve_seconds + time.perf_counter() - started)
 
 
 def makespan_at(problem: PolicyProblem, remaining: np.ndarray, allocation: np.ndarray) -> float:
