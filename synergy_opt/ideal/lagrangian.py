@@ -261,6 +261,7 @@ def solve_dual(
     theta = 0.0
     iteration = 0
     evaluated: set[bytes] = set()  # the multipliers evaluated (their cuts are in the master)
+    cut = np.ones(rows + 1)  # a cut's coefficients, -slope then theta's 1 (addRow copies them)
     while iteration < max_iterations:
         iteration += 1
         evaluated.add(lam.tobytes())
@@ -271,7 +272,8 @@ def solve_dual(
         slope = knapsack.capacity - use
         # Did the cut made at smoothed multipliers cut the last minimiser off (theta below the cut there)?
         separated = target is None or value + slope @ target > theta + 1e-12 * max(1.0, abs(theta))
-        master.addRow(value, inf, rows + 1, columns, np.r_[-slope, 1.0])
+        np.negative(slope, out=cut[:rows])
+        master.addRow(value, inf, rows + 1, columns, cut)
         if separated:
             master.run()
             solution = np.array(master.getSolution().col_value)
