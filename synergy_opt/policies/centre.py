@@ -111,12 +111,12 @@ def analytic_centre(start: np.ndarray, throughputs: np.ndarray, scale_factors: n
         blocks[:, diagonal, diagonal] += 1.0 / bounds**2
         try:
             inverse = np.linalg.inv(blocks)
-        except np.linalg.LinAlgError:  # a slack of ~1e-13 beside ones of ~1: x is as central as float64 gets
+            # The capacity rows add U diag(1/room^2) U^T, U[(i, t), t] = s_i: Woodbury.
+            solved = np.einsum("kij,kj->ki", inverse, -gradient)
+            coupling = np.diag(room**2) + np.einsum("k,kij->ij", scale**2, inverse)
+            weights = np.linalg.solve(coupling, scale @ solved)
+        except np.linalg.LinAlgError:  # singular in float64 (slacks decades apart): x, strictly inside, as it is
             return x, step
-        # The capacity rows add U diag(1/room^2) U^T, U[(i, t), t] = s_i: Woodbury.
-        solved = np.einsum("kij,kj->ki", inverse, -gradient)
-        coupling = np.diag(room**2) + np.einsum("k,kij->ij", scale**2, inverse)
-        weights = np.linalg.solve(coupling, scale @ solved)
         direction = solved - np.einsum("kij,kj->ki", inverse, scale[:, None] * weights[None, :])
         decrement = -float((gradient * direction).sum())
         if decrement / 2 <= NEWTON_TOLERANCE:
