@@ -39,15 +39,16 @@ def gavel_makespan(least_s: float) -> float:
     the least, or up to 7% when the least lies just below a bracket's top (then no ``T`` of that bracket is
     feasible and the next one's bisection starts at its bottom). A least beyond float's range comes back as it
     is (Gavel's loop would not end)."""
+    feasible_from = least_s * (1 + FEASIBLE_MARGIN)
     low, high = GAVEL_FIRST_BRACKET_S
     found = None
     while found is None:
         if not np.isfinite(high):
-            return least_s * (1 + FEASIBLE_MARGIN)
+            return feasible_from
         last_high = high
         while GAVEL_BRACKET_RATIO * low < high:
             middle = (low + high) / 2 if low + high < np.inf else low / 2 + high / 2  # no overflow near 1e308
-            if middle >= least_s * (1 + FEASIBLE_MARGIN):
+            if middle >= feasible_from:
                 found = high = middle
             else:
                 low = middle
@@ -62,11 +63,15 @@ def _slacks(x: np.ndarray, throughputs: np.ndarray, scale: np.ndarray, gpus: np.
     return x, 1.0 - x.sum(axis=1), gpus - scale @ x, (throughputs * x).sum(axis=1) - need
 
 
-def _barrier(x: np.ndarray, *data: np.ndarray) -> float:
-    slacks = _slacks(x, *data)
+def _log_barrier(slacks: tuple[np.ndarray, ...]) -> float:
+    """Minus the summed logarithms of ``slacks``; infinite outside the set (a slack not above 0)."""
     if any((s <= 0).any() for s in slacks):
         return np.inf
     return -float(sum(np.log(s).sum() for s in slacks))
+
+
+def _barrier(x: np.ndarray, *data: np.ndarray) -> float:
+    return _log_barrier(_slacks(x, *data))
 
 
 def interior_start(optimum: np.ndarray, throughputs: np.ndarray, scale_factors: np.ndarray, gpus: np.ndarray,
@@ -102,7 +107,8 @@ def analytic_centre(start: np.ndarray, throughputs: np.ndarray, scale_factors: n
     types = x.shape[1]
     diagonal = np.arange(types)
     for step in range(NEWTON_STEPS):
-        bounds, time_left, room, surplus = _slacks(x, *data)
+        slacks = _slacks(x, *data)
+        bounds, time_left, room, surplus = slacks
         gradient = (-1.0 / bounds + (1.0 / time_left)[:, None] + scale[:, None] / room[None, :]
                     - throughputs / surplus[:, None])
         # Per job, the Hessian of its own terms (its bounds, its time row, its finish row): types x types.
@@ -121,7 +127,7 @@ def analytic_centre(start: np.ndarray, throughputs: np.ndarray, scale_factors: n
         decrement = -float((gradient * direction).sum())
         if decrement / 2 <= NEWTON_TOLERANCE:
             return x, step
-        length, value = 1.0, _barrier(x, *data)
+        length, value = 1.0, _log_barrier(slacks)  # the slacks at x, computed once a step
         while _barrier(x + length * direction, *data) > value - 0.25 * length * decrement:
             length /= 2
             if length < 1e-12:  # round-off: as close as float64 gets
