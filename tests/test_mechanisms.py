@@ -7,6 +7,7 @@ profile), so CI sees the same examples every time.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -28,7 +29,7 @@ from synergy_opt import (
     solve_ideal,
 )
 from synergy_opt.evaluation import Evaluation, InvalidAllocationWarning, evaluate
-from synergy_opt.instance import Allocation, Placement
+from synergy_opt.instance import Allocation, Placement, trusted_round
 from synergy_opt.io import instance_to_dict
 from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.mechanisms.drf import dominant_shares
@@ -571,3 +572,22 @@ def test_demotion_makes_room_where_least_must_be_released() -> None:
     state.place(1, (1,), (1,), 3.0, 50.0)
     servers, counts = _gpu_servers(state, 1, 3.0, 50.0, None)
     assert servers.tolist() == [1] and counts.tolist() == [1]
+
+
+@pytest.mark.parametrize("fit", ["server", "gpu"])
+@pytest.mark.parametrize("seed", range(6))
+def test_greedy_skips_only_what_fits_nowhere(monkeypatch: pytest.MonkeyPatch, fit: str, seed: int) -> None:
+    # A queue of four times the cluster's GPUs, as the simulator's greedy refill hands it (trusted_round): the
+    # jobs first fit places are the same with and without the shortcut that skips a demand at least as large as
+    # one that fit nowhere (room only shrinks), job for job and placement for placement.
+    import synergy_opt.mechanisms.greedy as greedy
+
+    source = generate_round(gpus=128, multi_gpu=True, seed=seed, profile_noise=0.05)
+    jobs = tuple(replace(job, id=f"{job.id}-{copy}") for copy in range(4) for job in source.jobs)
+    queue = trusted_round(Cluster(4, 8, 24, 500), jobs, {})
+    order = np.random.default_rng(seed).permutation(len(jobs))
+    fast = greedy.pack_greedy(queue, order, fit=fit).placements
+    monkeypatch.setattr(greedy._Unfit, "__call__", lambda self, gpus, cpu, mem: False)
+    plain = greedy.pack_greedy(queue, order, fit=fit).placements
+    assert fast == plain
+    assert 0 < sum(p is not None for p in fast) < len(jobs)
