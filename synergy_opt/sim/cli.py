@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, get_args
 
 from tqdm import tqdm
 
@@ -63,6 +63,7 @@ from synergy_opt.sim.outputs import JOURNAL, file_digest, print_summary, run_fie
 from synergy_opt.sim.philly import SOURCE as PHILLY_SOURCE
 from synergy_opt.sim.policies import ARTIFACT_POLICIES, POLICIES, REFILL_POLICIES
 from synergy_opt.sim.sweep import PRELOAD, SimRun, SimSetting, check_run, run_one
+from synergy_opt.sim.timing import RoundTiming
 from synergy_opt.sim.trace import MAX_TRACE_JOBS, Trace
 from synergy_opt.sim.trace_io import load_trace
 from synergy_opt.sim.trace_metadata import TRACE_JOB_KIND
@@ -72,7 +73,7 @@ TOOL = "sim"
 DEFAULTS: dict[str, Any] = {
     "gpus": [128], "cpu_per_gpu": [3], "policy": ["fifo"], "load": [9.0], "split": [(20.0, 70.0, 10.0)],
     "multi_gpu": "no", "profile_noise": 0.0, "job_kind": "builtin", "seeds": [0], "round_s": 300.0,
-    "preemption_overhead": 0.0, "mechanisms": ["proportional", "tune"], "backfill": "yes",
+    "preemption_overhead": 0.0, "mechanisms": ["proportional", "tune"], "backfill": "yes", "round_timing": "grid",
 }
 # Flags that shape a generated trace, so that a trace file rules them out.
 DEFAULT_JOBS = 1000
@@ -225,6 +226,10 @@ def build_parser() -> _Parser:
     run.add_argument("--backfill", choices=("yes", "no"),
                      help="no: a job that does not fit blocks the jobs behind it, as in Gavel's FIFO; the queue "
                           "policies only (yes)")
+    run.add_argument("--round-timing", choices=get_args(RoundTiming),
+                     help="grid: rounds on the --round-s grid, an idle stretch skipped to the next boundary; gavel: "
+                          "as Gavel's simulator, a round after an idle stretch starts at the arrival, one whose jobs "
+                          "all finish early ends then (grid)")
     run.add_argument("--preemption-overhead", type=lambda text: _seconds(text, allow_zero=True),
                      help="seconds of no progress when a preempted job resumes (0)")
     run.add_argument("--time-limit", type=cli_args.seconds_or_none,
@@ -378,7 +383,8 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
         settings = [
             (SimSetting(gpus, ratio, policy, load, split, multi_gpu, args.profile_noise, args.job_kind,
                         args.jobs if args.jobs is not None else _default_jobs(args), seed, round_s, args.monitor,
-                        args.preemption_overhead, backfill=args.backfill == "yes", types=args.types or ""), None)
+                        args.preemption_overhead, backfill=args.backfill == "yes", types=args.types or "",
+                        round_timing=args.round_timing), None)
             for gpus, ratio, split, multi_gpu, policy, load, seed in itertools.product(*lists)
         ]
         try:  # every generated trace's arguments, before the sweep writes its folder
@@ -479,7 +485,8 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser
         # A trace file has no load: its arrivals are its own (the load column stays empty).
         setting = SimSetting(gpus, ratio, policy, None, split, multi_gpu, 0.0,
                              "builtin", len(trace), seed, args.round_s, args.monitor, args.preemption_overhead,
-                             path.name, backfill=args.backfill == "yes", types=args.types or "")
+                             path.name, backfill=args.backfill == "yes", types=args.types or "",
+                             round_timing=args.round_timing)
         settings.append((setting, trace))
     return settings, notes
 

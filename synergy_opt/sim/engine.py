@@ -24,7 +24,6 @@ simulated rounds, or when jobs remain that no round can run and none will arrive
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from collections.abc import Callable
@@ -72,6 +71,7 @@ from synergy_opt.sim.progress import PROGRESS, Accounting, ExactProgress, make_a
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
 from synergy_opt.sim.state import JobArrays
 from synergy_opt.sim.throughput import ThroughputTable
+from synergy_opt.sim.timing import ROUND_TIMING, Clock, make_clock
 from synergy_opt.sim.trace import MAX_TRACE_JOBS, Trace, TraceJob, check_extension_fits
 from synergy_opt.validation import NON_NEGATIVE, POSITIVE, SEED, InstanceOf, Optional, boolean, checked
 
@@ -94,7 +94,7 @@ def _cluster(name: str, value: Any) -> Cluster | HeteroCluster:
 
 @checked(trace=InstanceOf(Trace), cluster=_cluster, round_s=ROUND_S, seed=SEED,
          preemption_overhead_s=NON_NEGATIVE, until_s=Optional(POSITIVE), record_job_rounds=boolean,
-         max_rounds=ROUNDS, backfill=boolean, accounting=PROGRESS)
+         max_rounds=ROUNDS, backfill=boolean, accounting=PROGRESS, round_timing=ROUND_TIMING)
 def simulate(
     trace: Trace,
     cluster: Cluster | HeteroCluster,
@@ -112,6 +112,7 @@ def simulate(
     progress: Progress | None = None,
     accounting: str = "exact",
     round_start_s: float = 0.0,
+    round_timing: str = "grid",
     **mechanism_options: Any,
 ) -> SimResult:
     """Replay ``trace`` on ``cluster`` round by round under ``policy`` and ``mechanism``.
@@ -173,6 +174,11 @@ def simulate(
         The first round boundary: rounds start at ``round_start_s + k * round_s`` (``0 <= . < round_s``). The
         artifact's ``--static`` runs start theirs at 1 s (``runner.py``, ``init_event_queue``), so its static
         records replay with 1.0 (docs/fidelity.md).
+    round_timing
+        ``"grid"``: every round starts on that grid, an idle stretch skipped to the first boundary at or after
+        the next arrival. ``"gavel"``: as Gavel's simulator, a round after an idle stretch starts at the
+        arrival itself, a round whose jobs all finish early ends at the last finish, and the first round after
+        an idle stretch is credited with it in Gavel's round mechanism (:mod:`synergy_opt.sim.timing`).
     **mechanism_options
         Options of the mechanism (``run_mechanism``'s, or ``solve_ideal``'s / ``solve_joint``'s).
     """
@@ -180,13 +186,15 @@ def simulate(
     if progress is not None and not callable(progress):
         raise InvalidInputError("progress", progress, "must be a function (time_s, finished, monitored) or None")
     run = prepare_run(trace, cluster, policy, mechanism, round_s, seed, monitor, preemption_overhead_s,
-                      record_job_rounds, max_rounds, backfill, accounting, mechanism_options, round_start_s)
+                      record_job_rounds, max_rounds, backfill, accounting, mechanism_options, round_start_s,
+                      round_timing)
     run.progress = progress
     run.loop(until_s, max_rounds)
     settings: dict[str, Any] = {
         "policy": run.policy_name, "mechanism": run.mechanism_name, "gpus": cluster.total_gpus, "round_s": round_s,
         "monitor_first": run.first, "monitor_last": run.last, "preemption_overhead_s": preemption_overhead_s,
         "seed": seed, "backfill": backfill, "accounting": accounting, "round_start_s": round_start_s,
+        "round_timing": round_timing,
     }
     if isinstance(cluster, HeteroCluster):
         settings["types"] = cluster.counts_text
@@ -200,7 +208,7 @@ def simulate(
 def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Policy, mechanism: str | UserMechanism,
                 round_s: float, seed: int, monitor: tuple[int, int] | None, preemption_overhead_s: float,
                 record_job_rounds: bool, max_rounds: int, backfill: bool, accounting: str,
-                mechanism_options: dict[str, Any], round_start_s: float = 0.0) -> _Run:
+                mechanism_options: dict[str, Any], round_start_s: float = 0.0, round_timing: str = "grid") -> _Run:
     """:func:`simulate`'s run before its first round, every up-front check made (the trace against the cluster,
     the policy and mechanism on it, the rounds the monitored jobs need): a sweep's command line calls it on
     every run before it writes its folder. The arguments are :func:`simulate`'s, checked already."""
@@ -247,6 +255,7 @@ def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Po
                (first, last), record_job_rounds, backfill, selector, rule)
     run.mechanism_name = mechanism_name
     run.round_start = round_start_s
+    run.round_timing = ROUND_TIMING("round_timing", round_timing)
     run.artifact_keys, run.refill = artifact_keys, refill
     # The artifact's keys read the speedup at the best case the mechanism uses (``threshold``: its earlier name).
     run.best_case_tolerance = tolerance_option(mechanism_options)
@@ -366,6 +375,7 @@ class _Run:
         self.mechanism_name = "mechanism"
         self.policy_name = "policy"
         self.round_start = 0.0  # the first round boundary: rounds at round_start + k * round_s
+        self.round_timing = "grid"  # when rounds start (sim/timing.py)
         self.artifact_keys = False  # the policy reads JobStates.artifact_speedup
         # position -> speedup at its best case and demand shares (artifact keys)
         self.best_case: dict[int, tuple[float, np.ndarray]] = {}
@@ -551,16 +561,15 @@ class _Run:
         return job
 
     def loop(self, until_s: float | None, max_rounds: int = MAX_ROUNDS) -> None:
-        round_s, start = self.round_s, self.round_start
+        clock: Clock = make_clock(self.round_timing, self.round_start, self.round_s)
         active = np.empty(0, dtype=np.int64)
         ran_last = np.empty(0, dtype=np.int64)
         previous: np.ndarray | None = None
         fallback = False  # whether the allocation in force came from the fallback
         speedup = use = np.empty(0)
         monitored_left = self.last - self.first
-        k = 0
         while monitored_left > 0:
-            now = start + k * round_s
+            now = clock.now
             if until_s is not None and now >= until_s:
                 self.stopped = "until_s"
                 break
@@ -581,7 +590,7 @@ class _Run:
                 if self.admitted == self.size:
                     self.stopped = "stuck"  # monitored jobs remain that will never arrive
                     break
-                k = self._round_of(k, float(ready_sorted[self.admitted]))
+                clock.skip_to(float(ready_sorted[self.admitted]))
                 continue
             state = self.state
             artifact = self._artifact_keys(active) if self.artifact_keys else (None, None, None)
@@ -602,14 +611,15 @@ class _Run:
             preempted = np.setdiff1d(ran_last, running, assume_unique=True)
             self.state.preemptions[preempted] += 1
             held, left = self.state.run_s[running], self.state.remaining[running]
-            finished = self._progress(now, running, rate, ran_last)
+            finished, round_held = self._progress(now, running, rate, ran_last)
             if self.selector is not None:
-                self.selector.ran(running, self.state.run_s[running] - held, left - self.state.remaining[running],
-                                  self.state.duration[running])
+                # Gavel's round mechanism may be credited an idle stretch before the round too (sim/timing.py).
+                ran_s = self.state.run_s[running] - held + clock.idle_credit()
+                self.selector.ran(running, ran_s, left - self.state.remaining[running], self.state.duration[running])
             ran_last = np.setdiff1d(running, finished, assume_unique=True)
             if self.artifact_keys:
                 self.at_share = running[rate <= 1.0 + 1e-9]
-                self.last_run_end.update(dict.fromkeys(running.tolist(), now + round_s))
+                self.last_run_end.update(dict.fromkeys(running.tolist(), clock.round_end(round_held)))
             self.rows.append((now, active.size, runnable.size, running.size, *(100 * use / self.capacity),
                               seconds, solved, fallback))
             if finished.size:
@@ -622,21 +632,13 @@ class _Run:
                 break
             if running.size == 0 and self.admitted < self.size:
                 # Nothing can progress until the next arrival changes the runnable set.
-                k = self._round_of(k, float(self.state.ready[self.ready_order[self.admitted]]))
-                if self.artifact_keys:  # the rounds skipped would have marked starved jobs (marks only add)
-                    self._mark_starved(start + (k - 1) * round_s, active)
+                skipped = clock.skip_to(float(self.state.ready[self.ready_order[self.admitted]]))
+                if self.artifact_keys and skipped is not None:
+                    # the rounds skipped would have marked starved jobs (marks only add)
+                    self._mark_starved(skipped, active)
             else:
-                k += 1
-        self.end_s = start + k * round_s
-
-    def _round_of(self, k: int, ready: float) -> int:
-        """The first round after round ``k`` whose boundary ``round_start + k * round_s`` is at or after ``ready``,
-        read as the loop reads a boundary (a division can land one round past a ready time on a boundary)."""
-        start, round_s = self.round_start, self.round_s
-        later = max(k + 1, math.ceil((ready - start) / round_s))
-        while later - 1 > k and start + (later - 1) * round_s >= ready:
-            later -= 1
-        return later
+                clock.next_round(round_held)
+        self.end_s = clock.now
 
     @property
     def _can_extend(self) -> bool:
@@ -657,10 +659,12 @@ class _Run:
             use = np.array([gpus.sum(), gpus @ plan.cpu_per_gpu, gpus @ plan.mem_gb_per_gpu], dtype=float)
         return throughput / self.state.floor[runnable], use
 
-    def _progress(self, now: float, running: np.ndarray, rate: np.ndarray, ran_last: np.ndarray) -> np.ndarray:
-        """Advance the running jobs by one round; returns the positions that finished in it."""
+    def _progress(self, now: float, running: np.ndarray, rate: np.ndarray, ran_last: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Advance the running jobs by one round; returns the positions that finished in it, and the seconds each
+        running job held its GPUs."""
         if running.size == 0:
-            return running
+            return running, np.empty(0)
         resumed = ~np.isin(running, ran_last, assume_unique=True) & (self.state.run_s[running] > 0)
         delay = np.where(resumed, self.overhead, 0.0)
         span = self.round_s - delay
@@ -679,7 +683,7 @@ class _Run:
         self.state.finish[finished] = now + held[done]
         if self.record:
             self.job_rows.append((np.full(running.size, now), running, rate, progress_time))
-        return finished
+        return finished, held
 
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
         arrived = np.flatnonzero(self.state.arrival <= self.end_s) if self.size else np.empty(0, dtype=np.int64)

@@ -123,6 +123,7 @@ SETTINGS: dict[str, Kind] = {
     "monitor": Kind(_INTEGER, length=2),
     "preemption_overhead": Kind(_NUMBER),
     "backfill": Kind(("boolean", "string")),
+    "round_timing": Kind(_STRING),
     "time_limit": Kind(_NUMBER, words=("none",)),
     "plot": Kind(_BOOLEAN),
     "rounds_csv": Kind(_BOOLEAN),

@@ -41,8 +41,10 @@ FILES = ("summary.csv", "table.csv", "jobs.csv", "rounds.csv")
 
 def run_fields(run: SimRun, trace_digest: str | None) -> dict[str, Any]:
     """What a run's result depends on (its journal key): setting, mechanism, options, the trace file's digest."""
-    return {"setting": dataclasses.asdict(run.setting), "mechanism": run.mechanism, "options": dict(run.options),
-            "trace": trace_digest}
+    setting = dataclasses.asdict(run.setting)
+    if setting["round_timing"] == "grid":  # added later: the default leaves earlier sweeps' keys as they were
+        del setting["round_timing"]
+    return {"setting": setting, "mechanism": run.mechanism, "options": dict(run.options), "trace": trace_digest}
 
 
 def file_digest(path: Path) -> str:

@@ -35,7 +35,8 @@ SETTING_COLUMNS = (
     "job_kind", "trace_jobs", "round_s", "seed", "mechanism",
 )
 SUMMARY_COLUMNS = (
-    *SETTING_COLUMNS, "monitor_first", "monitor_last", "preemption_overhead_s", "backfill", *SUMMARY_KEYS,
+    *SETTING_COLUMNS, "monitor_first", "monitor_last", "preemption_overhead_s", "backfill", "round_timing",
+    *SUMMARY_KEYS,
     "arrivals_capped", "stopped",
     "proportional_ratio",
 )
@@ -63,8 +64,8 @@ class SimSetting:
     """Everything a run depends on but its mechanism: the cluster, the trace and the policy.
 
     ``load`` is in jobs per hour (None: a static trace); ``jobs`` is the generated trace's length (it draws
-    more arrivals while monitored jobs run); ``monitor`` and ``backfill`` are ``simulate``'s (None: its
-    default).
+    more arrivals while monitored jobs run); ``monitor``, ``backfill`` and ``round_timing`` are ``simulate``'s
+    (None: its default).
     """
 
     gpus: int = 128
@@ -83,6 +84,7 @@ class SimSetting:
     trace_name: str = GENERATED
     backfill: bool = True
     types: str = ""
+    round_timing: str = "grid"
 
     @property
     def cluster(self) -> Cluster | HeteroCluster:
@@ -155,7 +157,7 @@ def run_one(run: SimRun, progress: Progress | None = None) -> RunOutcome:
         result = simulate(run.make_trace(), s.cluster, policy=s.policy, mechanism=run.mechanism,
                           round_s=s.round_s, seed=s.seed, monitor=s.monitor,
                           preemption_overhead_s=s.preemption_overhead_s, backfill=s.backfill, progress=progress,
-                          **run.options)
+                          round_timing=s.round_timing, **run.options)
     labels = {**s.columns(), "mechanism": run.mechanism}
     summary = {**result.summary, **labels}
     return RunOutcome(summary, _labelled(result.jobs, labels), _labelled(result.rounds, labels))
@@ -169,7 +171,8 @@ def check_run(run: SimRun) -> None:
     s = run.setting
     with _ratio_as_set():
         prepare_run(run.make_trace(), s.cluster, s.policy, run.mechanism, s.round_s, s.seed, s.monitor,
-                    s.preemption_overhead_s, False, MAX_ROUNDS, s.backfill, "exact", dict(run.options))
+                    s.preemption_overhead_s, False, MAX_ROUNDS, s.backfill, "exact", dict(run.options),
+                    round_timing=s.round_timing)
 
 
 @contextlib.contextmanager
