@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -16,7 +17,7 @@ from synergy_opt.sim.cli import main
 from synergy_opt.sim.gavel import gavel_trace_file
 from synergy_opt.sim.outputs import run_fields
 from synergy_opt.sim.sweep import SimRun, SimSetting
-from synergy_opt.sim.timing import GavelClock
+from synergy_opt.sim.timing import GavelClock, GridClock
 from synergy_opt.sim.trace_io import load_trace
 
 GNMT = so.builtin_profile("gnmt")  # flat: speedup 1 at every config
@@ -92,6 +93,24 @@ def test_only_gavels_round_mechanism_reads_the_credit(monkeypatch: pytest.Monkey
     monkeypatch.setattr(GavelClock, "idle_credit", lambda self: 1e9)
     credited = simulate(_idle_gap(), ONE_GPU, mechanism="proportional", round_s=100, round_timing="gavel")
     assert credited.jobs.finish_s.tolist() == plain.jobs.finish_s.tolist()
+
+
+def test_the_clocks_step_by_hand() -> None:
+    held = np.array([360.0, 100.0])  # two jobs ran: one the whole round, one finished 100 s in
+    done_early = np.array([100.0])
+    grid = GridClock(0.0, 360.0)
+    grid.next_round(done_early)
+    assert (grid.now, grid.idle_credit(), grid.round_end(held)) == (360.0, 0.0, 720.0)
+    assert grid.skip_to(1000.0) == 720.0 and grid.now == 1080.0  # the boundary after 1000; 720 skipped over
+    gavel = GavelClock(0.0, 360.0)
+    gavel.next_round(done_early)  # the round ends when its only job does
+    assert (gavel.now, gavel.idle_credit()) == (100.0, 0.0)
+    assert gavel.skip_to(250.0) is None and (gavel.now, gavel.idle_credit()) == (250.0, 150.0)
+    assert gavel.round_end(held) == 610.0
+    gavel.next_round(held)
+    assert (gavel.now, gavel.idle_credit()) == (610.0, 0.0)
+    gavel.next_round(np.empty(0))  # no job ran: a whole round, and the credit counts from the last that ran one
+    assert (gavel.now, gavel.idle_credit()) == (970.0, 360.0)
 
 
 # ---- the default, and bad values ----------------------------------------------------------------------------
