@@ -169,7 +169,7 @@ def test_the_default_leaves_earlier_sweeps_journal_keys_as_they_were() -> None:
 
 # ---- against Gavel's own simulator --------------------------------------------------------------------------
 # stanford-futuredata/gavel c4fa40097339e9608ab71fd64c8bdea96a5e4a4c, scheduler/ unpatched (cvxpy 1.9.3, ECOS
-# 2.0.14, allocation-reset throttle off), Scheduler.simulate with 360 s rounds; a helper's harness (2026-12-08):
+# 2.0.14, allocation-reset throttle off), Scheduler.simulate with 360 s rounds; a helper's harness (2026-12-07):
 # run_gavel.py TRACE POLICY V100:P100:K80 OUT.json [--gpus_per_server 1:1:1]. Finish times are arrival + JCT.
 # Gavel runs whole steps a round (its rounds last about 359.97 s here): ours come within 0.5 s.
 

@@ -297,6 +297,22 @@ def derived_cases() -> Iterator[Case]:
         [3.0, 6.0], [62.5], [[1e-100], [10.0]]), model=None), so.Cluster(1, 4, 12, 250)), "trace.jobs[0]",
         "speedup is out of range")
     yield accepts("an instant profiling-only job", lambda t: sim(alone(profiling_s=1e6, duration_s=1e-6)))
+    # Gavel's round timing (sim/timing.py): rounds start at arrivals after idle gaps and end at early finishes.
+    for label, value in [("unknown", "arrival"), ("capitalised", "Gavel"), ("None", None), ("a number", 1)]:
+        yield rejects(f"round_timing {label}", lambda t, v=value: sim(alone(), round_timing=v), "round_timing")
+    yield accepts("Gavel's timing, a job just inside the horizon", lambda t: sim(
+        alone(arrival_s=0.99 * horizon), round_timing="gavel"),
+        lambda r: _assert(r.jobs["jct_s"].iloc[0] == pytest.approx(600.0, abs=1e-3)))
+    yield accepts("Gavel's timing, arrivals 30 years apart", lambda t: sim(Trace(tuple(
+        job(id=f"j{i}", arrival_s=i * 1e9) for i in range(4))), round_timing="gavel"),
+        lambda r: _assert(r.summary["unfinished"] == 0))
+    yield accepts("Gavel's timing, a microsecond's duration", lambda t: sim(alone(duration_s=1e-6),
+                                                                          round_timing="gavel"))
+    yield accepts("Gavel's timing, until_s mid-run", lambda t: sim(alone(duration_s=3000.0), until_s=300.0,
+                                                                 round_timing="gavel"), stopped("until_s", 1))
+    yield accepts("Gavel's timing, overhead just under a round", lambda t: sim(
+        Trace((job(duration_s=3000.0), job(id="b", arrival_s=300.0, duration_s=900.0))),
+        policy="srtf", preemption_overhead_s=299.999999, round_timing="gavel"))
 
 
 # ------------------------------------------------------------------------------------ 3. loops that never end

@@ -1,7 +1,8 @@
 """The simulator's stated bounds: how far in time a run reaches, how many rounds it simulates, and progress.
 
 - **Time.** Every time a run derives is a round boundary ``k * round_s`` plus at most one round
-  (plus ``round_start_s``, under a round). A job's
+  (plus ``round_start_s``, under a round; with ``round_timing="gavel"``, a ready time plus rounds of at most
+  ``round_s`` each, one per simulated round: no further). A job's
   ready time (arrival plus profiling) must be at most ``MAX_READY_ROUNDS`` (2^31) rounds, and a run
   simulates at most ``max_rounds <= MAX_ROUNDS_LIMIT`` (2^31) rounds past it, so every time stays below 2^32
   rounds, where a float still resolves 2^-20 of a round (0.3 ms of a 300-s round); ``round_s`` is at most

@@ -16,7 +16,8 @@ At each round boundary ``t = round_start_s + k * round_s`` (``round_start_s`` 0 
    runs, the first ``preemption_overhead_s`` seconds of that round make no progress (checkpoint restore;
    default 0).
 
-Rounds with no job in the system are skipped to the next arrival. The run ends when every monitored job has
+Rounds with no job in the system are skipped to the next arrival (``round_timing="gavel"`` times the rounds as
+Gavel's simulator does instead: :mod:`synergy_opt.sim.timing`). The run ends when every monitored job has
 finished (a generated trace draws more arrivals as long as needed), at ``until_s``, after ``max_rounds``
 simulated rounds, or when jobs remain that no round can run and none will arrive (reported as unfinished;
 ``summary["stopped"]`` says which). Times and rounds are bounded as :mod:`synergy_opt.sim.bounds` states.
