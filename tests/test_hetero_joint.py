@@ -370,23 +370,33 @@ def test_a_target_tree_goes_on_to_prove_a_solution_within_the_gap_of_its_target(
 def test_lowering_a_target_reopens_exactly_the_nodes_closed_above_the_new_cut_off() -> None:
     # A target of 100 at a gap of 1e-3 closed nodes at bounds up to its cut-off (100.1); a solution worth 99.95
     # (cut-off 99.95 * 1.001 = 100.04995) replaces it: the nodes closed above 100.04995 are open again with their
-    # bounds, the one below stays closed, and so does a solved node (its solution is at most the incumbent).
+    # bounds, the others stay closed, and the tree's bound never falls below the target (its fixings left out
+    # solutions worth up to it), nor below a solved node's.
     from typing import cast
 
     from synergy_opt.joint import branching
 
-    tree = branching.Tree(cast(ColumnGeneration, None), 1e-3, lambda y, x, master: -math.inf, incumbent=100.0,
-                          target=True)
-    root = tree._heap.pop()[-1]
+    def tree() -> branching.Tree:
+        made = branching.Tree(cast(ColumnGeneration, None), 1e-3, lambda y, x, master: -math.inf, incumbent=100.0,
+                              target=True)
+        made._heap.clear()  # the root, taken
+        return made
+
+    root = branching._Node(math.inf, 0, {}, {}, {})
+    first = tree()
     for bound in (99.95, 100.05, 100.09, 100.1):
-        assert tree._close(bound, root)
-    assert not tree._close(100.2, root)
-    tree._closed.append((99.9, None))
-    assert tree.bound == pytest.approx(100.1)
-    tree.lower(99.95)
-    assert (tree.incumbent, tree.target) == (99.95, False)
-    assert sorted(node.bound for *_, node in tree._heap) == pytest.approx([100.05, 100.09, 100.1])
-    assert tree.bound == pytest.approx(100.1)
-    assert sorted(bound for bound, _ in tree._closed) == pytest.approx([99.9, 99.95])
+        assert first._close(bound, root)
+    assert not first._close(100.2, root)
+    first._solved_bound = 99.9
+    assert first.bound == pytest.approx(100.1)
+    first.lower(99.95)
+    assert (first.incumbent, first.target) == (99.95, False)
+    assert sorted(node.bound for *_, node in first._heap) == pytest.approx([100.05, 100.09, 100.1])
+    assert first.bound == pytest.approx(100.1)
     with pytest.raises(AssertionError):
-        tree.lower(99.0)  # no longer a target
+        first.lower(99.0)  # no longer a target
+    # Every node closed below the target: the target stays the bound, not the nodes' 99.97.
+    second = tree()
+    assert second._close(99.97, root)
+    second.lower(99.95)
+    assert not second._heap and second.bound == 100.0

@@ -128,8 +128,10 @@ class Tree:
         self._heap: list[tuple[float, int, int, _Node]] = []
         self._counter = itertools.count()
         self._closed_bound = -math.inf  # the largest bound of a node closed within the gap (above the incumbent)
-        # The nodes closed by their bound (None: solved), each with that bound: a lowered target reopens some.
-        self._closed: list[tuple[float, _Node | None]] = []
+        # While the incumbent is a target: the nodes closed by their bound, each with it (lowering reopens some),
+        # and the largest bound of a solved node (whose solution is at most the incumbent; none is reopened).
+        self._closed: list[tuple[float, _Node]] = []
+        self._solved_bound = -math.inf
         self._stuck_bound = -math.inf  # the largest bound of a node left open because it cannot be split further
         self._push(_Node(root_bound, 0, dict(y_lower or {}), dict(y_upper or {}), {}))
 
@@ -154,18 +156,19 @@ class Tree:
         then goes on to prove it, as a plain tree from the root would. What the tree did stays valid for it: a
         node closed at or below the new cut-off holds nothing better than the gap allows, and every fixing by
         reduced cost left out only solutions worth at most the target, so at most the cut-off (as the master's
-        own reduction did). The nodes closed above the new cut-off are reopened with their bounds."""
+        own reduction did). The nodes closed above the new cut-off are reopened with their bounds; the target
+        itself stays a floor of :attr:`bound`, as the solutions those fixings left out may be worth up to it."""
         assert self.target and value < self.incumbent <= cutoff_of(value, self.mip_gap)
-        self.incumbent, self.target = value, False
+        target, self.incumbent, self.target = self.incumbent, value, False
         cutoff = cutoff_of(value, self.mip_gap)
-        kept: list[tuple[float, _Node | None]] = []
+        kept = [target, self._solved_bound]
         for bound, node in self._closed:
-            if node is not None and bound > cutoff:
+            if bound > cutoff:
                 self._push(_Node(bound, node.depth, node.y_lower, node.y_upper, node.rows))
             else:
-                kept.append((bound, node))
-        self._closed = kept
-        self._closed_bound = max((bound for bound, _ in kept), default=-math.inf)
+                kept.append(bound)
+        self._closed = []
+        self._closed_bound = max(kept)
 
     def _push(self, node: _Node) -> None:
         heapq.heappush(self._heap, (-node.bound, -node.depth, next(self._counter), node))
@@ -174,7 +177,8 @@ class Tree:
         if bound > cutoff_of(self.incumbent, self.mip_gap):
             return False
         self._closed_bound = max(self._closed_bound, bound)
-        self._closed.append((bound, node))
+        if self.target:
+            self._closed.append((bound, node))
         return True
 
     def search(self, deadline: float | None, nodes: int | None = None) -> bool:
@@ -218,7 +222,7 @@ class Tree:
                     continue  # an integral LP solution leaning on artificial slots: no real solution here
                 self.offer(self.on_incumbent(master.model_y(np.rint(lp.y)), np.rint(lp.x), master))
                 self._closed_bound = max(self._closed_bound, min(bound, lp.value))
-                self._closed.append((min(bound, lp.value), None))
+                self._solved_bound = max(self._solved_bound, min(bound, lp.value))
                 continue
             kind, children, _ = _choose(master, candidates, lp.value, self.strong)
             self.splits[kind] += 1
@@ -250,7 +254,8 @@ def target_trees(master: ColumnGeneration, incumbent: Callable[[], float], bound
     A tree searched as if an incumbent were worth a *target* just below the bound fixes and closes far more;
     when it ends without a solution above the target it has proven that none exists, the target is the new
     bound, and the next tree aims lower. Once a solution above the target appears, the tree goes on with it as
-    a plain branch-and-price. ``stop_early=False``: one plain tree, not closed by ``bound`` (tests). The outcome's
+    a plain branch-and-price; when it ends having found one within the gap below the target, it goes on to prove
+    that one (:meth:`Tree.lower`). ``stop_early=False``: one plain tree, not closed by ``bound`` (tests). The outcome's
     bound is valid whenever the search stops; complete means the last tree was exhausted. ``strong``: how splits
     are chosen (:class:`Strong`, one for all the trees)."""
     if master.best is not None:  # the root's L bounds every solution; targets above it would be wasted trees

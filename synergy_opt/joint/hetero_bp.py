@@ -36,8 +36,8 @@ from synergy_opt.joint.model import ItemColumns, JointReductions, place_items
 from synergy_opt.joint.placing import place_demand, residual_dive
 from synergy_opt.joint.pricing import ItemTypes, PricingDeadline
 
-# Seconds a placement of a node's whole configs may take per type, and the most maximal loads listed to decide it.
-# 0.1 s was too short on a machine a third slower: placements the trees relied on ran out, and the 3 x 128-GPU
+# Seconds a placement of a node's whole configs may take per type (and a type's ideal ILP, TypeIdeals), and the most
+# maximal loads listed to decide it (decomposition.py keeps 0.1 s for one type's trees). 0.1 s was too short on a machine a third slower: placements the trees relied on ran out, and the 3 x 128-GPU
 # multi-GPU rounds of seeds 1 and 8 took 329 and 361 nodes instead of 103 and 138 (0.3 s and 0.6 s give the same
 # trees on the 20 recorded rounds; the held-out seeds 10-19 take as long as with 0.1 s).
 PACK_SECONDS, PACK_LISTED = 0.3, 500
