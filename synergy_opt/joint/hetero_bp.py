@@ -37,9 +37,11 @@ from synergy_opt.joint.placing import place_demand, residual_dive
 from synergy_opt.joint.pricing import ItemTypes, PricingDeadline
 
 # Seconds a placement of a node's whole configs may take per type (and a type's ideal ILP, TypeIdeals), and the most
-# maximal loads listed to decide it (decomposition.py keeps 0.1 s for one type's trees). 0.1 s was too short on a machine a third slower: placements the trees relied on ran out, and the 3 x 128-GPU
-# multi-GPU rounds of seeds 1 and 8 took 329 and 361 nodes instead of 103 and 138 (0.3 s and 0.6 s give the same
-# trees on the 20 recorded rounds; the held-out seeds 10-19 take as long as with 0.1 s).
+# maximal loads listed to decide it (decomposition.py keeps 0.1 s for one type's trees). 0.1 s was too short when the
+# shared machine ran slower (the code of the recorded rows took 4.1 s on 3 x 128 single-GPU seed 2, recorded at
+# 2.9 s): placements the trees relied on ran out, and the multi-GPU rounds of seeds 1 and 8 took 329 and 361 nodes
+# instead of 103 and 138 (0.3 s and 0.6 s give the same trees on the 20 rounds of seeds 0-9; seeds 10-19 take as
+# long as with 0.1 s).
 PACK_SECONDS, PACK_LISTED = 0.3, 500
 # Seconds the residual dive may take to place a type's ideal configs (those it places take 0.02-0.15 s at 128 GPUs).
 IDEAL_DIVE_SECONDS = 0.5

@@ -63,7 +63,7 @@ from synergy_opt.sim.outputs import JOURNAL, file_digest, print_summary, run_fie
 from synergy_opt.sim.philly import SOURCE as PHILLY_SOURCE
 from synergy_opt.sim.policies import ARTIFACT_POLICIES, POLICIES, REFILL_POLICIES
 from synergy_opt.sim.sweep import PRELOAD, SimRun, SimSetting, check_run, run_one
-from synergy_opt.sim.timing import RoundTiming
+from synergy_opt.sim.timing import DEFAULT_ROUND_TIMING, RoundTiming
 from synergy_opt.sim.trace import MAX_TRACE_JOBS, Trace
 from synergy_opt.sim.trace_io import load_trace
 from synergy_opt.sim.trace_metadata import TRACE_JOB_KIND
@@ -73,7 +73,8 @@ TOOL = "sim"
 DEFAULTS: dict[str, Any] = {
     "gpus": [128], "cpu_per_gpu": [3], "policy": ["fifo"], "load": [9.0], "split": [(20.0, 70.0, 10.0)],
     "multi_gpu": "no", "profile_noise": 0.0, "job_kind": "builtin", "seeds": [0], "round_s": 300.0,
-    "preemption_overhead": 0.0, "mechanisms": ["proportional", "tune"], "backfill": "yes", "round_timing": "grid",
+    "preemption_overhead": 0.0, "mechanisms": ["proportional", "tune"], "backfill": "yes",
+    "round_timing": DEFAULT_ROUND_TIMING,
 }
 # Flags that shape a generated trace, so that a trace file rules them out.
 DEFAULT_JOBS = 1000

@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -72,7 +72,7 @@ from synergy_opt.sim.progress import PROGRESS, Accounting, ExactProgress, make_a
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SimResult, summarise
 from synergy_opt.sim.state import JobArrays
 from synergy_opt.sim.throughput import ThroughputTable
-from synergy_opt.sim.timing import ROUND_TIMING, Clock, make_clock
+from synergy_opt.sim.timing import DEFAULT_ROUND_TIMING, ROUND_TIMING, Clock, RoundTiming, make_clock
 from synergy_opt.sim.trace import MAX_TRACE_JOBS, Trace, TraceJob, check_extension_fits
 from synergy_opt.validation import NON_NEGATIVE, POSITIVE, SEED, InstanceOf, Optional, boolean, checked
 
@@ -113,7 +113,7 @@ def simulate(
     progress: Progress | None = None,
     accounting: str = "exact",
     round_start_s: float = 0.0,
-    round_timing: str = "grid",
+    round_timing: RoundTiming = DEFAULT_ROUND_TIMING,
     **mechanism_options: Any,
 ) -> SimResult:
     """Replay ``trace`` on ``cluster`` round by round under ``policy`` and ``mechanism``.
@@ -209,7 +209,8 @@ def simulate(
 def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Policy, mechanism: str | UserMechanism,
                 round_s: float, seed: int, monitor: tuple[int, int] | None, preemption_overhead_s: float,
                 record_job_rounds: bool, max_rounds: int, backfill: bool, accounting: str,
-                mechanism_options: dict[str, Any], round_start_s: float = 0.0, round_timing: str = "grid") -> _Run:
+                mechanism_options: dict[str, Any], round_start_s: float = 0.0,
+                round_timing: RoundTiming = DEFAULT_ROUND_TIMING) -> _Run:
     """:func:`simulate`'s run before its first round, every up-front check made (the trace against the cluster,
     the policy and mechanism on it, the rounds the monitored jobs need): a sweep's command line calls it on
     every run before it writes its folder. The arguments are :func:`simulate`'s, checked already."""
@@ -256,7 +257,7 @@ def prepare_run(trace: Trace, cluster: Cluster | HeteroCluster, policy: str | Po
                (first, last), record_job_rounds, backfill, selector, rule)
     run.mechanism_name = mechanism_name
     run.round_start = round_start_s
-    run.round_timing = ROUND_TIMING("round_timing", round_timing)
+    run.round_timing = cast(RoundTiming, ROUND_TIMING("round_timing", round_timing))
     run.artifact_keys, run.refill = artifact_keys, refill
     # The artifact's keys read the speedup at the best case the mechanism uses (``threshold``: its earlier name).
     run.best_case_tolerance = tolerance_option(mechanism_options)
@@ -376,7 +377,7 @@ class _Run:
         self.mechanism_name = "mechanism"
         self.policy_name = "policy"
         self.round_start = 0.0  # the first round boundary: rounds at round_start + k * round_s
-        self.round_timing = "grid"  # when rounds start (sim/timing.py)
+        self.round_timing: RoundTiming = DEFAULT_ROUND_TIMING  # when rounds start (sim/timing.py)
         self.artifact_keys = False  # the policy reads JobStates.artifact_speedup
         # position -> speedup at its best case and demand shares (artifact keys)
         self.best_case: dict[int, tuple[float, np.ndarray]] = {}

@@ -34,6 +34,7 @@ from synergy_opt.sim.sweep import (
     seed_means,
     with_ratios,
 )
+from synergy_opt.sim.timing import DEFAULT_ROUND_TIMING
 
 JOURNAL = "runs"
 FILES = ("summary.csv", "table.csv", "jobs.csv", "rounds.csv")
@@ -42,7 +43,8 @@ FILES = ("summary.csv", "table.csv", "jobs.csv", "rounds.csv")
 def run_fields(run: SimRun, trace_digest: str | None) -> dict[str, Any]:
     """What a run's result depends on (its journal key): setting, mechanism, options, the trace file's digest."""
     setting = dataclasses.asdict(run.setting)
-    if setting["round_timing"] == "grid":  # added later: the default leaves earlier sweeps' keys as they were
+    # round_timing was added later: its default leaves earlier sweeps' keys as they were.
+    if setting["round_timing"] == DEFAULT_ROUND_TIMING:
         del setting["round_timing"]
     return {"setting": setting, "mechanism": run.mechanism, "options": dict(run.options), "trace": trace_digest}
 
@@ -86,7 +88,8 @@ def write_folder(
 ) -> tuple[list[Path], list[dict[str, Any]]]:
     """Write ``summary.csv`` (a row per run), ``table.csv`` (means over seeds: the printed table), ``jobs.csv``
     and, when asked, ``rounds.csv`` from the runs' records; returns the paths and the table's rows."""
-    summaries = with_ratios([record["summary"] for record in records])
+    # Records of runs before round_timing was a setting ran on the grid (their journal keys leave it out).
+    summaries = with_ratios([{"round_timing": DEFAULT_ROUND_TIMING, **record["summary"]} for record in records])
     table = seed_means(summaries)
     paths = [write_csv(summaries, folder / "summary.csv", SUMMARY_COLUMNS),
              write_csv(table, folder / "table.csv", TABLE_COLUMNS)]

@@ -25,6 +25,7 @@ from synergy_opt.instance import Cluster
 from synergy_opt.sim.bounds import MAX_ROUNDS
 from synergy_opt.sim.engine import CpuRatioWarning, Progress, prepare_run, simulate
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SUMMARY_KEYS
+from synergy_opt.sim.timing import DEFAULT_ROUND_TIMING, RoundTiming
 from synergy_opt.sim.trace import Trace, check_extension_fits, drawn_gpus, generate_trace
 from synergy_opt.sim.trace_metadata import TraceJobKind
 from synergy_opt.validation import check_arguments
@@ -65,7 +66,7 @@ class SimSetting:
 
     ``load`` is in jobs per hour (None: a static trace); ``jobs`` is the generated trace's length (it draws
     more arrivals while monitored jobs run); ``monitor``, ``backfill`` and ``round_timing`` are ``simulate``'s
-    (None: its default).
+    (``monitor`` None: its default).
     """
 
     gpus: int = 128
@@ -84,7 +85,7 @@ class SimSetting:
     trace_name: str = GENERATED
     backfill: bool = True
     types: str = ""
-    round_timing: str = "grid"
+    round_timing: RoundTiming = DEFAULT_ROUND_TIMING
 
     @property
     def cluster(self) -> Cluster | HeteroCluster:

@@ -31,6 +31,7 @@ from synergy_opt.validation import OneOf
 
 RoundTiming = Literal["grid", "gavel"]
 ROUND_TIMING = OneOf(get_args(RoundTiming))
+DEFAULT_ROUND_TIMING: RoundTiming = "grid"
 
 
 class Clock(Protocol):
