@@ -158,9 +158,9 @@ class Tree:
         reduced cost left out only solutions worth at most the target, so at most the cut-off (as the master's
         own reduction did). The nodes closed above the new cut-off are reopened with their bounds; the target
         itself stays a floor of :attr:`bound`, as the solutions those fixings left out may be worth up to it."""
-        assert self.target and value < self.incumbent <= cutoff_of(value, self.mip_gap)
-        target, self.incumbent, self.target = self.incumbent, value, False
         cutoff = cutoff_of(value, self.mip_gap)
+        assert self.target and value < self.incumbent <= cutoff
+        target, self.incumbent, self.target = self.incumbent, value, False
         kept = [target, self._solved_bound]
         for bound, node in self._closed:
             if bound > cutoff:
@@ -221,8 +221,9 @@ class Tree:
                 if lp.artificial > _INTEGRAL:
                     continue  # an integral LP solution leaning on artificial slots: no real solution here
                 self.offer(self.on_incumbent(master.model_y(np.rint(lp.y)), np.rint(lp.x), master))
-                self._closed_bound = max(self._closed_bound, min(bound, lp.value))
-                self._solved_bound = max(self._solved_bound, min(bound, lp.value))
+                solved = min(bound, lp.value)
+                self._closed_bound = max(self._closed_bound, solved)
+                self._solved_bound = max(self._solved_bound, solved)
                 continue
             kind, children, _ = _choose(master, candidates, lp.value, self.strong)
             self.splits[kind] += 1

@@ -123,6 +123,6 @@ class GavelClock:
         return None
 
 
-def make_clock(timing: str, start: float, round_s: float) -> Clock:
+def make_clock(timing: RoundTiming, start: float, round_s: float) -> Clock:
     """The clock of ``round_timing`` ``timing`` for rounds of ``round_s`` from ``start``."""
     return GavelClock(start, round_s) if timing == "gavel" else GridClock(start, round_s)
