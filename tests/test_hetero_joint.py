@@ -314,6 +314,24 @@ def test_bad_joint_methods() -> None:
         so.solve_joint(TINY[0], start=so.run_mechanism(TINY[0], "tune"))
 
 
+@pytest.mark.parametrize("c_gpus, expected", [(2, Status.INFEASIBLE), (1, Status.OPTIMAL)])
+def test_a_round_no_consolidated_placement_holds_is_infeasible_by_every_method(c_gpus: int, expected: Status
+                                                                                ) -> None:
+    # Jobs of 3, 3 and c_gpus GPUs limited to two 4-GPU k80 servers, one job free to take a v100: consolidated,
+    # a 2-GPU job fits in neither 1-GPU remainder. The decomposition said NO_SOLUTION (as if out of time) at once,
+    # with no limit, where the direct MILP said INFEASIBLE (a tester's finding); a 1-GPU job fits (the control).
+    flat = so.Profile(np.array([3.0]), np.array([62.5]), np.array([[1.0]]))
+    cluster = so.HeteroCluster((so.ServerType("k80", 2, 4, 24, 500), so.ServerType("v100", 1, 4, 24, 500)))
+    jobs = (so.HeteroJob("a", 3, {"k80": flat}, "k80"), so.HeteroJob("b", 3, {"k80": flat}, "k80"),
+            so.HeteroJob("c", c_gpus, {"k80": flat}, "k80"),
+            so.HeteroJob("d", 1, {"k80": flat, "v100": flat}, "v100"))
+    instance = HeteroRound(cluster, jobs)
+    for method in ("auto", "decomposition", "direct"):
+        result = so.solve_joint(instance, consolidate=True, method=method)
+        assert result.status is expected, (method, result.message)
+        assert (result.allocation is None) == (expected is Status.INFEASIBLE)
+
+
 def test_a_type_fixed_round_takes_each_types_formulation_and_start() -> None:
     # A one-type HeteroRound refused formulation="servers" and start= ("taken on rounds of one GPU type only").
     instance = so.generate_round(16, multi_gpu=True, seed=3, profile_noise=0.05)

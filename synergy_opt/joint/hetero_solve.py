@@ -12,7 +12,8 @@ Methods (``solve_joint(round, method=...)`` on a :class:`~synergy_opt.hetero.Het
   each choice's value is today's decomposition on every type (proven per type; a type's round once). When
   the best meets the bound within ``mip_gap`` it is optimal; otherwise the branch-and-price across types
   (:mod:`~synergy_opt.joint.hetero_bp`) searches from it with the time left, its nodes' types combining the
-  rounds solved here: OPTIMAL when it proves the best within ``mip_gap``, else FEASIBLE with its bound.
+  rounds solved here: OPTIMAL when it proves the best within ``mip_gap``, else FEASIBLE with its bound;
+  INFEASIBLE when that search is exhausted without a solution, NO_SOLUTION when the time ran out first.
 - ``"auto"``: per-type on a type-fixed round; on a type-free one the decomposition when it applies (HiGHS,
   floors fixed, no backend options), else direct.
 """
@@ -225,6 +226,10 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
         min(IDEAL_SHARE * (deadline - start), IDEAL_SECONDS_PER_GPU * instance.cluster.total_gpus)
     ideal = solve_ideal(instance, objective=objective, mip_gap=params.mip_gap, time_limit=ideal_limit)
     phases["ideal"] = time.perf_counter() - start
+    if ideal.status is Status.INFEASIBLE:
+        return HeteroJointResult(Status.INFEASIBLE, None, None, instance, "decomposition",
+                                 time.perf_counter() - start, "infeasible: the type-free ideal ILP (a relaxation) is",
+                                 None, phases=phases)
     bounds = [b for b in (ideal.bound, upper_bound) if b is not None]
     bound = min(bounds) if bounds else None
     search = TypeSearch(instance, ideal)
@@ -263,6 +268,11 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
             allocation, value = proof.allocation, proof.value
         phases["branch-and-price"] = time.perf_counter() - start
     seconds = time.perf_counter() - start
+    if allocation is None and proof is not None and proof.outcome.complete:
+        # The tree exhausted with no incumbent: no solution exists (as the homogeneous decomposition says).
+        return HeteroJointResult(Status.INFEASIBLE, None, None, instance, "decomposition", seconds,
+                                 "infeasible: the branch-and-price across types found no solution in any node",
+                                 None, phases=phases)
     if allocation is None:
         return HeteroJointResult(Status.NO_SOLUTION, None, bound, instance, "decomposition", seconds,
                                  "no type choice placed every job", None, phases=phases)
