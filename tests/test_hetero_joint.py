@@ -330,6 +330,12 @@ def test_a_round_no_consolidated_placement_holds_is_infeasible_by_every_method(c
         result = so.solve_joint(instance, consolidate=True, method=method)
         assert result.status is expected, (method, result.message)
         assert (result.allocation is None) == (expected is Status.INFEASIBLE)
+    # Type-fixed (d on v100 only): the k80 round is infeasible, so is the round (it said NO_SOLUTION too).
+    fixed = HeteroRound(cluster, (*jobs[:3], so.HeteroJob("d", 1, {"v100": flat}, "v100")))
+    for method in ("auto", "per-type", "decomposition", "direct"):
+        result = so.solve_joint(fixed, consolidate=True, method=method)
+        assert result.status is expected, (method, result.message)
+        assert (result.allocation is None) == (expected is Status.INFEASIBLE)
 
 
 def test_a_type_fixed_round_takes_each_types_formulation_and_start() -> None:

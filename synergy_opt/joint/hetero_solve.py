@@ -176,7 +176,10 @@ def solve_hetero_joint(
         bounds = [r.bound for r in results.values()]
         bound = None if None in bounds else float(sum(b for b in bounds if b is not None))
         allocation = _joined(instance, results)
-        status = Status.OPTIMAL if proven else (Status.FEASIBLE if allocation is not None else Status.NO_SOLUTION)
+        if any(r.status is Status.INFEASIBLE for r in results.values()):
+            status = Status.INFEASIBLE  # one type's round has no solution: nor has the round
+        else:
+            status = Status.OPTIMAL if proven else (Status.FEASIBLE if allocation is not None else Status.NO_SOLUTION)
         return HeteroJointResult(status, total, bound, instance, "per-type", time.perf_counter() - start,
                                  "; ".join(f"{k}: {r.message}" for k, r in results.items()), allocation,
                                  per_type=results, types=instance.baselines)
