@@ -121,7 +121,17 @@ def _check(name: str, setting: tuple[str, str, tuple[int, int], float | None, fl
         assert sum(theirs.values()) / len(theirs) / 3600 == pytest.approx(average_h, abs=1e-4)
 
 
-@pytest.mark.parametrize("name", sorted(SETTINGS))
+# The runs replayed by the default suite: one or two of every rule (each policy, mechanism, CPU:GPU ratio, OPT and
+# the deployment traces), the quicker of each; the other runs (about 300 s of the suite's 1,200 s of test time) in
+# the slow group, which .ci/run runs as well.
+QUICK = {"b_fifo_fair_multi", "b_fifo_tune_multi", "c_srtf_fair_multi", "h_srtf_tune_multi_r4", "h_las_tune_multi_r4",
+         "d_ftf_fair_single_l20", "e_fifo_greedy_multi", "h_drf_tune_multi_r5", "f_tetris_fair_single_l20",
+         "g_fifo_opt_single", "g_srtf_opt_multi", "h_fifo_opt_single_r4", "h_fifo_opt_multi_r5", "h_fifo_fair_l12_r6",
+         *DEPLOYMENT}
+
+
+@pytest.mark.parametrize("name", [name if name in QUICK else pytest.param(name, marks=pytest.mark.slow)
+                                  for name in sorted(SETTINGS)])
 def test_the_artifacts_runs_replay_to_the_second(name: str) -> None:
     _check(name, SETTINGS[name])
 
@@ -205,6 +215,7 @@ def test_the_artifacts_policies_run_on_one_gpu_type() -> None:
             simulate(trace, cluster, policy=policy, mechanism="tune-artifact")
 
 
+@pytest.mark.slow  # 40,000 rounds of 300 s (the rule waits 1,000 h twice): 10-18 s
 def test_the_artifacts_starvation_rule() -> None:
     # Two 8-GPU jobs on one server (the helper's trace, run in the artifact's simulator: {0: 12000000, 1: 7800600}
     # seconds). Job 1 arrives at 1100 h with no service, so LAS runs it and job 0 waits; 1000 h after its last run
