@@ -10,6 +10,7 @@ import pytest
 
 import synergy_opt as so
 import synergy_opt.ideal.core as ideal_core
+import synergy_opt.ideal.hetero_core as hetero_core
 from synergy_opt.ideal.core_search import prepare, search
 from synergy_opt.ideal.lagrangian import Knapsack, dual_from_near, dual_value, solve_dual
 from synergy_opt.ideal.model import Reductions, build_ideal
@@ -120,6 +121,35 @@ def test_method_errors_name_the_field() -> None:
         so.solve_ideal(instance, method="core", relax=True)
     with pytest.raises(so.InvalidInputError, match="method"):
         so.solve_ideal(instance, method="core", reductions=Reductions.none())
+
+
+@pytest.mark.parametrize("hetero", [False, True])
+def test_a_loose_gap_searches_no_wider_than_the_start_gap(hetero: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A looser mip_gap must not make the search harder: its thresholds start at the gap allowed, capped at
+    START_GAP of |L|. Uncapped, mip_gap 0.5 started past every job's worst column on this 64-GPU round (one
+    exact search of every column, 7 s, NO_SOLUTION under a 0.1 s limit, where 1e-6 takes 0.02 s), and 0.2 took
+    the 3 x 128-GPU round 5.5 s against 0.1 s (a tester's finding)."""
+    module = hetero_core if hetero else ideal_core
+    name = "plan" if hetero else "prepare"
+    instance = so.generate_round(types={"k80": 16, "p100": 16, "v100": 16}, multi_gpu=True, seed=1,
+                                 profile_noise=0.05) if hetero else so.generate_round(64, profile_noise=0.1, seed=2)
+    thresholds: list[float] = []
+    original = getattr(module, name)
+
+    def recorded(knapsack: object, dual: object, threshold: float) -> object:
+        thresholds.append(threshold)
+        return original(knapsack, dual, threshold)
+
+    monkeypatch.setattr(module, name, recorded)
+    tight = so.solve_ideal(instance, mip_gap=module.START_GAP)
+    assert tight.bound is not None and tight.objective is not None
+    widest = max(thresholds)
+    for gap in (0.2, 0.5, 1.0):
+        thresholds.clear()
+        loose = so.solve_ideal(instance, mip_gap=gap)
+        assert loose.status is Status.OPTIMAL and loose.objective is not None and loose.bound is not None
+        assert loose.objective >= (1 - gap) * tight.bound - 1e-9 and loose.bound >= tight.objective - 1e-6
+        assert max(thresholds, default=0.0) <= widest * (1 + 1e-12)
 
 
 def test_round_without_jobs() -> None:
