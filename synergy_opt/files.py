@@ -109,14 +109,21 @@ STALE_UNTAGGED_S = 3600.0  # a temporary file of the old, untagged form is stale
 def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary path beside ``target`` (same suffix) to write to; renamed onto ``target`` on success.
 
-    The folder is created if missing. On any exception the temporary file is removed and ``target`` is
-    untouched; an ``OSError`` (a full disk, a file-size limit, no permission) is raised again naming ``target``,
+    A symbolic link is written through (the file it names is replaced, the link kept); a device, FIFO or socket
+    is refused (OSError naming it). The folder is created if missing. On any exception the temporary file is
+    removed and ``target`` is untouched; an ``OSError`` (a full disk, a file-size limit, no permission) is raised
+    again naming ``target``,
     not the hidden temporary file. Temporary files of earlier writes to ``target`` whose writer is gone (killed
     mid-write on this host) are removed first.
     """
     final = Path(target)
+    if final.is_symlink():  # written through: the rename would replace the link, not the file it names
+        final = final.resolve()
     if final.is_dir():  # the rename would fail with EBUSY ('.') or EISDIR: say what to give instead
         raise IsADirectoryError(errno.EISDIR, "is a folder: give a file's path to write to", str(final))
+    if final.exists() and not final.is_file():  # the rename would replace a device or FIFO (root: /dev/null)
+        raise OSError(errno.EINVAL, "is not a regular file (a device, FIFO or socket): give a file's path to "
+                      "write to", str(final))
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_temporaries(final)

@@ -129,3 +129,20 @@ def test_writing_onto_a_folder_says_it_is_one(tmp_path: Path, where: str, monkey
     with pytest.raises(IsADirectoryError, match=f"is a folder: give a file's path to write to: '{where}'"):
         so.save_instance(so.generate_round(gpus=16), where)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]  # nothing written beside it
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_is_refused_and_a_link_written_through(tmp_path: Path) -> None:
+    # The rename replaced whatever was at the path: a FIFO became a regular file, and as root /dev/null did (a
+    # tester's finding). A link was replaced by a file and the file it named left as it was.
+    instance = so.generate_round(gpus=8, seed=0)
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match=r"is not a regular file .*pipe\.json"):
+        so.save_instance(instance, fifo)
+    assert fifo.is_fifo() and sorted(p.name for p in tmp_path.iterdir()) == ["pipe.json"]
+    real, link = tmp_path / "real.json", tmp_path / "link.json"
+    real.write_text("old")
+    link.symlink_to(real)
+    so.save_instance(instance, link)
+    assert link.is_symlink() and so.load_instance(real).jobs == instance.jobs
