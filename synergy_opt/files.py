@@ -112,9 +112,8 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     A symbolic link is written through (the file it names is replaced, the link kept); a device, FIFO or socket
     is refused (OSError naming it). The folder is created if missing. On any exception the temporary file is
     removed and ``target`` is untouched; an ``OSError`` (a full disk, a file-size limit, no permission) is raised
-    again naming ``target``,
-    not the hidden temporary file. Temporary files of earlier writes to ``target`` whose writer is gone (killed
-    mid-write on this host) are removed first.
+    again naming ``target``, not the hidden temporary file. Temporary files of earlier writes to ``target`` whose
+    writer is gone (killed mid-write on this host) are removed first.
     """
     final = Path(target)
     if final.is_symlink():  # written through: the rename would replace the link, not the file it names
