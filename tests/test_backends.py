@@ -344,6 +344,23 @@ def test_native_options_and_params(solver: str) -> None:
     assert result.objective == pytest.approx(23.0)
 
 
+@pytest.mark.parametrize(("solver", "options", "said"), [
+    ("pyomo-glpk", {"tmlim": "abc"}, "Invalid time limit 'abc'"),
+    ("pyomo-glpk", {"mipgap": "x"}, "Invalid relative mip gap tolerance 'x'"),
+    ("pyomo-cbc", {"seconds": "abc"}, r"options\['seconds'\]='abc'.*illegal"),
+    ("pyomo-cbc", {"ratioG": -1}, r"options\['ratioG'\]=-1.*valid range"),  # an abbreviation, as CBC takes
+    ("pyomo-cbc", {"preprocess": "bogus"}, r"options\['preprocess'\]='bogus'.*Possible options"),
+])
+def test_an_option_value_the_solver_refuses_is_an_error_naming_it(solver: str, options: dict[str, object],
+                                                                    said: str) -> None:
+    # glpsol stopped (Pyomo's raw ApplicationError and ERROR lines), CBC solved on with its default in its
+    # place, silently (a tester's finding); option names were checked already, values only the solver knows.
+    model = knapsack()
+    require(solver, model)
+    with pytest.raises(InvalidInputError, match=said):
+        solve_model(model, solver, SolverParams(options=options))
+
+
 @pytest.mark.parametrize("solver", solver_names())
 def test_verbose_controls_the_solver_log(solver: str, capfd: pytest.CaptureFixture[str]) -> None:
     model = knapsack()

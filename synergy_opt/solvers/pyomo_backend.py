@@ -21,6 +21,7 @@ from typing import Any
 import highspy
 import numpy as np
 import pyomo.environ as pyo
+from pyomo.common.errors import ApplicationError
 from pyomo.contrib.solver.common.results import SolutionStatus as ContribSolution
 from pyomo.contrib.solver.common.results import TerminationCondition as ContribTC
 from pyomo.contrib.solver.solvers.highs import Highs
@@ -28,7 +29,7 @@ from pyomo.core.expr.numeric_expr import LinearExpression
 from pyomo.opt import SolutionStatus as LegacySolution
 from pyomo.opt import TerminationCondition as LegacyTC
 
-from synergy_opt.errors import SolverUnavailableError
+from synergy_opt.errors import InvalidInputError, SolverUnavailableError, SynergyError
 from synergy_opt.solvers import highs
 from synergy_opt.solvers.base import (
     Capabilities,
@@ -326,6 +327,21 @@ def check_cbc_options(options: Mapping[str, Any]) -> None:
             raise unknown_option("CBC", key, value, (full for _, full in parameters), "cbc -allCommands all -?")
 
 
+# What CBC prints for a parameter value it refuses (it keeps its default and solves on): the parameter's name.
+_CBC_REFUSED = re.compile(r"String of \S+ is illegal for \w+ parameter (\w+)|\S+ was provided for (\w+) - valid range"
+                          r"|<Possible options for (\w+) are")
+
+
+def _check_cbc_values(log: str, options: Mapping[str, Any]) -> None:
+    """An option of the user's whose value CBC's log says it refused (names are checked before the solve; values
+    CBC alone knows) as an error naming it, not an answer solved with CBC's default in its place."""
+    for match in _CBC_REFUSED.finditer(log):
+        parameter = next(group for group in match.groups() if group).lower()
+        for key, value in options.items():
+            if parameter.startswith(str(key).lower()):
+                raise InvalidInputError(f"options[{key!r}]", value, f"CBC refused it: {match.group(0).strip('<')}")
+
+
 def _glpk_options(params: SolverParams) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if params.time_limit is not None:
@@ -378,6 +394,31 @@ def _quiet_pyomo() -> Iterator[None]:
         log.setLevel(level)
 
 
+@contextmanager
+def _pyomo_errors() -> Iterator[list[str]]:
+    """The messages Pyomo's solver layer logs meanwhile: held back, and on an exception left to the error raised
+    (which says what they said); otherwise logged as they would have been."""
+    log = logging.getLogger("pyomo.opt")
+    records: list[logging.LogRecord] = []
+    messages: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+            messages.append(record.getMessage())
+
+    handler, propagate = Keep(), log.propagate
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        yield messages
+    finally:
+        log.removeHandler(handler)
+        log.propagate = propagate
+    for record in records:  # not reached on an exception
+        log.handle(record)
+
+
 def _glpk_termination(log: str, native: LegacyTC, is_mip: bool) -> LegacyTC:
     """Correct Pyomo's reading of glpsol's unboundedness messages, which it gets wrong both ways."""
     if "LP HAS UNBOUNDED PRIMAL SOLUTION" in log:
@@ -423,9 +464,19 @@ def _solve_shell(model: LinearModel, params: SolverParams, solver: str) -> Solve
     opt.options.update(params.options)
     with tempfile.TemporaryDirectory(prefix=f"synergy_{solver}_") as work:
         logfile = Path(work) / f"{solver}.log"
-        results = opt.solve(concrete, tee=bool(params.verbose), load_solutions=False, logfile=str(logfile))
+        try:
+            with _pyomo_errors() as errors:  # on a non-zero exit Pyomo logs the solver's output, then raises
+                results = opt.solve(concrete, tee=bool(params.verbose), load_solutions=False, logfile=str(logfile))
+        except ApplicationError:
+            said = "\n".join(errors)
+            last = next((line.strip() for line in reversed(said.splitlines()) if line.strip()), "no output")
+            if params.options:  # glpsol stops on a value it refuses ("Invalid time limit 'abc'")
+                raise InvalidInputError("options", dict(params.options), f"{solver} refused them: {last}") from None
+            raise SynergyError(f"{name} did not exit normally: {last}") from None
         log = logfile.read_text(errors="replace") if logfile.exists() else ""
     solved = time.perf_counter()
+    if solver == "cbc":
+        _check_cbc_values(log, params.options)
 
     native = results.solver.termination_condition
     if solver == "glpk":
