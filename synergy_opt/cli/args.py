@@ -23,10 +23,15 @@ MAX_FLAG_CHARS = 100_000  # the text of one flag's value
 
 
 def items(text: str, separator: str = ",") -> list[str]:
-    """The non-empty parts of a comma-separated flag, at most ``MAX_LIST_VALUES`` of them."""
+    """The parts of a comma-separated flag, at most ``MAX_LIST_VALUES`` of them; one trailing comma is allowed
+    (``--seeds 42,`` is a list of one), an empty part elsewhere is an error (``8,,16`` was read as ``8,16``)."""
     if len(text) > MAX_FLAG_CHARS:
         raise argparse.ArgumentTypeError(f"{text[:20]!r}...: {len(text)} characters; the limit is {MAX_FLAG_CHARS}")
-    parts = [part.strip() for part in text.split(separator) if part.strip()]
+    parts = [part.strip() for part in text.split(separator)]
+    if parts and not parts[-1] and len(parts) > 1:
+        parts.pop()
+    if "" in parts:
+        raise argparse.ArgumentTypeError(f"{text[:60]!r} has an empty item")
     if len(parts) > MAX_LIST_VALUES:
         raise argparse.ArgumentTypeError(f"{len(parts)} values; at most {MAX_LIST_VALUES} in one flag")
     return parts
@@ -111,6 +116,8 @@ def names_of(kind: str, known: Sequence[str], everything: Sequence[str] | None =
         if text == "all":
             return list(known if everything is None else everything)
         names = items(text)
+        if "all" in names and "all" not in known:
+            raise argparse.ArgumentTypeError(f"{text[:60]!r}: 'all' stands alone (it names every {kind})")
         unknown = [name for name in names if name not in known]
         if not names or unknown:
             raise argparse.ArgumentTypeError(
