@@ -93,7 +93,7 @@ def load_instance(source: str | os.PathLike[str] | Mapping[str, Any]) -> RoundIn
         return instance_from_dict(source)
     if not isinstance(source, (str, os.PathLike)):
         raise InvalidInputError("source", source, "must be a path to a JSON file or an instance dictionary")
-    return instance_from_dict(read_json(Path(source)))
+    return instance_from_dict(read_json(path("path", source)))
 
 
 def read_json(source: Path) -> Any:

@@ -257,9 +257,12 @@ def named_options(name: str, value: Any) -> dict[str, Any]:
 
 
 def path(name: str, value: Any) -> Path:
-    """A file-system path (str or os.PathLike)."""
+    """A file-system path (str or os.PathLike), not empty (``Path("")`` is the current folder) and without a NUL
+    (the operating system's calls refuse one with a bare ``ValueError``)."""
     if not isinstance(value, (str, os.PathLike)) or not os.fspath(value):
         raise InvalidInputError(name, value, "must be a path (str or pathlib.Path)")
+    if "\0" in str(os.fspath(value)):
+        raise InvalidInputError(name, value, "must not contain a NUL character")
     return Path(value)
 
 

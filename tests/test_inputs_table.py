@@ -161,6 +161,9 @@ def instance_cases() -> Iterator[Case]:
     for kind, value in [("None", None), ("int", 5), ("list", [EXAMPLE]), ("bytes", b"{}"), ("empty path", "")]:
         yield rejects(f"load source {kind}", lambda v=value: so.load_instance(v), "source" if kind != "empty path"
                       else "path", os_error=True)
+    # A NUL in a path: the operating system's calls raised a bare ValueError (a tester's finding).
+    yield rejects("load path with a NUL", lambda: so.load_instance("round\0.json"), "path")
+    yield rejects("save path with a NUL", lambda: so.save_instance(so.load_instance(EXAMPLE), "round\0.json"), "path")
     # numpy scalars and numpy arrays in the JSON form are numbers like any other
     yield accepts("load numpy values", lambda: so.load_instance(edited(("cluster", "servers"), np.int64(2))))
     yield accepts("load numpy tput", lambda: so.load_instance(edited(tput, np.array([[0.5, 0.5], [1, 1], [1.5, 2]]))))
