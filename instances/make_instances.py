@@ -19,6 +19,7 @@ from pathlib import Path
 
 from synergy_opt import Cluster, Job, RoundInstance, builtin_profile, generate_round, save_instance
 from synergy_opt.generate import type_counts
+from synergy_opt.hetero import HeteroRound
 
 HERE = Path(__file__).resolve().parent
 # (gpus, trace, seed) of every generated instance kept in the repository.
@@ -41,9 +42,12 @@ def round_path(gpus: int, trace: str, seed: int) -> Path:
     return HERE / f"round_{gpus}gpu_{trace}_seed{seed}.json"
 
 
+def round_instance(gpus: int, trace: str, seed: int) -> RoundInstance:
+    return generate_round(gpus, split=(20, 70, 10), multi_gpu=trace == "multi", seed=seed)
+
+
 def write_round(gpus: int, trace: str, seed: int) -> Path:
-    instance = generate_round(gpus, split=(20, 70, 10), multi_gpu=trace == "multi", seed=seed)
-    return save_instance(instance, round_path(gpus, trace, seed))
+    return save_instance(round_instance(gpus, trace, seed), round_path(gpus, trace, seed))
 
 
 def hetero_path(types: str, trace: str, noise: float, seed: int) -> Path:
@@ -54,10 +58,13 @@ def hetero_path(types: str, trace: str, noise: float, seed: int) -> Path:
     return HERE / f"hetero_{size}_{trace}{noisy}_seed{seed}.json"
 
 
+def hetero_instance(types: str, trace: str, noise: float, seed: int) -> HeteroRound:
+    return generate_round(split=(20, 70, 10), multi_gpu=trace == "multi", seed=seed, profile_noise=noise,
+                          types=types)
+
+
 def write_hetero(types: str, trace: str, noise: float, seed: int) -> Path:
-    instance = generate_round(split=(20, 70, 10), multi_gpu=trace == "multi", seed=seed, profile_noise=noise,
-                              types=types)
-    return save_instance(instance, hetero_path(types, trace, noise, seed))
+    return save_instance(hetero_instance(types, trace, noise, seed), hetero_path(types, trace, noise, seed))
 
 
 def main(argv: list[str] | None = None) -> int:
