@@ -117,7 +117,10 @@ def atomic_path(target: str | os.PathLike[str]) -> Iterator[Path]:
     """
     final = Path(target)
     if final.is_symlink():  # written through: the rename would replace the link, not the file it names
-        final = final.resolve()
+        try:
+            final = final.resolve()
+        except (OSError, RuntimeError):  # a loop: RuntimeError up to Python 3.12, OSError (ELOOP) after
+            raise OSError(errno.ELOOP, "is a loop of symbolic links", str(final)) from None
     if final.is_dir():  # the rename would fail with EBUSY ('.') or EISDIR: say what to give instead
         raise IsADirectoryError(errno.EISDIR, "is a folder: give a file's path to write to", str(final))
     if final.exists() and not final.is_file():  # the rename would replace a device or FIFO (root: /dev/null)

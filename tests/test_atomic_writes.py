@@ -146,3 +146,8 @@ def test_a_fifo_is_refused_and_a_link_written_through(tmp_path: Path) -> None:
     link.symlink_to(real)
     so.save_instance(instance, link)
     assert link.is_symlink() and so.load_instance(real).jobs == instance.jobs
+    loop, back = tmp_path / "loop.json", tmp_path / "back.json"
+    loop.symlink_to(back)
+    back.symlink_to(loop)
+    with pytest.raises(OSError, match=r"loop of symbolic links: .*loop\.json"):  # was a bare RuntimeError
+        so.save_instance(instance, loop)

@@ -5,10 +5,12 @@ Backends that are not installed, or whose declared capabilities exclude a model,
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
@@ -349,7 +351,8 @@ def test_native_options_and_params(solver: str) -> None:
     ("pyomo-glpk", {"mipgap": "x"}, "Invalid relative mip gap tolerance 'x'"),
     ("pyomo-cbc", {"seconds": "abc"}, r"options\['seconds'\]='abc'.*illegal"),
     ("pyomo-cbc", {"ratioG": -1}, r"options\['ratioG'\]=-1.*valid range"),  # an abbreviation, as CBC takes
-    ("pyomo-cbc", {"preprocess": "bogus"}, r"options\['preprocess'\]='bogus'.*Possible options"),
+    ("pyomo-cbc", {"preprocess": "bogus"}, r"options\['preprocess'\]='bogus'.*Possible options.*: off on"),
+    ("pyomo-cbc", {"sec": 5, "seconds": "abc"}, r"options\['seconds'\]='abc'"),  # not the key it abbreviates
 ])
 def test_an_option_value_the_solver_refuses_is_an_error_naming_it(solver: str, options: dict[str, object],
                                                                     said: str) -> None:
@@ -359,6 +362,35 @@ def test_an_option_value_the_solver_refuses_is_an_error_naming_it(solver: str, o
     require(solver, model)
     with pytest.raises(InvalidInputError, match=said):
         solve_model(model, solver, SolverParams(options=options))
+
+
+def test_pyomo_records_are_held_back_per_context_and_logged_after(caplog: pytest.LogCaptureFixture) -> None:
+    # The first hold-back swapped a handler in and propagation off for the whole process: two solves in threads
+    # (--dask workers) saw each other's records, and one left pyomo.opt silent for good (a review's finding).
+    from synergy_opt.solvers.pyomo_backend import _held_back
+
+    log = logging.getLogger("pyomo.opt")
+    messages = lambda: [record.getMessage() for record in caplog.records]  # noqa: E731
+    with caplog.at_level(logging.WARNING, logger="pyomo.opt"):
+        with _held_back() as held:
+            log.warning("mine")
+            other = threading.Thread(target=lambda: log.warning("another thread's"))
+            other.start()
+            other.join()
+            assert [record.getMessage() for record in held] == ["mine"] and messages() == ["another thread's"]
+        assert messages() == ["another thread's", "mine"]  # logged once the block ends
+        caplog.clear()
+        with pytest.raises(RuntimeError), _held_back():
+            log.warning("before a failure")
+            raise RuntimeError
+        assert messages() == ["before a failure"]  # not lost on another exception
+        caplog.clear()
+        with _held_back() as held:
+            log.warning("said by the error raised")
+            held.clear()
+        assert messages() == []
+        log.warning("after")
+        assert messages() == ["after"] and log.propagate
 
 
 @pytest.mark.parametrize("solver", solver_names())

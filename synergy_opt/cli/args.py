@@ -27,8 +27,10 @@ def items(text: str, separator: str = ",") -> list[str]:
     (``--seeds 42,`` is a list of one), an empty part elsewhere is an error (``8,,16`` was read as ``8,16``)."""
     if len(text) > MAX_FLAG_CHARS:
         raise argparse.ArgumentTypeError(f"{text[:20]!r}...: {len(text)} characters; the limit is {MAX_FLAG_CHARS}")
+    if not text.strip():
+        return []  # the caller says what it names none of
     parts = [part.strip() for part in text.split(separator)]
-    if parts and not parts[-1] and len(parts) > 1:
+    if len(parts) > 1 and not parts[-1]:
         parts.pop()
     if "" in parts:
         raise argparse.ArgumentTypeError(f"{text[:60]!r} has an empty item")
@@ -113,9 +115,9 @@ def names_of(kind: str, known: Sequence[str], everything: Sequence[str] | None =
     duplicates dropped, order kept."""
 
     def parse(text: str) -> list[str]:
-        if text == "all":
-            return list(known if everything is None else everything)
         names = items(text)
+        if names == ["all"]:
+            return list(known if everything is None else everything)
         if "all" in names and "all" not in known:
             raise argparse.ArgumentTypeError(f"{text[:60]!r}: 'all' stands alone (it names every {kind})")
         unknown = [name for name in names if name not in known]

@@ -1,7 +1,7 @@
 """The ideal ILP solved through its structure: Lagrangian prices, then an exact search of the core.
 
 1. :func:`~synergy_opt.ideal.lagrangian.solve_dual` prices CPU and memory; its bound ``L`` equals the LP relaxation.
-2. For a threshold ``t`` doubling from four times the allowed gap: a beam search over the columns of
+2. For a threshold ``t`` doubling from four times the allowed gap (at most START_GAP): a beam search over the columns of
    reduced cost <= ``t`` tries for an incumbent, of penalty ``p``; failing that, an exact search while it
    keeps few states (its solution is then the optimum, and none means ``t`` must grow), else a wider beam.
 3. Proof: no solution is better than the incumbent by more than ``gap = mip_gap * |objective|`` (a MIP
@@ -46,7 +46,7 @@ EXACT_STATE_LIMIT = 4096
 PROOF_STATE_LIMIT = 50_000
 WIDE_BEAM = 512
 IMPROVEMENTS = 3
-# The first threshold reads the gap allowed, but no larger than this share of it: a loose mip_gap (0.5) started
+# The first threshold reads the gap allowed, but no larger than this share of |L|: a loose mip_gap (0.5) started
 # past every job's worst column, where one exact search of every column took 7 s on a 64-GPU round that 1e-6
 # solves in 0.02 s (a tester's finding). Gaps up to it are unchanged.
 START_GAP = 1e-3

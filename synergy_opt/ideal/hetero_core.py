@@ -3,8 +3,8 @@ then an exact search of the classes the prices leave open.
 
 1. :func:`~synergy_opt.ideal.lagrangian.solve_dual` prices the GPU, CPU and memory rows of every type (Kelley's
    cutting planes, smoothed); its bound ``L`` equals the LP relaxation's.
-2. For a threshold ``t`` growing from ``mip_gap * |L|`` (by half, or to the largest threshold ruled out plus the
-   gap allowed, if more): the exact search (:func:`~synergy_opt.ideal.hetero_search.search`) while it keeps
+2. For a threshold ``t`` growing from ``min(mip_gap, START_GAP) * |L|`` (by half, or to the largest threshold
+   ruled out plus that, if more): the exact search (:func:`~synergy_opt.ideal.hetero_search.search`) while it keeps
    few states, whose solution is then the optimum and whose finding none rules ``t`` out; once it grows large,
    a narrow beam search for an incumbent of penalty ``p``, then the split relaxation
    (:mod:`~synergy_opt.ideal.hetero_split`), which may rule ``t`` out, then a wider beam.

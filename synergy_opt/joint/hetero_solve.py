@@ -13,7 +13,8 @@ Methods (``solve_joint(round, method=...)`` on a :class:`~synergy_opt.hetero.Het
   the best meets the bound within ``mip_gap`` it is optimal; otherwise the branch-and-price across types
   (:mod:`~synergy_opt.joint.hetero_bp`) searches from it with the time left, its nodes' types combining the
   rounds solved here: OPTIMAL when it proves the best within ``mip_gap``, else FEASIBLE with its bound;
-  INFEASIBLE when that search is exhausted without a solution, NO_SOLUTION when the time ran out first.
+  INFEASIBLE when that search is exhausted without a solution, NO_SOLUTION when it stopped first (the time
+  limit) with none.
 - ``"auto"``: per-type on a type-fixed round; on a type-free one the decomposition when it applies (HiGHS,
   floors fixed, no backend options), else direct.
 """
@@ -229,10 +230,6 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
         min(IDEAL_SHARE * (deadline - start), IDEAL_SECONDS_PER_GPU * instance.cluster.total_gpus)
     ideal = solve_ideal(instance, objective=objective, mip_gap=params.mip_gap, time_limit=ideal_limit)
     phases["ideal"] = time.perf_counter() - start
-    if ideal.status is Status.INFEASIBLE:
-        return HeteroJointResult(Status.INFEASIBLE, None, None, instance, "decomposition",
-                                 time.perf_counter() - start, "infeasible: the type-free ideal ILP (a relaxation) is",
-                                 None, phases=phases)
     bounds = [b for b in (ideal.bound, upper_bound) if b is not None]
     bound = min(bounds) if bounds else None
     search = TypeSearch(instance, ideal)
@@ -277,8 +274,9 @@ def _decomposition(instance: HeteroRound, params: SolverParams, objective: Objec
                                  "infeasible: the branch-and-price across types found no solution in any node",
                                  None, phases=phases)
     if allocation is None:
+        searched = "" if proof is None else "; the branch-and-price across types stopped before it was complete"
         return HeteroJointResult(Status.NO_SOLUTION, None, bound, instance, "decomposition", seconds,
-                                 "no type choice placed every job", None, phases=phases)
+                                 f"no type choice placed every job{searched}", None, phases=phases)
     # Within the gap of the type-free bound is a proof, whether or not each type's solve proved its own optimum.
     met = _meets(value, bound, params.mip_gap)
     status = Status.OPTIMAL if met else Status.FEASIBLE

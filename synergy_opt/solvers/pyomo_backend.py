@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import math
@@ -322,24 +323,36 @@ def check_cbc_options(options: Mapping[str, Any]) -> None:
     """Parameter names must be ones ``cbc -?`` lists, in full or abbreviated no shorter than CBC allows."""
     parameters = cbc_parameters()
     for key, value in options.items():
-        if not any(full.lower().startswith(key.lower()) and key.lower().startswith(short.lower())
-                   for short, full in parameters):
+        if _cbc_name(key, parameters) is None:
             raise unknown_option("CBC", key, value, (full for _, full in parameters), "cbc -allCommands all -?")
 
 
-# What CBC prints for a parameter value it refuses (it keeps its default and solves on): the parameter's name.
-_CBC_REFUSED = re.compile(r"String of \S+ is illegal for \w+ parameter (\w+)|\S+ was provided for (\w+) - valid range"
-                          r"|<Possible options for (\w+) are")
+def _cbc_name(key: str, parameters: tuple[tuple[str, str], ...]) -> str | None:
+    """The full name of the CBC parameter ``key`` names, in full or abbreviated no shorter than CBC allows."""
+    return next((full for short, full in parameters
+                 if full.lower().startswith(key.lower()) and key.lower().startswith(short.lower())), None)
+
+
+# What glpsol prints, and stops on, for an option value it refuses ("Invalid time limit 'abc'").
+_GLPK_REFUSED = re.compile(r"^(Invalid .*|No .* specified)$", re.MULTILINE)
+# What CBC prints for a parameter value it refuses (it keeps its default and solves on), naming the parameter.
+_CBC_REFUSED = re.compile(r"String of \S+ is illegal for \w+ parameter (\w+).*"
+                          r"|\S+ was provided for (\w+) - valid range.*|<Possible options for (\w+) are.*")
 
 
 def _check_cbc_values(log: str, options: Mapping[str, Any]) -> None:
     """An option of the user's whose value CBC's log says it refused (names are checked before the solve; values
-    CBC alone knows) as an error naming it, not an answer solved with CBC's default in its place."""
+    CBC alone knows) as an error naming it, not an answer solved with CBC's default in its place. CBC says so only
+    while its log is on: an option ``log`` of 0 hides its range refusals."""
+    if not options or not _CBC_REFUSED.search(log):
+        return
+    parameters = cbc_parameters()
+    keys = {(_cbc_name(key, parameters) or key).lower(): key for key in options}  # by the full name each names
     for match in _CBC_REFUSED.finditer(log):
-        parameter = next(group for group in match.groups() if group).lower()
-        for key, value in options.items():
-            if parameter.startswith(str(key).lower()):
-                raise InvalidInputError(f"options[{key!r}]", value, f"CBC refused it: {match.group(0).strip('<')}")
+        named = keys.get(next(group for group in match.groups() if group).lower())
+        if named is not None:
+            raise InvalidInputError(f"options[{named!r}]", options[named],
+                                    f"CBC refused it: {match.group(0).strip().lstrip('<')}")
 
 
 def _glpk_options(params: SolverParams) -> dict[str, Any]:
@@ -394,29 +407,37 @@ def _quiet_pyomo() -> Iterator[None]:
         log.setLevel(level)
 
 
+# The records of Pyomo's solver layer held back in this thread (or task), while one solve runs: see _held_back.
+_HELD: contextvars.ContextVar[list[logging.LogRecord] | None] = contextvars.ContextVar("held", default=None)
+
+
+class _HoldBack(logging.Filter):
+    """Holds back the records of the solve running in this context (other threads' solves log as usual)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        held = _HELD.get()
+        if held is None:
+            return True
+        held.append(record)
+        return False
+
+
+_PYOMO_OPT = logging.getLogger("pyomo.opt")
+_PYOMO_OPT.addFilter(_HoldBack())
+
+
 @contextmanager
-def _pyomo_errors() -> Iterator[list[str]]:
-    """The messages Pyomo's solver layer logs meanwhile: held back, and on an exception left to the error raised
-    (which says what they said); otherwise logged as they would have been."""
-    log = logging.getLogger("pyomo.opt")
-    records: list[logging.LogRecord] = []
-    messages: list[str] = []
-
-    class Keep(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            records.append(record)
-            messages.append(record.getMessage())
-
-    handler, propagate = Keep(), log.propagate
-    log.addHandler(handler)
-    log.propagate = False
+def _held_back() -> Iterator[list[logging.LogRecord]]:
+    """The records ``pyomo.opt`` logs meanwhile in this context, held back; logged as they would have been when
+    the block ends, except those the block took out of the list (an error raised that says what they said)."""
+    held: list[logging.LogRecord] = []
+    token = _HELD.set(held)
     try:
-        yield messages
+        yield held
     finally:
-        log.removeHandler(handler)
-        log.propagate = propagate
-    for record in records:  # not reached on an exception
-        log.handle(record)
+        _HELD.reset(token)
+        for record in held:
+            _PYOMO_OPT.handle(record)
 
 
 def _glpk_termination(log: str, native: LegacyTC, is_mip: bool) -> LegacyTC:
@@ -464,15 +485,17 @@ def _solve_shell(model: LinearModel, params: SolverParams, solver: str) -> Solve
     opt.options.update(params.options)
     with tempfile.TemporaryDirectory(prefix=f"synergy_{solver}_") as work:
         logfile = Path(work) / f"{solver}.log"
-        try:
-            with _pyomo_errors() as errors:  # on a non-zero exit Pyomo logs the solver's output, then raises
+        with _held_back() as held:  # on a non-zero exit Pyomo logs the solver's output, then raises
+            try:
                 results = opt.solve(concrete, tee=bool(params.verbose), load_solutions=False, logfile=str(logfile))
-        except ApplicationError:
-            said = "\n".join(errors)
-            last = next((line.strip() for line in reversed(said.splitlines()) if line.strip()), "no output")
-            if params.options:  # glpsol stops on a value it refuses ("Invalid time limit 'abc'")
-                raise InvalidInputError("options", dict(params.options), f"{solver} refused them: {last}") from None
-            raise SynergyError(f"{name} did not exit normally: {last}") from None
+            except ApplicationError:
+                said = "\n".join(record.getMessage() for record in held)
+                held.clear()
+                refused = _GLPK_REFUSED.search(said) if solver == "glpk" else None
+                if refused and params.options:  # glpsol stops on a value it refuses
+                    raise InvalidInputError("options", dict(params.options),
+                                            f"glpsol refused them: {refused.group(0).strip()}") from None
+                raise SynergyError(f"{name} did not exit normally: {said.strip() or 'no output'}") from None
         log = logfile.read_text(errors="replace") if logfile.exists() else ""
     solved = time.perf_counter()
     if solver == "cbc":
