@@ -21,6 +21,10 @@ GRID_TOLERANCE = 1e-9
 # matrix of 1e308 made every total inf, and the ideal ILP OPTIMAL at inf); far above any unit's throughput, so
 # that matrices the package derives (speed ratios up to 1e30, a type-free round's normalisation) pass too.
 MAX_THROUGHPUT = 1e100
+# The least positive throughput: the solvers' scaling multiplies a model's coefficients by a power of two that
+# brings its largest into their band, and below about 1e-308 (subnormal floats) that factor overflows (1e-310
+# made every solve raise OverflowError); far below any unit's throughput, as MAX_THROUGHPUT is far above.
+MIN_THROUGHPUT = 1e-300
 
 
 def grid_index(axis: np.ndarray, value: Any) -> Any:
@@ -78,12 +82,14 @@ def throughput_matrix(name: str, values: Any) -> np.ndarray:
 
 def _throughputs_in_range(name: str, tput: np.ndarray) -> np.ndarray:
     """``tput`` (floats), each entry checked as :func:`throughput_matrix` says."""
-    bad = np.argwhere(~np.isfinite(tput) | (tput < 0) | (tput > MAX_THROUGHPUT))
+    tiny = (tput > 0) & (tput < MIN_THROUGHPUT)
+    bad = np.argwhere(~np.isfinite(tput) | (tput < 0) | (tput > MAX_THROUGHPUT) | tiny)
     if bad.size:
         a, b = (int(i) for i in bad[0])
         raise InvalidInputError(f"{name}[{a}][{b}]", float(tput[a, b]),
-                                f"throughput must be finite, >= 0 and at most {MAX_THROUGHPUT:g} (a round's "
-                                "totals sum it over jobs and GPUs; normalise the matrix, about 1 at the share)")
+                                f"throughput must be finite, 0 or in [{MIN_THROUGHPUT:g}, {MAX_THROUGHPUT:g}] (a "
+                                "round's totals sum it over jobs and GPUs; normalise the matrix, about 1 at the "
+                                "share)")
     return tput
 
 

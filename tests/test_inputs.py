@@ -15,6 +15,7 @@ import pytest
 import synergy_opt as so
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.files import atomic_open
+from synergy_opt.policies import PolicyProblem
 from synergy_opt.profiles import cpu_gpu_ratios, model_info, models_by_task, source
 from synergy_opt.validation import NON_NEGATIVE, POSITIVE, Number
 
@@ -144,6 +145,19 @@ def test_negative_throughput() -> None:
     with pytest.raises(InvalidInputError) as error:
         so.load_instance(edited(("jobs", 1, "profile", "tput", 2, 1), -2))
     assert_names(error, "jobs[1].profile.tput[2][1]", "-2")
+
+
+def test_a_subnormal_throughput_is_refused_where_it_is_given() -> None:
+    # Throughputs of 1e-310 (subnormal floats) were taken, then every solve raised a bare OverflowError in the
+    # solvers' scaling and the Gavel policies' LPs ended ERROR (a tester's finding); 1e-300 solves.
+    with pytest.raises(InvalidInputError) as error:
+        so.load_instance(edited(("jobs", 1, "profile", "tput", 2, 1), 1e-310))
+    assert_names(error, "jobs[1].profile.tput[2][1]", "1e-310")
+    tiny = so.Profile(np.array([1.0, 3.0]), np.array([50.0]), np.array([[1e-300], [2e-300]]))
+    instance = so.RoundInstance(so.Cluster(1, 2, 6, 100), (so.Job("a", 1, tiny), so.Job("b", 1, tiny)))
+    assert so.solve_ideal(instance).objective == pytest.approx(4e-300, rel=1e-9)
+    with pytest.raises(InvalidInputError, match=r"throughputs\[0\]\[1\]=1e-310"):
+        PolicyProblem(np.array([[1.0, 1e-310]]), np.array([1]), np.array([1, 1]))
 
 
 def test_non_increasing_axis() -> None:

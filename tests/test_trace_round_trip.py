@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import synergy_opt as so
-from synergy_opt.profile import GRID_TOLERANCE, MAX_THROUGHPUT
+from synergy_opt.profile import GRID_TOLERANCE, MAX_THROUGHPUT, MIN_THROUGHPUT
 from synergy_opt.profiles import cpu_gpu_ratios, model_info
 from synergy_opt.sim import Trace, TraceJob
 from synergy_opt.sim.trace import generate_trace
@@ -45,7 +45,8 @@ def axes(draw: st.DrawFn) -> np.ndarray:
 @st.composite
 def matrices(draw: st.DrawFn) -> so.Profile:
     cpu, mem = draw(axes()), draw(axes())
-    tput = draw(st.lists(st.floats(0, MAX_THROUGHPUT, allow_nan=False), min_size=cpu.size * mem.size,
+    entry = st.just(0.0) | st.floats(MIN_THROUGHPUT, MAX_THROUGHPUT, allow_nan=False)  # a matrix's range
+    tput = draw(st.lists(entry, min_size=cpu.size * mem.size,
                          max_size=cpu.size * mem.size))
     return so.Profile(cpu, mem, np.array(tput).reshape(cpu.size, mem.size))
 

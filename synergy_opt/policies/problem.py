@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
+from synergy_opt.profile import MIN_THROUGHPUT
 from synergy_opt.solvers.model import ModelBuilder
 from synergy_opt.validation import real_array
 
@@ -54,10 +55,11 @@ class PolicyProblem:
         throughputs = real_array("throughputs", self.throughputs, 2)
         if throughputs.shape[1] == 0:
             raise InvalidInputError("throughputs", self.throughputs, "needs one column per GPU type (at least one)")
-        bad = ~np.isfinite(throughputs) | (throughputs < 0)
+        bad = ~np.isfinite(throughputs) | (throughputs < 0) | ((throughputs > 0) & (throughputs < MIN_THROUGHPUT))
         if bad.any():
             i, t = np.argwhere(bad)[0]
-            raise InvalidInputError(f"throughputs[{i}][{t}]", throughputs[i, t], "must be finite and >= 0")
+            raise InvalidInputError(f"throughputs[{i}][{t}]", float(throughputs[i, t]),
+                                    f"must be finite, 0 or at least {MIN_THROUGHPUT:g} (the LPs' scaling)")
         jobs, types = throughputs.shape
         scale = whole_counts("scale_factors", self.scale_factors, jobs, low=1)
         gpus = whole_counts("gpus", self.gpus, types, low=0)
