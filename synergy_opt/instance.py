@@ -288,6 +288,15 @@ class Allocation:
         return tuple(p.server for p in self.jobs.get(job_id, ()))
 
 
+def job_throughputs(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> np.ndarray:
+    """Each job's ``W`` at its per-GPU point (job order), read as the evaluator reads it, vectorised per
+    group of jobs sharing profile axes (largest grid point ``<=`` in each axis, 0 below the grid)."""
+    value = np.zeros(len(instance.jobs))
+    for group in instance.profile_groups:
+        value[group.jobs] = group.read(group.row, cpu_per_gpu[group.jobs], mem_per_gpu[group.jobs])
+    return value
+
+
 def trusted_job(id: str, gpus: int, profile: Profile, model: str | None, arrival: float, work: float | None) -> Job:
     """A Job without re-validation, from the fields of a valid job (a heterogeneous job's view of one type)."""
     job = object.__new__(Job)

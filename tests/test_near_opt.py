@@ -31,12 +31,11 @@ from synergy_opt import (
 )
 from synergy_opt.evaluation import Evaluation, InvalidAllocationWarning, evaluate
 from synergy_opt.ideal.lagrangian import dual_value
-from synergy_opt.instance import Allocation, Placement
+from synergy_opt.instance import Allocation, Placement, job_throughputs
 from synergy_opt.mechanisms.configs import (
     ConfigTable,
     config_table,
     ideal_targets,
-    job_throughputs,
     placeable,
     priced_targets,
 )

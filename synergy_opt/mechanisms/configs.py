@@ -13,7 +13,6 @@ Public API
 ``priced_targets(table, near=None) -> PricedTargets``
 ``fit_to_capacity(table, column) -> ndarray``
 ``placeable(table) -> ndarray``, ``placeable_caps(table) -> (float, float)``
-``job_throughputs(instance, cpu_per_gpu, mem_per_gpu) -> ndarray``
 """
 
 from __future__ import annotations
@@ -284,12 +283,3 @@ def ideal_targets(table: ConfigTable) -> np.ndarray | None:
     if result.x is None:
         return None
     return table.ideal.decode(result.x)
-
-
-def job_throughputs(instance: RoundInstance, cpu_per_gpu: np.ndarray, mem_per_gpu: np.ndarray) -> np.ndarray:
-    """Each job's ``W`` at its per-GPU point (job order), read as the evaluator reads it, vectorised per
-    group of jobs sharing profile axes (largest grid point ``<=`` in each axis, 0 below the grid)."""
-    value = np.zeros(len(instance.jobs))
-    for group in instance.profile_groups:
-        value[group.jobs] = group.read(group.row, cpu_per_gpu[group.jobs], mem_per_gpu[group.jobs])
-    return value

@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.evaluation import CAPACITY_TOLERANCE, check_same_round
-from synergy_opt.instance import Allocation, RoundInstance, trusted_allocation, trusted_placement
+from synergy_opt.instance import Allocation, RoundInstance, job_throughputs, trusted_allocation, trusted_placement
 from synergy_opt.instance import allocation as allocation_rule
 from synergy_opt.io import round_instance
-from synergy_opt.mechanisms.configs import ConfigTable, config_table, job_throughputs
+from synergy_opt.mechanisms.configs import ConfigTable, config_table
 from synergy_opt.validation import InstanceOf, Optional, check_keyword_options, checked
 
 # A gain must exceed this (relative to the throughput) to count: float noise is no reason to move a job.

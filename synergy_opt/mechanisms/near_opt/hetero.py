@@ -24,8 +24,7 @@ from synergy_opt.hetero import HeteroRound, run_per_type
 from synergy_opt.ideal.hetero_model import build_hetero_ideal
 from synergy_opt.ideal.hetero_types import baseline_bound, lp_types, solve_lp
 from synergy_opt.ideal.solve import solve_ideal
-from synergy_opt.instance import Allocation, RoundInstance
-from synergy_opt.mechanisms.configs import job_throughputs
+from synergy_opt.instance import Allocation, RoundInstance, job_throughputs
 from synergy_opt.mechanisms.demand import DEFAULT_TOLERANCE
 from synergy_opt.mechanisms.near_opt.mechanism import solve_near_opt
 from synergy_opt.mechanisms.spare import spend_spare as spend_spare_step

@@ -74,8 +74,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from synergy_opt.ideal.lagrangian import Knapsack, dual_value, solve_dual
-from synergy_opt.instance import RoundInstance
-from synergy_opt.mechanisms.configs import ConfigTable, job_throughputs, placeable, placeable_point
+from synergy_opt.instance import RoundInstance, job_throughputs
+from synergy_opt.mechanisms.configs import ConfigTable, placeable, placeable_point
 from synergy_opt.mechanisms.demand import best_case_demands
 from synergy_opt.packing.state import FIT_TOLERANCE
 
