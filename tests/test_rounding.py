@@ -133,7 +133,7 @@ def test_a_replaced_job_goes_first_where_the_placement_put_it() -> None:
     # split over servers 1 and 2. Best fit over the whole cluster would take server 0 (3 CPUs left, exactly C's);
     # the placement's servers come first, and of them server 2 fits best (a mutation dropping the hint passed the
     # suite: a mutation-testing helper).
-    grid = Profile([1, 2, 3, 5], [50], [[0.5], [0.8], [1.0], [1.5]])
+    grid = Profile([1, 2, 3, 5], [50], [[0.5], [1.0], [1.0], [1.5]])  # A's 2 CPUs keep its floor (3 CPUs' 1.0)
     instance = RoundInstance(Cluster(3, 2, 6, 100), (Job("A", 1, grid), Job("B", 1, grid), Job("C", 1, grid)))
     shares = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 0.5], [1.0, 0.0, 0.5]])
     rounded = round_placement(instance, shares, np.array([2.0, 3.0, 3.0]), np.full(3, 50.0), ideal_objective=3.0)
@@ -147,6 +147,24 @@ def test_rounding_rejects_bad_shapes() -> None:
         round_placement(instance, shares[:, :2], np.ones(3), np.ones(3), 1.0)
     with pytest.raises(InvalidInputError, match="cpu_per_gpu"):
         round_placement(instance, shares, np.ones(2), np.ones(3), 1.0)
+
+
+def test_rounding_rejects_configs_that_are_not_this_rounds() -> None:
+    # Another round's ideal configs (the same number of jobs), configs below the floors and NaN were taken as they
+    # were: jobs below their floors without a word (a tester's finding).
+    mine, other = generate_round(16, seed=2), generate_round(16, seed=1)
+    shares = np.zeros((2, 16))
+    shares[0, :8] = shares[1, 8:] = 1.0
+    theirs = solve_ideal(other)
+    with pytest.raises(InvalidInputError, match=r"cpu_per_gpu\[\d+\].*below its floor.*another round"):
+        round_placement(mine, shares, theirs.cpu_per_gpu, theirs.mem_gb_per_gpu, theirs.objective)
+    with pytest.raises(InvalidInputError, match=r"cpu_per_gpu\[0\]=nan"):
+        round_placement(mine, shares, np.full(16, np.nan), np.full(16, 62.5), 16.0)
+    with pytest.raises(InvalidInputError, match=r"mem_per_gpu\[0\]=inf"):
+        round_placement(mine, shares, np.full(16, 3.0), np.full(16, np.inf), 16.0)
+    ours = solve_ideal(mine)
+    rounded = round_placement(mine, shares, ours.cpu_per_gpu, ours.mem_gb_per_gpu, ours.objective)
+    assert rounded.evaluation.valid and not rounded.evaluation.floors_violated
 
 
 @pytest.mark.parametrize("solver", available_solvers())

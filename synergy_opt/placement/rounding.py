@@ -25,7 +25,7 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import Evaluation, evaluate
-from synergy_opt.instance import Allocation, RoundInstance
+from synergy_opt.instance import Allocation, RoundInstance, job_throughputs
 from synergy_opt.packing.order import tune_order
 from synergy_opt.packing.place import place_with_fallback
 from synergy_opt.packing.state import ServerState
@@ -108,6 +108,18 @@ def round_placement(
     mem = np.asarray(mem_per_gpu, dtype=float)
     if cpu.shape != (jobs,) or mem.shape != (jobs,):
         raise InvalidInputError("cpu_per_gpu", cpu.shape, f"one per-GPU demand per job ({jobs})")
+    # Each config a real one meeting its job's floor, as the evaluator reads it (another round's configs, or
+    # configs below the floors, left jobs below their floors without a word; NaN was named as 'demand').
+    for name, values in (("cpu_per_gpu", cpu), ("mem_per_gpu", mem)):
+        bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
+        if bad.size:
+            raise InvalidInputError(f"{name}[{bad[0]}]", float(values[bad[0]]), "must be finite and >= 0")
+    below = np.flatnonzero(job_throughputs(instance, cpu, mem) < instance.floors * (1 - 1e-12))
+    if below.size:
+        first = int(below[0])
+        raise InvalidInputError(f"cpu_per_gpu[{first}]", (float(cpu[first]), float(mem[first])),
+                                f"the config of job {instance.jobs[first].id!r} falls below its floor (so do "
+                                f"{below.size} jobs' in all): configs of another round?")
     state = ServerState(instance)
     gpus_on = shares * instance.gpus
     integral = np.all(np.abs(gpus_on - np.rint(gpus_on)) <= _WHOLE * instance.gpus, axis=0)
