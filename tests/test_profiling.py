@@ -269,10 +269,10 @@ def test_a_step_the_trend_did_not_predict_pins_nothing() -> None:
     assert {10.0, 11.0} <= {m.cpus_per_gpu for m in result.measurements}
 
 
-@pytest.mark.parametrize("scale", [2.0, 1e-300, 1e90])
+@pytest.mark.parametrize("scale", [2.0, 1e-290, 1e90])
 def test_a_matrix_is_fitted_normalised_at_the_reference_point(scale: float) -> None:
     # Fitted raw, twice ResNet-50's matrix was 57% of its peak off; 1e-300 times it raised SciPy's ValueError.
-    # (1e90, not 1e300: a matrix holds at most profile.MAX_THROUGHPUT, 1e100.)
+    # (1e90, not 1e300, and 1e-290: a matrix holds 0 or 1e-300 to 1e100, profile.MIN_THROUGHPUT and MAX_THROUGHPUT.)
     matrix = model_info("res50").profile
     plain = fit_job_model(matrix, 1.0, 512, "x")
     scaled = fit_job_model(Profile(matrix.cpu_per_gpu, matrix.mem_gb_per_gpu, matrix.tput * scale), 1.0, 512, "x")
