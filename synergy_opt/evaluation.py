@@ -33,6 +33,13 @@ CAPACITY_TOLERANCE = 1e-7
 RESOURCES = ("gpus", "cpus", "mem_gb")
 
 
+def keeps_floor(throughput: Any, floor: Any) -> Any:
+    """Whether ``throughput`` keeps ``floor`` (numbers or arrays alike). Relative: an absolute slack hid 5e-10
+    below a floor of 1 and flagged the same round at 1e4 times the throughputs. Both are values read off the
+    grid, so equal ones compare equal."""
+    return throughput >= floor * (1 - 1e-12)
+
+
 class InvalidAllocationError(SynergyError):
     """An allocation that exceeds a capacity or gives a job another GPU count than it asks for."""
 
@@ -66,9 +73,7 @@ class JobScore:
 
     @property
     def meets_floor(self) -> bool:
-        # Relative: an absolute slack hid 5e-10 below a floor of 1 and flagged the same round at 1e4 times the
-        # throughputs. Both are values read off the grid, so equal ones compare equal.
-        return self.throughput >= self.floor * (1 - 1e-12)
+        return bool(keeps_floor(self.throughput, self.floor))
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.evaluation import Evaluation, evaluate
+from synergy_opt.evaluation import Evaluation, evaluate, keeps_floor
 from synergy_opt.instance import Allocation, RoundInstance, job_throughputs
 from synergy_opt.packing.order import tune_order
 from synergy_opt.packing.place import place_with_fallback
@@ -114,7 +114,7 @@ def round_placement(
         bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
         if bad.size:
             raise InvalidInputError(f"{name}[{bad[0]}]", float(values[bad[0]]), "must be finite and >= 0")
-    below = np.flatnonzero(job_throughputs(instance, cpu, mem) < instance.floors * (1 - 1e-12))
+    below = np.flatnonzero(~keeps_floor(job_throughputs(instance, cpu, mem), instance.floors))
     if below.size:
         first = int(below[0])
         raise InvalidInputError(f"cpu_per_gpu[{first}]", (float(cpu[first]), float(mem[first])),
