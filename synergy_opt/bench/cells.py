@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from synergy_opt.bench.grid import Cell
-from synergy_opt.evaluation import InvalidAllocationWarning, evaluate
+from synergy_opt.evaluation import InvalidAllocationWarning, evaluate, keeps_floor
 from synergy_opt.generate import generate_round
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.ideal import IdealResult, solve_ideal
@@ -191,7 +191,7 @@ def _ideal_totals(result: IdealResult) -> dict[str, Any]:
     }
     if not result.relaxed:
         floors = ideal.instance.floors
-        totals["floors_violated"] = int(np.sum(result.throughput < floors - 1e-9))
+        totals["floors_violated"] = int(np.sum(~keeps_floor(result.throughput, floors)))
     return totals
 
 
@@ -207,7 +207,7 @@ def _hetero_ideal_totals(result: HeteroIdealResult) -> dict[str, Any]:
         "mem_util": float(used[2] / capacity[2]), "jobs_unplaced": 0,
     }
     if not result.relaxed:
-        totals["floors_violated"] = int(sum(c.throughput < c.floor - 1e-9 for c in configs))
+        totals["floors_violated"] = int(sum(not keeps_floor(c.throughput, c.floor) for c in configs))
     return totals
 
 
