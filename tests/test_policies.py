@@ -459,6 +459,23 @@ def test_round_mechanism_follows_the_fractions_and_the_rules() -> None:
         assert (got[job] / rounds_run >= row[::-1] - 0.01).all(), (job, got[job] / rounds_run, row)
 
 
+def test_float_noise_in_the_fractions_does_not_break_a_tie() -> None:
+    # Two 1-GPU jobs on one GPU, each owed a half: the LP of a tester's round gave 0.4999999999999999 and
+    # 0.5000000000000001, which put the later job first; equal but for noise, the tie goes to the first joined.
+    for first, second in ((0.4999999999999999, 0.5000000000000001), (0.5000000000000001, 0.4999999999999999)):
+        rounds = RoundMechanism(("v100",), [1], 300.0)
+        rounds.add("A")
+        rounds.add("B")
+        rounds.reset(0.0, {"A": np.array([first]), "B": np.array([second])})
+        assert rounds.schedule({"A": 1, "B": 1}, {"A": np.array([True]), "B": np.array([True])}) == {"A": 0}
+    # A real difference still counts.
+    rounds = RoundMechanism(("v100",), [1], 300.0)
+    rounds.add("A")
+    rounds.add("B")
+    rounds.reset(0.0, {"A": np.array([0.4999]), "B": np.array([0.5001])})
+    assert rounds.schedule({"A": 1, "B": 1}, {"A": np.array([True]), "B": np.array([True])}) == {"B": 0}
+
+
 def test_bad_problems_and_solvers_are_named() -> None:
     with pytest.raises(InvalidInputError, match=r"throughputs\[0\]\[1\]"):
         PolicyProblem([[1.0, -2.0]], [1], [1, 1])
