@@ -240,6 +240,18 @@ def test_until_stops_early_and_reports_unfinished_jobs() -> None:
     assert result.rounds["time_s"].max() < 3600
 
 
+def test_until_stops_at_its_boundary_when_the_cluster_idles_past_it() -> None:
+    # A is done at 100 s; B arrives at 5000 s. The run stops at 1200 s (300-s rounds), so B never arrived: the idle
+    # stretch skipped to B's round (5100 s) before the stop, and B was listed.
+    trace = Trace((job("A", 0, 1, 100), job("B", 5000, 1, 100)))
+    for timing in ("grid", "gavel"):
+        result = simulate(trace, so.Cluster(1), mechanism="proportional", until_s=1000, monitor=(0, 2),
+                          round_s=300, round_timing=timing)
+        assert result.summary["stopped"] == "until_s", timing
+        assert result.jobs["id"].tolist() == ["A"] and result.summary["jobs"] == 1, timing
+        assert result.summary["unfinished"] == 1, timing
+
+
 def test_profiling_delay_holds_a_job_back() -> None:
     plain = simulate(Trace((job("x", 0, 1, 1000),)), so.Cluster(1), mechanism="proportional")
     delayed = simulate(Trace((job("x", 0, 1, 1000, profiling_s=450),)), so.Cluster(1), mechanism="proportional")

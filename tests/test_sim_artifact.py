@@ -136,6 +136,20 @@ def test_artifact_progress_counts_whole_iterations_and_finishes_at_the_rounds_en
     assert exact["finish_s"] == pytest.approx(300.0 + 1200 * 0.78) and exact["arrival_s"] == 10.4
 
 
+def test_artifact_progress_seconds_are_the_iterations_not_the_round_held() -> None:
+    # 1200 iterations of 0.78 s: 384 a round, so 3 whole rounds and 48 iterations (37.44 s) in the fourth. The
+    # job holds its GPU to that round's end (run_s), but progresses only for its iterations: the progress seconds
+    # times the speedup sum to the work (1200 x 0.78 s) and the mean speedup is 1 (it was 0.78, the work over the
+    # rounds held).
+    result = simulate(one_job("res50", 1200, 0.0), Cluster(1), mechanism="proportional", accounting="artifact",
+                      record_job_rounds=True)
+    job = result.jobs.iloc[0]
+    assert job["run_s"] == 1200.0 and job["mean_speedup"] == pytest.approx(1.0, rel=1e-12)
+    rows = result.job_rounds
+    assert rows.run_s.tolist() == pytest.approx([384 * 0.78] * 3 + [48 * 0.78], rel=1e-12)
+    assert float((rows.speedup * rows.run_s).sum()) == pytest.approx(1200 * 0.78, rel=1e-12)
+
+
 def test_artifact_progress_divides_the_iteration_time_by_the_speedup() -> None:
     # Alone on a server, TUNE gives AlexNet its best case (12 CPUs, 125 GB): 2.94x, so floor(300 / (0.6 / 2.94))
     # iterations a round; 3000 of them take 3 rounds.

@@ -323,6 +323,12 @@ def _monitor_window(trace: Trace, monitor: tuple[int, int] | None) -> tuple[int,
     return first, last
 
 
+def _skip_target(ready: float, until_s: float | None) -> float:
+    """Where an idle stretch skips to: the next ready time, or ``until_s`` when that comes first (the run stops
+    at the first boundary at or after ``until_s``; skipping past it listed jobs arriving later as arrived)."""
+    return ready if until_s is None else min(ready, until_s)
+
+
 def _fill(order: np.ndarray, gpus: np.ndarray, total: int, backfill: bool = True) -> np.ndarray:
     """The jobs of ``order`` that fit, taken in order, passing over any that no longer fits (``backfill``) or
     stopping at the first (not)."""
@@ -512,11 +518,12 @@ class _Run:
         self.refilled = (order, chosen)
         return chosen
 
-    def _allocate(self, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
-        """Each runnable job's speedup, the resources in use (GPUs, CPUs, GB) and whether the fallback ran."""
+    def _allocate(self, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool]:
+        """Each runnable job's speedup, the resources in use (GPUs, CPUs, GB), whether the fallback ran, and
+        whether the mechanism was called (a heterogeneous run may take a type's round from an earlier one)."""
         plan = self.allocate(RoundInstance(self.cluster, tuple(self._job(int(p)) for p in runnable)))
         speedup, use = self._score(runnable, plan)
-        return speedup, use, plan.fallback
+        return speedup, use, plan.fallback, True
 
     def _artifact_keys(self, active: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:class:`JobStates`' ``artifact_speedup``, ``artifact_priority`` and ``artifact_demand_share`` of the
@@ -592,7 +599,7 @@ class _Run:
                 if self.admitted == self.size:
                     self.stopped = "stuck"  # monitored jobs remain that will never arrive
                     break
-                clock.skip_to(float(ready_sorted[self.admitted]))
+                clock.skip_to(_skip_target(float(ready_sorted[self.admitted]), until_s))
                 continue
             state = self.state
             artifact = self._artifact_keys(active) if self.artifact_keys else (None, None, None)
@@ -601,11 +608,11 @@ class _Run:
             runnable, key = self._select(active, states)
             if self.artifact_keys:  # as the artifact, after its sort: it counts from the next round on
                 self._mark_starved(now, active)
-            solved = previous is None or not np.array_equal(key, previous)
-            seconds = 0.0
-            if solved:
+            changed = previous is None or not np.array_equal(key, previous)
+            solved, seconds = False, 0.0
+            if changed:
                 started = time.perf_counter()
-                speedup, use, fallback = self._allocate(runnable)
+                speedup, use, fallback, solved = self._allocate(runnable)
                 seconds = time.perf_counter() - started
                 previous = key
             running = runnable[speedup > 0]
@@ -629,12 +636,12 @@ class _Run:
                 active = np.setdiff1d(active, finished, assume_unique=True)
             if self.progress is not None:
                 self.progress(now, self.last - self.first - monitored_left, self.last - self.first)
-            if running.size == 0 and not solved and self.admitted == self.size and not self._can_extend:
+            if running.size == 0 and not changed and self.admitted == self.size and not self._can_extend:
                 self.stopped = "stuck"  # the same jobs, unrunnable, and nothing new will arrive
                 break
             if running.size == 0 and self.admitted < self.size:
                 # Nothing can progress until the next arrival changes the runnable set.
-                skipped = clock.skip_to(float(self.state.ready[self.ready_order[self.admitted]]))
+                skipped = clock.skip_to(_skip_target(float(self.state.ready[self.ready_order[self.admitted]]), until_s))
                 if self.artifact_keys and skipped is not None:
                     # the rounds skipped would have marked starved jobs (marks only add)
                     self._mark_starved(skipped, active)
@@ -670,8 +677,9 @@ class _Run:
         resumed = ~np.isin(running, ran_last, assume_unique=True) & (self.state.run_s[running] > 0)
         delay = np.where(resumed, self.overhead, 0.0)
         span = self.round_s - delay
-        done, remaining, progress_time = self.accounting.advance(running, rate, self.state.remaining[running], span)
-        held = delay + progress_time
+        done, remaining, held_time, progress_time = self.accounting.advance(running, rate,
+                                                                             self.state.remaining[running], span)
+        held = delay + held_time
         before = self.state.remaining[running]
         check_progress(before, remaining, done, rate, lambda i: self.trace.jobs[int(running[i])].id,
                        self.mechanism_name)
@@ -690,7 +698,7 @@ class _Run:
     def tables(self) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
         arrived = np.flatnonzero(self.state.arrival <= self.end_s) if self.size else np.empty(0, dtype=np.int64)
         specs = [self.trace.jobs[int(p)] for p in arrived]
-        done_work = self.state.duration[arrived] - self.state.remaining[arrived]
+        done_work = self.state.work[arrived] - self.state.remaining[arrived]
         progress_s = self.state.progress_s[arrived]
         with np.errstate(invalid="ignore", divide="ignore"):
             mean_speedup = np.where(progress_s > 0, done_work / progress_s, np.nan)

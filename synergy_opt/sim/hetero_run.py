@@ -153,12 +153,12 @@ class HeteroRun(_Run):
             self.type_jobs[(position, t)] = job
         return job
 
-    def _allocate(self, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    def _allocate(self, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool]:
         if isinstance(self.allocate, TypeFreeIdeal):
             return self._allocate_type_free(runnable)
         speedup = np.zeros(runnable.size)
         use = np.zeros(3 * (len(self.names) + 1))
-        fallback = False
+        fallback = solved = False
         for t, server_type in enumerate(self.hetero.types):
             here = np.flatnonzero(self.types_of == t)
             if here.size == 0:
@@ -171,11 +171,12 @@ class HeteroRun(_Run):
                                                    tuple(self._type_job(int(p), t) for p in positions)))
                 known = (*self._score(positions, plan, self.type_tables[t]), plan.fallback)
                 self.type_rounds[key] = known
+                solved = True
             speedup[here], used, was_fallback = known
             fallback = fallback or was_fallback
             use[:3] += used
             use[3 * (t + 1):3 * (t + 2)] = used
-        return speedup, use, fallback
+        return speedup, use, fallback, solved
 
 
     def _hetero_job(self, position: int, baseline: int) -> HeteroJob:
@@ -193,36 +194,36 @@ class HeteroRun(_Run):
         spec = self.trace.jobs[position]
         return HeteroJob(spec.id, spec.gpus, profiles, self.names[baseline], spec.model)
 
-    def _allocate_type_free(self, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    def _allocate_type_free(self, runnable: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool, bool]:
         """The type-free ideal bound's round: each job's type and config from the type-free ILP (GPU-proportional
         on the policy's types if it ends without a solution), scored on the type it takes."""
         key = (-1, runnable.tobytes() + self.types_of.tobytes())
         known = self.type_rounds.get(key)
-        if known is None:
-            instance = HeteroRound(self.hetero, tuple(self._hetero_job(int(p), int(t))
-                                                      for p, t in zip(runnable, self.types_of, strict=True)))
-            solve = self.allocate
-            assert isinstance(solve, TypeFreeIdeal)
-            result = solve(instance)
-            types, fallback = self.types_of, not result.has_solution
-            if fallback:
-                cpu, mem = self.hetero.share_per_gpu[:, types]
-            else:
-                types = np.array([self.hetero.index(kind) for kind in result.gpu_types], dtype=np.int64)
-                cpu, mem = result.cpu_per_gpu, result.mem_gb_per_gpu
-            speedup = np.zeros(runnable.size)
-            use = np.zeros(3 * (len(self.names) + 1))
-            for t in range(len(self.names)):
-                here = np.flatnonzero(types == t)
-                if here.size == 0:
-                    continue
-                plan = RoundPlan(cpu_per_gpu=cpu[here], mem_gb_per_gpu=mem[here])
-                speedup[here], used = self._score(runnable[here], plan, self.type_tables[t])
-                use[:3] += used
-                use[3 * (t + 1):3 * (t + 2)] = used
-            known = (speedup, use, fallback)
-            self.type_rounds[key] = known
-        return known
+        if known is not None:
+            return (*known, False)
+        instance = HeteroRound(self.hetero, tuple(self._hetero_job(int(p), int(t))
+                                                  for p, t in zip(runnable, self.types_of, strict=True)))
+        solve = self.allocate
+        assert isinstance(solve, TypeFreeIdeal)
+        result = solve(instance)
+        types, fallback = self.types_of, not result.has_solution
+        if fallback:
+            cpu, mem = self.hetero.share_per_gpu[:, types]
+        else:
+            types = np.array([self.hetero.index(kind) for kind in result.gpu_types], dtype=np.int64)
+            cpu, mem = result.cpu_per_gpu, result.mem_gb_per_gpu
+        speedup = np.zeros(runnable.size)
+        use = np.zeros(3 * (len(self.names) + 1))
+        for t in range(len(self.names)):
+            here = np.flatnonzero(types == t)
+            if here.size == 0:
+                continue
+            plan = RoundPlan(cpu_per_gpu=cpu[here], mem_gb_per_gpu=mem[here])
+            speedup[here], used = self._score(runnable[here], plan, self.type_tables[t])
+            use[:3] += used
+            use[3 * (t + 1):3 * (t + 2)] = used
+        self.type_rounds[key] = (speedup, use, fallback)
+        return speedup, use, fallback, True
 
 
 RUNS[HeteroCluster] = HeteroRun

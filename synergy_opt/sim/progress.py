@@ -53,13 +53,14 @@ class Accounting(Protocol):
 
     def advance(
         self, running: np.ndarray, rate: np.ndarray, remaining: np.ndarray, span: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """One round of the ``running`` jobs at speedups ``rate``, each able to progress for ``span`` seconds
         (the round less any restore delay).
 
         ``remaining`` is their work left (seconds at the proportional share). Returns ``(done, remaining
-        after, seconds)``: which finished, their work left, and the seconds each held its GPUs past the
-        delay (to its finish, or the round's end).
+        after, held, progressing)``: which finished, their work left, the seconds each held its GPUs past the
+        delay (to its finish, or the round's end), and the seconds of those it made progress (its work done
+        over ``rate``).
         """
         ...
 
@@ -73,10 +74,11 @@ class ExactProgress:
 
     def advance(
         self, running: np.ndarray, rate: np.ndarray, remaining: np.ndarray, span: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         need = remaining / rate
         done = need <= span * (1 + _FINISH_TOLERANCE)
-        return done, np.where(done, 0.0, remaining - rate * span), np.where(done, need, span)
+        held = np.where(done, need, span)
+        return done, np.where(done, 0.0, remaining - rate * span), held, held
 
 
 class ArtifactProgress:
@@ -106,7 +108,7 @@ class ArtifactProgress:
 
     def advance(
         self, running: np.ndarray, rate: np.ndarray, remaining: np.ndarray, span: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         iter_time = self.iter_time[running]
         # The artifact's own arithmetic (jobs/job.py): iteration time over the speedup, then whole iterations.
         credited = np.floor(span / (iter_time / rate)).astype(np.int64)
@@ -121,10 +123,12 @@ class ArtifactProgress:
                 "the round made no progress (use longer rounds, less preemption overhead or accounting='exact')",
             )
         done_iterations = np.minimum(self.done[running] + credited, total)
+        progressing = (done_iterations - self.done[running]) * (iter_time / rate)
         self.done[running] = done_iterations
         done = done_iterations >= total
-        # Even a job done early holds its GPUs to the round's end, when its finish is noticed.
-        return done, (total - done_iterations) * iter_time, span.copy()
+        # Even a job done early holds its GPUs to the round's end, when its finish is noticed; it progressed only
+        # for its iterations (the rest of the round, and a part iteration, are lost).
+        return done, (total - done_iterations) * iter_time, span.copy(), progressing
 
     def _iter_time(self, position: int, job: TraceJob) -> float:
         seconds = job.iteration_time(self.cpu_per_gpu)

@@ -20,8 +20,9 @@ class JobArrays:
         Throughput at the GPU-proportional share (speedups are relative to it).
     ready
         Arrival plus profiling time: when the job can first run.
-    remaining
-        Run time still needed at the GPU-proportional share.
+    work, remaining
+        Run time needed at the GPU-proportional share as the accounting counts it (the duration, or the
+        artifact's whole iterations), and of that the run time still needed.
     attained
         GPU-seconds held so far (LAS's measure).
     run_s, progress_s
@@ -33,6 +34,7 @@ class JobArrays:
     ready: np.ndarray
     duration: np.ndarray
     gpus: np.ndarray
+    work: np.ndarray
     remaining: np.ndarray
     attained: np.ndarray
     run_s: np.ndarray
@@ -49,13 +51,15 @@ class JobArrays:
         count = len(jobs)
         duration = np.array([job.duration_s for job in jobs], dtype=float)
         arrival = np.array([job.arrival_s for job in jobs], dtype=float) if arrivals is None else arrivals
+        work = duration if work is None else np.asarray(work, dtype=float)
         return cls(
             floor=np.asarray(floors, dtype=float),
             arrival=arrival,
             ready=arrival + np.array([job.profiling_s for job in jobs], dtype=float),
             duration=duration,
             gpus=np.array([job.gpus for job in jobs], dtype=np.int64),
-            remaining=duration.copy() if work is None else np.asarray(work, dtype=float),
+            work=work,
+            remaining=work.copy(),
             attained=np.zeros(count),
             run_s=np.zeros(count),
             progress_s=np.zeros(count),
