@@ -174,6 +174,18 @@ def test_resume_takes_only_the_flags_that_do_not_change_the_results(uninterrupte
     assert "holds a sweep of 'sim'" in capsys.readouterr().err
 
 
+def test_a_folder_whose_run_kept_no_record_may_be_used_again(tmp_path: Path) -> None:
+    # A bench run whose --dask scheduler did not answer exited 2 leaving command.json and an empty cells.jsonl;
+    # the same --out without --dask was then refused as "the cells of an earlier run", with none to keep.
+    folder = tmp_path / "out"
+    folder.mkdir()
+    write_command(folder, "bench", [*BENCH, "--mechanisms", "proportional", "--dask", "tcp://127.0.0.1:1"])
+    (folder / "cells.jsonl").write_text("")
+    assert bench_main([*BENCH, "--mechanisms", "proportional", "--out", str(folder)]) == 0
+    assert (folder / "cells.jsonl").read_text().count("\n") > 0
+    assert bench_main([*BENCH, "--mechanisms", "proportional", "--out", str(folder)]) == 2  # now it holds cells
+
+
 def test_a_new_run_refuses_the_other_tools_folder(uninterrupted: Path, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     # A bench run into a simulator's folder overwrote its command.json ("tool": "sim" became "bench"), and the

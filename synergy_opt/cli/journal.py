@@ -63,6 +63,10 @@ class Journal:
     def exists(self) -> bool:
         return self.path.exists()
 
+    def has_records(self) -> bool:
+        """Whether it holds a complete record (a run stopped before its first finished left none to keep)."""
+        return self.exists() and next(self._read(), None) is not None
+
     def records(self) -> dict[str, Any]:
         """Every complete record by key (a later record of the same key wins)."""
         return dict(self._read())
@@ -187,7 +191,7 @@ def out_folder_problem(out: Path, tool: str, earlier: tuple[str, str] | None = N
     other = recorded.get("tool") if isinstance(recorded, dict) else None
     if isinstance(other, str) and other != tool:
         return f"--out {out} holds a sweep of {other!r}, not of {tool!r}: give another folder"
-    if earlier is not None and Journal(out, earlier[0]).exists():
+    if earlier is not None and Journal(out, earlier[0]).has_records():
         return (f"--out {out} holds {earlier[1]} ({earlier[0]}.jsonl): continue it with --resume {out}, or give "
                 "another folder")
     try:
