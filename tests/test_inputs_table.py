@@ -399,13 +399,18 @@ def mechanism_cases() -> Iterator[Case]:
                                ("repeated", ["j1", "j1", "j2"], "order"), ("dict", {"j1": 1}, "order"),
                                ("None id", ["j1", None], "order[1]")]:
         yield rejects(f"run_mechanism order {kind}", lambda v=value: so.run_mechanism(INSTANCE, "tune", order=v), field)
-    for name in ("greedy", "tune", "drf", "tetris"):
+    # threshold is best_case_tolerance's earlier name, for every mechanism that takes it (near-opt refused it).
+    for name in ("greedy", "tune", "tune-artifact", "drf", "tetris", "near-opt"):
         for kind, value in [("str", "0.1"), ("bool", True), ("1", 1.0), ("nan", math.nan), ("negative", -0.1)]:
             yield rejects(f"{name} threshold {kind}",
                           lambda n=name, v=value: so.run_mechanism(INSTANCE, n, threshold=v), "threshold")
         yield rejects(f"{name} bogus option", lambda n=name: so.run_mechanism(INSTANCE, n, bogus=1), "options.bogus")
         yield accepts(f"{name} numpy threshold",
                       lambda n=name: so.run_mechanism(INSTANCE, n, threshold=np.float64(0.1)))
+    two_types = so.generate_round(types={"k80": 1, "v100": 1}, seed=1)
+    yield rejects("near-opt negative threshold on types",
+                  lambda: so.run_mechanism(two_types, "near-opt", threshold=-0.1), "threshold")
+    yield accepts("near-opt threshold on types", lambda: so.run_mechanism(two_types, "near-opt", threshold=0.1))
     for name in ("drf", "tetris"):
         yield rejects(f"{name} skip=no", lambda n=name: so.run_mechanism(INSTANCE, n, skip="no"), "options.skip")
         yield accepts(f"{name} skip=np.bool_", lambda n=name: so.run_mechanism(INSTANCE, n, skip=np.bool_(True)))

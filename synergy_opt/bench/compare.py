@@ -54,7 +54,8 @@ def compare_table(
     headers += figure_headers(WIDE if wide else NARROW)
     title = compare_title(names, differences)
     caption = ("Each figure is its folder's median over seeds (medians.csv); B/A is B's over A's. Rows are "
-               "matched on GPUs, trace, mechanism and solver.")
+               "matched on GPUs, trace, mechanism and solver" + (", across what the title names." if differences
+                                                                  else "."))
     return rows, headers, title, caption
 
 

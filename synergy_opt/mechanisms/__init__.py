@@ -27,7 +27,6 @@ shared :class:`~synergy_opt.packing.state.ServerState`; every allocation is scor
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -38,7 +37,7 @@ from synergy_opt.gc_pause import paused_gc
 from synergy_opt.hetero import HeteroRound
 from synergy_opt.instance import Allocation, RoundInstance
 from synergy_opt.io import any_round
-from synergy_opt.mechanisms.demand import tolerance_option
+from synergy_opt.mechanisms.demand import renamed_threshold
 from synergy_opt.mechanisms.drf import pack_drf
 from synergy_opt.mechanisms.greedy import pack_greedy
 from synergy_opt.mechanisms.hetero import run_hetero_mechanism
@@ -65,18 +64,10 @@ class Mechanism:
     description: str
 
 
-def _renamed_threshold(pack: Callable[..., ServerState], own: dict[str, Any]) -> dict[str, Any]:
-    """``threshold=`` (the earlier name) as ``best_case_tolerance=``, checked and named as given."""
-    if "threshold" not in own or "best_case_tolerance" not in inspect.signature(pack).parameters:
-        return own  # a mechanism without the option rejects it by its own name
-    tolerance = tolerance_option(own)
-    return {**{key: value for key, value in own.items() if key != "threshold"}, "best_case_tolerance": tolerance}
-
-
 def _packed(pack: Callable[..., ServerState]) -> Callable[..., Allocation]:
     def run(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocation:
         own, spare = split_spare_option(options)
-        own = _renamed_threshold(pack, own)
+        own = renamed_threshold(pack, own)
         checked_options = check_keyword_options(pack, own, skip=("instance", "order"), also=("spend_spare",))
         allocation = pack(instance, order, **checked_options).to_allocation()
         return spend_spare(instance, allocation) if spare else allocation
@@ -95,7 +86,8 @@ def _opt(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocati
 
 
 def _near_opt(instance: RoundInstance, order: np.ndarray, **options: Any) -> Allocation:
-    checked_options = check_keyword_options(solve_near_opt, options, skip=("instance", "order"))
+    checked_options = check_keyword_options(solve_near_opt, renamed_threshold(solve_near_opt, options),
+                                            skip=("instance", "order"))
     return solve_near_opt(instance, order, **checked_options).allocation
 
 

@@ -26,7 +26,8 @@ Public API
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,15 @@ def tolerance_option(options: Mapping[str, Any]) -> float:
     if "best_case_tolerance" in options:
         return float(TOLERANCE("best_case_tolerance", options["best_case_tolerance"]))
     return float(threshold)
+
+
+def renamed_threshold(function: Callable[..., Any], options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with ``threshold=`` (the earlier name) as ``best_case_tolerance=``, checked and named as given,
+    when ``function`` takes ``best_case_tolerance`` (another rejects ``threshold`` by its own name)."""
+    if "threshold" not in options or "best_case_tolerance" not in inspect.signature(function).parameters:
+        return dict(options)
+    tolerance = tolerance_option(options)
+    return {**{key: value for key, value in options.items() if key != "threshold"}, "best_case_tolerance": tolerance}
 
 
 @checked(instance=round_instance, best_case_tolerance=TOLERANCE, server_cap=boolean)

@@ -28,6 +28,7 @@ import numpy as np
 
 from synergy_opt.hetero import HeteroRound, join_allocations, run_per_type, split_allocation
 from synergy_opt.instance import Allocation
+from synergy_opt.mechanisms.demand import renamed_threshold
 from synergy_opt.mechanisms.near_opt.hetero import solve_hetero_near_opt
 from synergy_opt.mechanisms.spare import spend_spare, split_spare_option
 from synergy_opt.placement.solve import solve_opt
@@ -54,7 +55,8 @@ def run_hetero_mechanism(instance: HeteroRound, name: str, order: np.ndarray, ru
     if instance.type_fixed or TYPE_RULES[name] == "baseline":
         return run_per_type(instance.at_baseline(), ids, lambda sub, ranked: run_type(sub, name, ranked, **options))
     if name == "near-opt":
-        checked = check_keyword_options(solve_hetero_near_opt, options, skip=("instance", "order"))
+        checked = check_keyword_options(solve_hetero_near_opt, renamed_threshold(solve_hetero_near_opt, options),
+                                        skip=("instance", "order"))
         return solve_hetero_near_opt(instance, order, **checked).allocation
     own, spare = split_spare_option(options)
     allocation = solve_opt(instance, **check_keyword_options(solve_opt, own, skip=("instance",),
