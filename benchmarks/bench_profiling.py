@@ -269,17 +269,29 @@ def plot(rows: list[RoundRow], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+# The flags' defaults, of a full run and of --quick's smoke run.
+FULL_DEFAULTS = {"seeds": "0,1,2,3,4,5,6,7,8,9", "noise_seeds": 50, "jct_loads": "1.5,2.5,3.0,3.5", "jct_seeds": "0,1",
+                 "jct_jobs": 400}
+QUICK_DEFAULTS = {"seeds": "0,1,2", "noise_seeds": 5, "jct_loads": "2.5", "jct_seeds": "0", "jct_jobs": 150}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="3 round seeds and 5 noise seeds")
-    parser.add_argument("--seeds", default="0,1,2,3,4,5,6,7,8,9", help="round seeds (comma-separated)")
-    parser.add_argument("--noise-seeds", type=int, default=50, help="noisy profiling runs per model and grid")
-    parser.add_argument("--jct-loads", default="1.5,2.5,3.0,3.5", help="arrival rates (jobs per hour)")
-    parser.add_argument("--jct-seeds", default="0,1", help="trace seeds of the JCT sweep")
-    parser.add_argument("--jct-jobs", type=int, default=400, help="jobs per trace of the JCT sweep")
+    parser.add_argument("--quick", action="store_true",
+                        help="a smoke run: the defaults of the other flags become round seeds 0,1,2, 5 noise seeds, "
+                             "JCT load 2.5, JCT seed 0 and 150 jobs (a flag given still wins)")
+    parser.add_argument("--seeds", help="round seeds (comma-separated; default 0-9)")
+    parser.add_argument("--noise-seeds", type=int, help="noisy profiling runs per model and grid (default 50)")
+    parser.add_argument("--jct-loads", help="arrival rates (jobs per hour; default 1.5,2.5,3.0,3.5)")
+    parser.add_argument("--jct-seeds", help="trace seeds of the JCT sweep (default 0,1)")
+    parser.add_argument("--jct-jobs", type=int, help="jobs per trace of the JCT sweep (default 400)")
     args = parser.parse_args()
-    seeds = [0, 1, 2] if args.quick else [int(s) for s in args.seeds.split(",")]
-    noise_seeds = 5 if args.quick else args.noise_seeds
+    defaults = QUICK_DEFAULTS if args.quick else FULL_DEFAULTS
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    noise_seeds = args.noise_seeds
     RESULTS.mkdir(exist_ok=True)
 
     profiling = profiling_rows(noise_seeds)
@@ -312,9 +324,9 @@ def main() -> None:
         cells = [next(r["best_over_floor"] for r in sensitivity if r["jobs"] == kind and r["model"] == name)
                  for kind in KINDS]
         print(f"{name:12s}" + "".join(f"{float(str(c)):15.2f}" for c in cells))
-    loads = [2.5] if args.quick else [float(x) for x in args.jct_loads.split(",")]
-    jct_seeds = [0] if args.quick else [int(x) for x in args.jct_seeds.split(",")]
-    jct = jct_rows(loads, jct_seeds, 150 if args.quick else args.jct_jobs)
+    loads = [float(x) for x in args.jct_loads.split(",")]
+    jct_seeds = [int(x) for x in args.jct_seeds.split(",")]
+    jct = jct_rows(loads, jct_seeds, args.jct_jobs)
     write(RESULTS / "profiling_jct.csv", jct)
     plot_jct(jct, RESULTS / "profiling_jct.png")
     print("\naverage JCT (h), SRTF, 32 GPUs, mean over seeds; in brackets the mean profiling delay (min)")
