@@ -35,7 +35,7 @@ from synergy_opt.sim.cli import main as sim_main
 from synergy_opt.sim.compare import compare_table
 from synergy_opt.sim.experiments import experiment_names
 from synergy_opt.sim.outputs import CAPTION as SIM_CAPTION
-from synergy_opt.sim.outputs import _rounds_text, table_layout
+from synergy_opt.sim.outputs import _rounds_text, caption_of, table_layout
 from synergy_opt.sim.sweep import WALL_TIME_COLUMNS
 
 # 12 simulations of about a second each: 3 loads x 2 seeds x 2 mechanisms on 16 GPUs.
@@ -405,6 +405,11 @@ def test_a_script_without_a_main_guard_is_told_why_its_workers_died(tmp_path: Pa
     script.write_text(guarded)
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert run.returncode == 0 and run.stdout.strip() == "4", run.stderr[-2000:]  # 2 seeds x 2 traces
+
+
+def test_the_caption_names_ideal_only_when_a_row_ran_it() -> None:
+    assert "ideal:" in caption_of([{"mechanism": "tune"}, {"mechanism": "ideal"}])
+    assert "ideal" not in caption_of([{"mechanism": "proportional"}, {"mechanism": "tune"}])
 
 
 def test_a_trace_files_table_title_leaves_out_the_generators_settings() -> None:

@@ -144,8 +144,14 @@ WIDE_HEADERS = (
 )
 SETTING_HEADERS = {"cluster_gpus": "GPUs", "gpu_types": "GPU types", "cpu_per_gpu": "CPU:GPU", "multi_gpu": "multi",
                    "profile_noise": "noise", "job_kind": "jobs", "trace_jobs": "trace jobs", "round_s": "round s"}
+IDEAL_NOTE = " ideal: the paper's OPT (ideal bound)."
 CAPTION = ("Each figure: its column's mean over the seeds (summary.csv: every run). prop/this: proportional's "
-           "avg JCT over the row's. ideal: the paper's OPT (ideal bound).")
+           "avg JCT over the row's." + IDEAL_NOTE)
+
+
+def caption_of(table: Sequence[Mapping[str, Any]]) -> str:
+    """The table's caption, naming what ``ideal`` is only when a row ran it."""
+    return CAPTION if any(row.get("mechanism") == "ideal" for row in table) else CAPTION.removesuffix(IDEAL_NOTE)
 
 
 def table_layout(table: Sequence[Mapping[str, Any]], wide: bool = False) -> tuple[str, list[tuple[str, str]]]:
@@ -169,7 +175,8 @@ def print_summary(table: Sequence[Mapping[str, Any]], wide: bool = False) -> Non
     """One table: a row per (setting, mechanism), the settings that vary as columns, the rest in the title."""
     title, headers = table_layout(table, wide)
     block = [key for key, _ in headers if key in SETTING_COLUMNS and key != "mechanism"]
-    print_table([dict(row) for row in table], title=title, headers=headers, block=block, caption=CAPTION, wide=wide)
+    print_table([dict(row) for row in table], title=title, headers=headers, block=block, caption=caption_of(table),
+                wide=wide)
 
 
 def _shown(value: Any) -> str:
