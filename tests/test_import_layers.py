@@ -25,7 +25,7 @@ PACKAGE = "synergy_opt"
 # Lowest first. A module's layer is that of its top-level module or subpackage under synergy_opt; a module may
 # import its own layer or a lower one. Written down once, here.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "portable", "gc_pause"),
+    ("errors", "portable", "gc_pause", "float_keys"),
     ("validation", "files", "moved"),
     ("profile",),
     ("profile_groups",),

@@ -468,6 +468,12 @@ def test_float_noise_in_the_fractions_does_not_break_a_tie() -> None:
         rounds.add("B")
         rounds.reset(0.0, {"A": np.array([first]), "B": np.array([second])})
         assert rounds.schedule({"A": 1, "B": 1}, {"A": np.array([True]), "B": np.array([True])}) == {"A": 0}
+    # Noise on either side of a power of ten ties too (decimal rounding gave 1e-4 two keys there).
+    rounds = RoundMechanism(("v100",), [1], 300.0)
+    rounds.add("A")
+    rounds.add("B")
+    rounds.reset(0.0, {"A": np.array([9.999999999999289e-05]), "B": np.array([1.0000000000000025e-04])})
+    assert rounds.schedule({"A": 1, "B": 1}, {"A": np.array([True]), "B": np.array([True])}) == {"A": 0}
     # A real difference still counts.
     rounds = RoundMechanism(("v100",), [1], 300.0)
     rounds.add("A")

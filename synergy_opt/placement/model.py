@@ -63,6 +63,7 @@ from typing import Literal
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
+from synergy_opt.float_keys import rounded_mantissa
 from synergy_opt.instance import Cluster
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
 
@@ -82,6 +83,8 @@ MAX_PATTERNS = 20_000
 MAX_PATTERN_COLUMNS = 50_000
 # Relative slack on capacities when enumerating patterns (20.83 GB x 24 must fit 500 GB).
 _FIT = 1e-9
+# Per-GPU demands equal to this many bits of mantissa (about 12 significant digits) are one type (below).
+ALIKE_BITS = 40
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,24 +188,17 @@ def job_groups(demands: PlacementDemands, aggregate: bool = True) -> JobGroups:
     else:
         first, count, class_jobs = np.arange(n), np.ones(n, np.int64), np.arange(n)
     gpus, cpus, mem = demands.gpus[first], demands.cpus[first], demands.mem_gb[first]
-    # Per-GPU demands alike to 12 significant digits are one type (3 x 20.83 / 3 and 20.83), which takes its
+    # Per-GPU demands alike to ALIKE_BITS bits are one type (3 x 20.83 / 3 and 20.83), which takes its
     # classes' largest. Rounded to 9 decimals instead, three 0.166666667 GB passed a server of 0.5 GB by more
     # than the patterns' relative fit tolerance: exact packings were lost (a false INFEASIBLE, or 2 jobs split
     # where none need be).
     per_gpu = np.stack([cpus / gpus, mem / gpus], axis=1)
-    _, class_type = np.unique(_significant(per_gpu, 12), axis=0, return_inverse=True)
+    _, class_type = np.unique(rounded_mantissa(per_gpu, ALIKE_BITS), axis=0, return_inverse=True)
     class_type = class_type.ravel()
     type_values = np.zeros((int(class_type.max(initial=-1)) + 1, 2))
     np.maximum.at(type_values, class_type, per_gpu)
     return JobGroups(gpus, cpus, mem, count.astype(np.int64), class_jobs, class_type,
                      type_values[:, 0], type_values[:, 1])
-
-
-def _significant(values: np.ndarray, digits: int) -> np.ndarray:
-    """``values`` (>= 0) rounded to ``digits`` significant digits (0 stays 0)."""
-    magnitude = np.floor(np.log10(np.where(values > 0, values, 1.0)))
-    unit = 10.0 ** (magnitude - (digits - 1))
-    return np.round(values / unit) * unit
 
 
 @dataclass(frozen=True, eq=False)

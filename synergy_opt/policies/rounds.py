@@ -13,8 +13,8 @@ resets):
   received no time yet.
 - **Schedule.** Types in order (Gavel: fastest first, ``v100, p100, k80``, for heterogeneity-aware policies;
   shuffled each round, seeded, for agnostic ones); each type's jobs by priority, then deficit, then
-  fraction, largest first (ties: the order jobs joined; keys that differ only by float noise tie, see
-  :func:`tie_keys`); walking that list, a job is placed on the type if it
+  fraction, largest first (ties: the order jobs joined; keys that differ only by float noise tie:
+  ``TIE_BITS``, ``TIE_SECONDS``); walking that list, a job is placed on the type if it
   is not placed yet, can run there and its GPUs fit what is left of the type.
 """
 
@@ -25,15 +25,17 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
+from synergy_opt.float_keys import rounded_mantissa
 from synergy_opt.policies.problem import whole_counts
 from synergy_opt.validation import POSITIVE
 
 # Gavel's priority of a job on a type that has received no time since the reset ("don't use inf").
 UNSEEN_PRIORITY = 1e9
-# The schedule compares priorities and fractions to this many significant digits, deficits (seconds) to this
-# resolution: the LP gives two jobs of a unique 0.5 each 0.4999999999999999 and 0.5000000000000001, which
-# decided the order against the joining order (by the jobs' durations, through the LP's arithmetic).
-TIE_DIGITS = 9
+# The schedule compares priorities and fractions to this many bits (about 9 significant digits), deficits
+# (seconds) to this resolution: the LP gives two jobs of a unique 0.5 each 0.4999999999999999 and
+# 0.5000000000000001, which decided the order against the joining order (by the jobs' durations, through the LP's
+# arithmetic).
+TIE_BITS = 30
 TIE_SECONDS = 1e-6
 
 
@@ -131,8 +133,8 @@ class RoundMechanism:
         joined = np.arange(len(jobs))
         for t in order:
             # Largest (priority, deficit, fraction) first; ties in joining order, as Gavel's stable sort.
-            queue = np.lexsort((joined, -tie_keys(x[:, t]), -np.round(deficit[:, t] / TIE_SECONDS),
-                                -tie_keys(priority[:, t])))
+            queue = np.lexsort((joined, -rounded_mantissa(x[:, t], TIE_BITS), -np.round(deficit[:, t] / TIE_SECONDS),
+                                -rounded_mantissa(priority[:, t], TIE_BITS)))
             for index in queue:
                 if left[t] == 0:
                     break
@@ -149,9 +151,3 @@ class RoundMechanism:
             self.received[job][type_index] += seconds
             self.type_time[type_index] += seconds
 
-
-def tie_keys(values: np.ndarray) -> np.ndarray:
-    """``values`` rounded to ``TIE_DIGITS`` significant digits, so that values equal but for float noise tie."""
-    magnitude = np.floor(np.log10(np.abs(values), out=np.zeros_like(values), where=values != 0))
-    step = 10.0 ** (magnitude - (TIE_DIGITS - 1))
-    return np.round(values / step) * step

@@ -35,8 +35,9 @@ class SimResult:
         figures are taken over.
     rounds
         One row per simulated round (``ROUND_COLUMNS``): use of the cluster in percent, the mechanism's
-        seconds, whether it was solved afresh (else the previous round's allocation was reused) and whether
-        the exact optimum fell back to TUNE.
+        seconds, whether it was solved afresh (else an earlier round's allocation was reused: the previous
+        round's, or on a heterogeneous cluster a type's round kept from any earlier one) and whether the exact
+        optimum fell back to TUNE.
     summary
         ``SUMMARY_KEYS``: JCT figures in hours over the monitored jobs, the makespan (from the first monitored
         arrival to the last monitored finish), counts and wall time, plus the settings of the run.

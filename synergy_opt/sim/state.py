@@ -51,7 +51,7 @@ class JobArrays:
         count = len(jobs)
         duration = np.array([job.duration_s for job in jobs], dtype=float)
         arrival = np.array([job.arrival_s for job in jobs], dtype=float) if arrivals is None else arrivals
-        work = duration if work is None else np.asarray(work, dtype=float)
+        work = duration.copy() if work is None else np.asarray(work, dtype=float)
         return cls(
             floor=np.asarray(floors, dtype=float),
             arrival=arrival,
