@@ -91,9 +91,16 @@ def best_choice_total(options: list[list[tuple[float, np.ndarray]]], capacity: n
 def in_cpu_unit(instance: RoundInstance, unit: float) -> RoundInstance:
     """``instance`` with every CPU figure (the servers' CPUs, the matrices' CPU axes) in a unit ``1 / unit`` times
     larger: with ``unit`` a power of two, the same round, whose optimum is the same."""
+    return in_units(instance, cpu_unit=unit)
+
+
+def in_units(instance: RoundInstance, cpu_unit: float = 1.0, mem_unit: float = 1.0) -> RoundInstance:
+    """``instance`` with its CPU and memory figures times ``cpu_unit`` and ``mem_unit`` (powers of two: the same
+    round)."""
     cluster = instance.cluster
-    scaled = Cluster(cluster.servers, cluster.gpus_per_server, cluster.cpus_per_server * unit,
-                     cluster.mem_gb_per_server)
-    jobs = tuple(Job(job.id, job.gpus, Profile(job.profile.cpu_per_gpu * unit, job.profile.mem_gb_per_gpu,
-                                               job.profile.tput)) for job in instance.jobs)
+    scaled = Cluster(cluster.servers, cluster.gpus_per_server, cluster.cpus_per_server * cpu_unit,
+                     cluster.mem_gb_per_server * mem_unit)
+    jobs = tuple(Job(job.id, job.gpus, Profile(job.profile.cpu_per_gpu * cpu_unit,
+                                               job.profile.mem_gb_per_gpu * mem_unit, job.profile.tput))
+                 for job in instance.jobs)
     return RoundInstance(scaled, jobs)

@@ -25,7 +25,7 @@ from synergy_opt.errors import InvalidInputError, SolverUnavailableError, Unknow
 from synergy_opt.solvers import SolverParams, Status, backend, solve_model, solver_names, write_model
 from synergy_opt.solvers.base import check_solution
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
-from synergy_opt.solvers.registry import lift_below_one
+from synergy_opt.solvers.registry import row_unit_scale
 
 INF = np.inf
 TOL = 1e-6
@@ -528,8 +528,13 @@ def test_highs_reports_an_lps_row_duals_and_the_others_none() -> None:
                     row_upper=model.row_upper * np.array([1e-5, 1.0]))
     lifted = solve_model(small, "highs")
     assert lifted.row_duals is not None and lifted.row_duals == pytest.approx([3e5, 0.0], rel=1e-9)
+    # A row of huge coefficients and bound (memory in bytes) is brought down the same way, its dual read back.
+    large = replace(model, matrix=sp.csr_array(model.matrix * np.array([[1e12], [1.0]])),
+                    row_upper=model.row_upper * np.array([1e12, 1.0]))
+    lowered = solve_model(large, "highs")
+    assert lowered.row_duals is not None and lowered.row_duals == pytest.approx([3e-12, 0.0], rel=1e-9, abs=1e-20)
     # A subnormal magnitude is lifted by 2^1000 at most: the lift stays finite.
-    assert np.all(np.isfinite(lift_below_one(np.array([5e-324, 1e-310, 0.3, 1.0, 0.0]))))
+    assert np.all(np.isfinite(row_unit_scale(np.array([5e-324, 1e-310, 0.3, 1.0, 0.0, 1e300, 1.7e308]))))
     integer = ModelBuilder("duals_mip", "max")
     integer.add_vars("x", 2, objective=np.array([3.0, 2.0]), integer=True)
     integer.add_rows("rows", np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]), np.array([1.0, 1.0, 1.0, 3.0]),

@@ -16,7 +16,7 @@ from synergy_opt.ideal.lagrangian import Knapsack, dual_from_near, dual_value, s
 from synergy_opt.ideal.model import Reductions, build_ideal
 from synergy_opt.solvers import Status
 from synergy_opt.solvers.base import check_solution
-from tests.random_instances import brute_force_ideal, in_cpu_unit, random_instance
+from tests.random_instances import brute_force_ideal, in_cpu_unit, in_units, random_instance
 from tests.test_ideal import check_choices
 
 # Each path of the method: as shipped; beam searches that keep one state; exact searches that stop at once
@@ -268,6 +268,36 @@ def test_the_core_search_is_exact_with_cpus_in_any_unit() -> None:
         result = so.solve_ideal(in_cpu_unit(instance, 2.0**-40), method="core")
         assert result.status is Status.OPTIMAL
         assert result.objective == pytest.approx(brute_force_ideal(instance), abs=1e-6)
+
+
+def test_the_core_search_and_the_lp_are_exact_with_memory_in_bytes() -> None:
+    """Memory in bytes (2^30 a GB): Kelley's master priced it near 1e-11, under HiGHS's tolerances, and a tester's
+    round ended OPTIMAL 0.3% below the optimum with a bound of 0; HiGHS's LP relaxation fell 4% below the ILP.
+    Rows of 2^30 or more are brought to [1, 2) (``row_lift``), as rows below 1 are lifted."""
+    rng = np.random.default_rng(12)
+    for _ in range(60):
+        instance = random_instance(rng)
+        exact = brute_force_ideal(instance)
+        in_bytes = in_units(instance, mem_unit=2.0**30)
+        result = so.solve_ideal(in_bytes, method="core")
+        assert result.status is Status.OPTIMAL and result.bound is not None
+        assert result.objective == pytest.approx(exact, abs=1e-6)
+        assert result.bound >= exact - 1e-6
+        relaxed = so.solve_ideal(in_bytes, relax=True)
+        assert relaxed.objective is not None and relaxed.objective >= exact - 1e-6
+    # The tester's rounds, in bytes (1e9 a GB), with their optima by hand.
+    cluster = so.Cluster(1, 4, 27.0, 80e9)
+    a = so.Job("a", 2, so.Profile([0.5, 11.0], [20e9], [[0.0064], [0.0096]]))
+    b = so.Job("b", 2, so.Profile([1.75], [20e9, 25e9], [[1.0, 200.0]]))
+    # a at 11 CPUs a GPU, b at 1.75, both at 20 GB a GPU (b cannot take 25: 90 GB): 0.0096 + 1.0.
+    assert so.solve_ideal(so.RoundInstance(cluster, (a, b)), method="core").objective == pytest.approx(1.0096)
+    cluster = so.Cluster(1, 2, 4.0, 50e9)
+    a = so.Job("a", 1, so.Profile([2.0, 3.0], [18.5e9, 45.5e9], [[0.0027, 0.0088], [0.0102, 0.0102]]))
+    b = so.Job("b", 1, so.Profile([1.0], [22e9], [[0.0019]]))
+    # a at (3, 18.5 GB), b at (1, 22 GB): 0.0121, which the LP relaxation must reach.
+    for solver in ("highs", "pyomo-highs"):
+        relaxed = so.solve_ideal(so.RoundInstance(cluster, (a, b)), relax=True, solver=solver)
+        assert relaxed.objective == pytest.approx(0.0121, rel=1e-6), solver
 
 
 def test_a_core_search_that_misses_every_allocation_says_so_and_auto_solves_the_round(

@@ -46,8 +46,8 @@ class TypedKnapsack:
         )
 
     def lifted(self) -> TypedKnapsack:
-        """The same knapsack with each row whose capacity is below 1 counted in a unit a power of two smaller
-        (:func:`~synergy_opt.ideal.lagrangian.row_lift`)."""
+        """The same knapsack with each row whose capacity is below 1 (or very large) counted in a unit a power of
+        two smaller (larger) (:func:`~synergy_opt.ideal.lagrangian.row_lift`)."""
         lift = row_lift(self.capacity).reshape(3, self.types)
         return replace(self, gpu=self.gpu * lift[0, self.col_type], cpu=self.cpu * lift[1, self.col_type],
                        mem=self.mem * lift[2, self.col_type], capacity=self.capacity * lift.ravel())

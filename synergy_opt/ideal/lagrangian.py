@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from synergy_opt.ideal.model import IdealModel
-from synergy_opt.solvers.registry import lift_below_one
+from synergy_opt.solvers.registry import row_unit_scale
 
 # dual_from_near's columns: reduced cost at the prices at most this, relative to the largest value; at most this
 # many LP solves. Measured from the type-free LP's prices on the 18 types of 3 x 1024-GPU development rounds:
@@ -113,8 +113,8 @@ class Knapsack:
                        col_class=self.col_class[keep])
 
     def lifted(self) -> Knapsack:
-        """The same knapsack with each row whose capacity is below 1 counted in a unit a power of two smaller
-        (:func:`row_lift`)."""
+        """The same knapsack with each row whose capacity is below 1 (or very large) counted in a unit a power of
+        two smaller (larger) (:func:`row_lift`)."""
         cpu_lift, mem_lift = row_lift(self.capacity)
         return replace(self, cpu=self.cpu * cpu_lift, mem=self.mem * mem_lift,
                        capacity=self.capacity * np.array([cpu_lift, mem_lift]))
@@ -143,11 +143,13 @@ class Knapsack:
 
 
 def row_lift(capacity: np.ndarray) -> np.ndarray:
-    """Per row, the power of two that brings a capacity in (0, 1) to [1, 2) (1 for the others): the core searches
-    compare uses with slacks of at least 1e-9 (``row_tolerance``: relative only from a capacity of 1 up), so a
-    row of 5e-7 CPUs read a tenth of a grid step as a tie (a helper's rounds in CPUs of 2^-24: one called
-    INFEASIBLE, one OPTIMAL 0.8% below the optimum). A power of two changes no comparison but those slacks."""
-    return lift_below_one(np.asarray(capacity, dtype=float))
+    """Per row, the power of two that brings a capacity in (0, 1), or of at least ``LARGE_ROW``, to [1, 2) (1 for
+    the others): the core searches compare uses with slacks of at least 1e-9 (``row_tolerance``: relative only
+    from a capacity of 1 up), so a row of 5e-7 CPUs read a tenth of a grid step as a tie (a helper's rounds in CPUs
+    of 2^-24: one called INFEASIBLE, one OPTIMAL 0.8% below the optimum); and Kelley's master holds prices to
+    HiGHS's tolerances, so memory in bytes (8e10) priced it near 1e-11 and the core search ended OPTIMAL 0.3%
+    below the optimum with a bound of 0. A power of two changes no comparison but those slacks."""
+    return row_unit_scale(np.asarray(capacity, dtype=float))
 
 
 @njit(cache=True)

@@ -161,10 +161,11 @@ def solve_model(model: LinearModel | Any, solver: str = DEFAULT_SOLVER, params: 
 
 def row_lift(model: LinearModel) -> np.ndarray | None:
     """Per row, the power of two that brings a row whose every coefficient and finite bound is below 1 in
-    magnitude to a largest one in ``[1, 2)`` (1 for the other rows); None when no row is that small. Backends
-    hold rows to absolute tolerances (HiGHS's MIP: 1e-6), so a memory row of 2e-5 GB was passed by 4% and
-    pyomo-highs called an infeasible point optimal. A power of two changes no comparison; a row's dual in the
-    lifted model is its dual over the lift."""
+    magnitude, or whose largest is at least :data:`LARGE_ROW`, to a largest one in ``[1, 2)`` (1 for the other
+    rows); None when no row is that small or large. Backends hold rows to absolute tolerances (HiGHS's MIP: 1e-6),
+    so a memory row of 2e-5 GB was passed by 4% and pyomo-highs called an infeasible point optimal; memory in
+    bytes (a row of 5e10) left HiGHS's LP relaxation 4% below the ILP's optimum, called optimal. A power of two
+    changes no comparison; a row's dual in the lifted model is its dual over the lift."""
     if not model.num_cons:
         return None
     matrix = model.matrix
@@ -174,17 +175,25 @@ def row_lift(model: LinearModel) -> np.ndarray | None:
         magnitude[filled] = np.maximum.reduceat(np.abs(matrix.data), matrix.indptr[filled])
     for bound in (model.row_lower, model.row_upper):
         magnitude = np.maximum(magnitude, np.where(np.isfinite(bound), np.abs(bound), 0.0))
-    if not np.any((magnitude > 0) & (magnitude < 1)):
+    if not np.any(_out_of_range(magnitude)):
         return None
-    return lift_below_one(magnitude)
+    return row_unit_scale(magnitude)
 
 
-def lift_below_one(magnitude: np.ndarray) -> np.ndarray:
-    """Per magnitude, the power of two that brings one in ``(0, 1)`` to ``[1, 2)`` (at most ``2^1000``, so that a
-    subnormal one stays finite), 1 for the others."""
-    small = (magnitude > 0) & (magnitude < 1)
-    exponent = -np.floor(np.log2(np.where(small, magnitude, 1.0)))
-    return np.exp2(np.minimum(exponent, 1000.0))
+# Rows whose largest magnitude is this or more are brought down to [1, 2) (memory in bytes: 80 GB is 8e10). Rounds in
+# the units of the built-in profiles (CPUs, GB) stay far below it, so their models are handed over unchanged.
+LARGE_ROW = 2.0**30
+
+
+def _out_of_range(magnitude: np.ndarray) -> np.ndarray:
+    return (magnitude > 0) & ((magnitude < 1) | (magnitude >= LARGE_ROW))
+
+
+def row_unit_scale(magnitude: np.ndarray) -> np.ndarray:
+    """Per magnitude, the power of two that brings one in ``(0, 1)``, or at least :data:`LARGE_ROW`, to ``[1, 2)``
+    (within ``2^-1000 .. 2^1000``, so that a subnormal one stays finite), 1 for the others."""
+    exponent = -np.floor(np.log2(np.where(_out_of_range(magnitude), magnitude, 1.0)))
+    return np.exp2(np.clip(exponent, -1000.0, 1000.0))
 
 
 # Constraint coefficients of this magnitude or more are refused before any backend sees them: HiGHS rejects such
