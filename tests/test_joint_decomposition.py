@@ -490,3 +490,26 @@ def test_a_start_that_is_not_a_valid_allocation_is_named() -> None:
     with pytest.raises(so.InvalidInputError) as raised:
         so.solve_joint(instance, start="near-opt")  # type: ignore[arg-type]
     assert raised.value.field == "start"
+
+
+def test_a_gap_below_the_ideal_ilps_default_is_proven() -> None:
+    """A tester's round: its optimum is placed at once, but the bound came from the ideal ILP at its own default gap
+    (1e-6), so at mip_gap 1e-9 the decomposition ran to its time limit and said FEASIBLE. The ideal ILP is solved
+    within the joint's gap when that is tighter."""
+    instance = so.load_instance({
+        "format": "synergy-round/1",
+        "cluster": {"servers": 2, "gpus_per_server": 8, "cpus_per_server": 40, "mem_gb_per_server": 2884},
+        "jobs": [
+            {"id": "j0", "gpus": 5, "profile": {"cpu_per_gpu": [1.5, 6.75, 12.0], "mem_gb_per_gpu": [90.0, 650.0, 750.0, 910.0], "tput": [[0.160965, 0.0359918, 0.0541014, 0.274922], [0.0973588, 0.0439572, 0.0338927, 0.324619], [0.0459721, 0.0538189, 0.120941, 0.412017]]}},  # noqa: E501
+            {"id": "j1", "gpus": 1, "profile": {"cpu_per_gpu": [4.5, 8.0], "mem_gb_per_gpu": [150.0, 300.0, 340.0, 940.0], "tput": [[0.401248, 0.357893, 0.273747, 0.0706495], [0.3545, 0.154929, 0.341961, 0.0639581]]}},  # noqa: E501
+            {"id": "j2", "gpus": 2, "profile": {"cpu_per_gpu": [2.0, 6.0, 8.0], "mem_gb_per_gpu": [20.0, 90.0, 670.0], "tput": [[0.00137452, 0.00114688, 0.00193598], [0.00255072, 0.00437454, 0.000459994], [0.00146223, 0.0062371, 0.00249152]]}},  # noqa: E501
+            {"id": "j3", "gpus": 8, "profile": {"cpu_per_gpu": [1.0, 6.0, 8.0, 9.0], "mem_gb_per_gpu": [192.5, 607.5, 630.0, 727.5], "tput": [[62.5781] * 4] * 4}},  # noqa: E501
+        ],
+    })
+    exact = so.solve_ideal(instance, method="direct", mip_gap=0.0)
+    assert exact.status is Status.OPTIMAL and exact.objective is not None
+    for gap in (1e-7, 1e-9):
+        result = so.solve_joint(instance, mip_gap=gap, method="decomposition", time_limit=60)
+        assert result.status is Status.OPTIMAL, gap
+        assert result.objective == pytest.approx(exact.objective, rel=1e-12)
+        assert result.bound is not None and result.bound <= result.objective * (1 + gap) + 1e-12

@@ -60,6 +60,8 @@ RESTRICTED_SHARE, RESTRICTED_SECONDS, POLISH_GAP = 0.15, 5.0, 1e-3
 PACK_SECONDS, PACK_LISTED = 0.1, 500
 # Seconds the local search may polish each new incumbent.
 POLISH_SECONDS = 0.05
+# The gap the ideal ILP (the bound) is solved within at most (solve_ideal's default).
+IDEAL_GAP = 1e-6
 # The ideal ILP's configs are placed before any column generation (residual dive: a share of the time left); up
 # to CP_SERVERS servers, placements are also sought by CP-SAT (cp_pack) when the dive fails without a proof:
 # the ideal ILP's configs (CP-SAT's deterministic time at most: about a second's work, 0.01-0.9 used on the ten
@@ -195,7 +197,10 @@ def _decompose(
     if np.setdiff1d(np.arange(items.columns.count.size), items.columns.cls).size:
         return finish(Status.INFEASIBLE, "infeasible: a job has no config that fits a server")
 
-    ideal = solve_ideal(instance, objective=objective, time_limit=params.time_limit)
+    # Within the joint's gap when that is tighter than the ideal ILP's default (at 1e-9 the default's bound kept a
+    # tiny round's optimum, found at once, from being proven until the time limit).
+    ideal = solve_ideal(instance, objective=objective, time_limit=params.time_limit,
+                        mip_gap=min(params.mip_gap, IDEAL_GAP))
     # What each job would be worth at the ideal ILP's config: the local search ranks servers by what they lose.
     aim_values = _aim_values(instance, ideal.throughput, objective) if ideal.has_solution else \
         np.zeros(len(instance.jobs))
