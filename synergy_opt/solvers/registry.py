@@ -161,38 +161,52 @@ def solve_model(model: LinearModel | Any, solver: str = DEFAULT_SOLVER, params: 
 
 def row_lift(model: LinearModel) -> np.ndarray | None:
     """Per row, the power of two that brings a row whose every coefficient and finite bound is below 1 in
-    magnitude, or whose largest is at least :data:`LARGE_ROW`, to a largest one in ``[1, 2)`` (1 for the other
-    rows); None when no row is that small or large. Backends hold rows to absolute tolerances (HiGHS's MIP: 1e-6),
-    so a memory row of 2e-5 GB was passed by 4% and pyomo-highs called an infeasible point optimal; memory in
-    bytes (a row of 5e10) left HiGHS's LP relaxation 4% below the ILP's optimum, called optimal. A power of two
+    magnitude to a largest one in ``[1, 2)``, or a row whose every non-zero coefficient and bound is at least
+    :data:`LARGE_ROW` to a smallest one in ``[1, 2)`` (1 for the other rows); None when no row is that small or
+    large. Backends hold rows to absolute tolerances (HiGHS's MIP: 1e-6), so a memory row of 2e-5 GB was passed
+    by 4% and pyomo-highs called an infeasible point optimal; memory in bytes (a row of 5e10) left HiGHS's LP
+    relaxation 4% below the ILP's optimum, called optimal. A row mixing large and small entries is left alone
+    (the policies' equilibrated rows: scaled down, their small entries fell under the tolerances). A power of two
     changes no comparison; a row's dual in the lifted model is its dual over the lift."""
     if not model.num_cons:
         return None
     matrix = model.matrix
-    magnitude = np.zeros(model.num_cons)
+    largest = np.zeros(model.num_cons)
+    smallest = np.full(model.num_cons, np.inf)
     filled = np.flatnonzero(np.diff(matrix.indptr) > 0)
     if filled.size:
-        magnitude[filled] = np.maximum.reduceat(np.abs(matrix.data), matrix.indptr[filled])
+        entries = np.abs(matrix.data)
+        largest[filled] = np.maximum.reduceat(entries, matrix.indptr[filled])
+        smallest[filled] = np.minimum.reduceat(np.where(entries > 0, entries, np.inf), matrix.indptr[filled])
     for bound in (model.row_lower, model.row_upper):
-        magnitude = np.maximum(magnitude, np.where(np.isfinite(bound), np.abs(bound), 0.0))
-    if not np.any(_out_of_range(magnitude)):
+        size = np.where(np.isfinite(bound), np.abs(bound), 0.0)
+        largest = np.maximum(largest, size)
+        smallest = np.minimum(smallest, np.where(size > 0, size, np.inf))
+    smallest = np.where(np.isfinite(smallest), smallest, 0.0)
+    if not np.any(_out_of_range(largest, smallest)):
         return None
-    return row_unit_scale(magnitude)
+    return row_unit_scale(largest, smallest)
 
 
-# Rows whose largest magnitude is this or more are brought down to [1, 2) (memory in bytes: 80 GB is 8e10). Rounds in
-# the units of the built-in profiles (CPUs, GB) stay far below it, so their models are handed over unchanged.
+# Rows whose every non-zero entry is this or more are brought down so that the smallest is in [1, 2) (memory in
+# bytes: 80 GB is 8e10). Rounds in the units of the built-in profiles (CPUs, GB) stay far below it, so their
+# models are handed over unchanged.
 LARGE_ROW = 2.0**30
 
 
-def _out_of_range(magnitude: np.ndarray) -> np.ndarray:
-    return (magnitude > 0) & ((magnitude < 1) | (magnitude >= LARGE_ROW))
+def _out_of_range(largest: np.ndarray, smallest: np.ndarray) -> np.ndarray:
+    return ((largest > 0) & (largest < 1)) | (smallest >= LARGE_ROW)
 
 
-def row_unit_scale(magnitude: np.ndarray) -> np.ndarray:
-    """Per magnitude, the power of two that brings one in ``(0, 1)``, or at least :data:`LARGE_ROW`, to ``[1, 2)``
-    (within ``2^-1000 .. 2^1000``, so that a subnormal one stays finite), 1 for the others."""
-    exponent = -np.floor(np.log2(np.where(_out_of_range(magnitude), magnitude, 1.0)))
+def row_unit_scale(largest: np.ndarray, smallest: np.ndarray | None = None) -> np.ndarray:
+    """Per row, the power of two that brings a largest magnitude in ``(0, 1)`` to ``[1, 2)``, or a smallest
+    non-zero one (default: the largest) of at least :data:`LARGE_ROW` to ``[1, 2)`` (within ``2^-1000 ..
+    2^1000``, so that a subnormal one stays finite), 1 for the others."""
+    smallest = largest if smallest is None else smallest
+    up = (largest > 0) & (largest < 1)
+    down = smallest >= LARGE_ROW
+    exponent = np.where(up, -np.floor(np.log2(np.where(up, largest, 1.0))), 0.0)
+    exponent = np.where(down, -np.floor(np.log2(np.where(down, smallest, 1.0))), exponent)
     return np.exp2(np.clip(exponent, -1000.0, 1000.0))
 
 
