@@ -15,10 +15,10 @@ from numpy.typing import ArrayLike
 
 def rounded_mantissa(values: ArrayLike, bits: int) -> np.ndarray:
     """``values`` with their mantissas rounded to ``bits`` bits (relative precision ``2**-bits``; 0, inf and NaN
-    as they are). Values within about ``2**-bits`` of each other map to one float unless a rounding boundary lies
-    between them."""
+    as they are, and a value within ``2**-bits`` of the largest float, which would round past it). Values within
+    about ``2**-bits`` of each other map to one float unless a rounding boundary lies between them."""
     array = np.asarray(values, dtype=float)
     mantissa, exponent = np.frexp(array)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         rounded = np.ldexp(np.round(np.ldexp(mantissa, bits)), exponent - bits)
-    return np.where(np.isfinite(array), rounded, array)
+    return np.where(np.isfinite(rounded), rounded, array)

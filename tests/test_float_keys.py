@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from synergy_opt.float_keys import rounded_mantissa
@@ -21,3 +23,6 @@ def test_real_differences_and_special_values_are_kept() -> None:
     assert out[0] == 0.0 and out[1] == -0.5 and out[2] == np.inf and out[3] == -np.inf
     assert out[4] > 0 and abs(out[5] - 1e300) <= 1e300 * 2.0**-30
     assert np.isnan(rounded_mantissa([np.nan], 30)[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow warning either
+        assert rounded_mantissa([np.finfo(float).max], 30)[0] == np.finfo(float).max
