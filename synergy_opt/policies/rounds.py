@@ -150,4 +150,3 @@ class RoundMechanism:
         if job in self.received:
             self.received[job][type_index] += seconds
             self.type_time[type_index] += seconds
-

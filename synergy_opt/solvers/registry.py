@@ -182,20 +182,14 @@ def row_lift(model: LinearModel) -> np.ndarray | None:
         size = np.where(np.isfinite(bound), np.abs(bound), 0.0)
         largest = np.maximum(largest, size)
         smallest = np.minimum(smallest, np.where(size > 0, size, np.inf))
-    smallest = np.where(np.isfinite(smallest), smallest, 0.0)
-    if not np.any(_out_of_range(largest, smallest)):
-        return None
-    return row_unit_scale(largest, smallest)
+    lift = row_unit_scale(largest, np.where(np.isfinite(smallest), smallest, 0.0))
+    return None if np.all(lift == 1.0) else lift
 
 
 # Rows whose every non-zero entry is this or more are brought down so that the smallest is in [1, 2) (memory in
 # bytes: 80 GB is 8e10). Rounds in the units of the built-in profiles (CPUs, GB) stay far below it, so their
 # models are handed over unchanged.
 LARGE_ROW = 2.0**30
-
-
-def _out_of_range(largest: np.ndarray, smallest: np.ndarray) -> np.ndarray:
-    return ((largest > 0) & (largest < 1)) | (smallest >= LARGE_ROW)
 
 
 def row_unit_scale(largest: np.ndarray, smallest: np.ndarray | None = None) -> np.ndarray:
