@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import warnings
@@ -395,7 +396,27 @@ def test_a_direct_optimum_that_highs_presolve_gets_wrong_is_solved_again() -> No
         Job("j3", 4, profile([0.5417], [33.333333, 36.6667, 43.3333], [[1e-4, 5e-5, 5e-5]]))))
     servers = so.solve_joint(instance, mip_gap=0.0, formulation="servers")
     assert servers.status is Status.OPTIMAL and servers.objective == pytest.approx(2.5001, rel=1e-12)
-    for method in ("auto", "direct"):
-        result = so.solve_joint(instance, method=method, mip_gap=0.0)
+    # Under a time limit too (a long one: under PRESOLVE_MIN_SECONDS presolve is off from the start).
+    for method, time_limit in itertools.product(("auto", "direct"), (None, 60.0)):
+        result = so.solve_joint(instance, method=method, mip_gap=0.0, time_limit=time_limit)
         assert result.status is Status.OPTIMAL and result.objective == pytest.approx(2.5001, rel=1e-12), method
         assert result.evaluation is not None and result.evaluation.objective == pytest.approx(2.5001, rel=1e-12)
+
+
+def test_a_direct_optimum_below_the_first_incumbent_is_not_believed() -> None:
+    """auto's choice between the direct model's result and the first incumbent (solve._better): a direct
+    OPTIMAL below the incumbent is proven wrong by it, and the incumbent is returned, FEASIBLE, with its own
+    bound only."""
+    from synergy_opt.joint.solve import _better
+
+    instance = worked_example()
+    started = so.solve_joint(instance, method="decomposition")
+    direct = so.solve_joint(instance, method="direct")
+    assert started.objective == pytest.approx(direct.objective) and direct.status is Status.OPTIMAL
+    assert _better(direct, started) is direct
+    wrong = dataclasses.replace(direct, objective=started.objective - 0.5, bound=started.objective - 0.5)
+    kept = _better(wrong, started)
+    assert kept.status is Status.FEASIBLE and kept.objective == started.objective
+    assert kept.bound == started.bound and "optimal below it" in kept.solve.message
+    noise = dataclasses.replace(direct, objective=started.objective * (1 - 1e-9))  # within BOUND_SLACK: believed
+    assert _better(noise, started) is noise

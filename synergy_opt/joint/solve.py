@@ -204,9 +204,9 @@ def solve_joint(
         decomposition when it applies. Before a direct solve under a time limit (or from a ``start``) it takes
         the decomposition's first incumbent, returned (FEASIBLE, the tighter bound) when the direct model finds
         nothing as good in the time left, and alone when it meets the ideal ILP's bound. An OPTIMAL direct
-        result of HiGHS without a time limit is checked by a second solve without presolve (at most twice the
-        first's time, or a second) when its model is the patterns model, which HiGHS 1.16's presolve once got
-        wrong; the better proof is kept.
+        result of HiGHS with presolve is checked by a second solve without presolve (at most twice the first's
+        time, or a second, within the time limit) when its model is the patterns model, which HiGHS 1.16's
+        presolve once got wrong; a better solution found there is kept.
 
     Returns
     -------
@@ -290,33 +290,39 @@ def solve_joint(
         if left < MIN_DIRECT_SECONDS:  # the first incumbent took the whole limit
             return _limited(started)
         params = replace(params, time_limit=left)
-    result = solve_model(joint.model, solver, direct_params(solver, params))
+    used = direct_params(solver, params)
+    result = solve_model(joint.model, solver, used)
     direct = JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=joint,
                          solve=result, method="direct", consolidate=consolidate)
-    if started is None and solver == DEFAULT_SOLVER and time_limit is None and "presolve" not in params.options \
-            and direct.status is Status.OPTIMAL and isinstance(joint, JointModel) and joint.formulation == "patterns":
-        return _second_opinion(direct, joint.model, params)
+    if solver == DEFAULT_SOLVER and "presolve" not in used.options and direct.status is Status.OPTIMAL \
+            and isinstance(joint, JointModel) and joint.formulation == "patterns":
+        left = None if time_limit is None else time_limit - (time.perf_counter() - began)
+        if left is None or left >= MIN_DIRECT_SECONDS:
+            direct = _second_opinion(direct, joint.model, params, left)
     return direct if started is None else _better(direct, started)
 
 
-def _second_opinion(direct: JointResult, model: LinearModel, params: SolverParams) -> JointResult:
+def _second_opinion(direct: JointResult, model: LinearModel, params: SolverParams, left: float | None
+                    ) -> JointResult:
     """An OPTIMAL direct HiGHS result of the patterns model checked by a solve without presolve (within
-    ``SECOND_OPINION_FACTOR`` times the first solve's time, at least a second; both counted in its
-    ``solve_seconds``): HiGHS 1.16's presolve called 2.0001 optimal, bound
-    2.0001, on a fuzzed 2-server patterns model whose optimum is 2.5001 (an independent review; the servers
-    and literal formulations, the decomposition and four other backends agree on 2.5001). The better proven
-    optimum is kept, and the message says when they disagree."""
+    ``SECOND_OPINION_FACTOR`` times the first solve's time, at least a second, and within the ``left`` seconds
+    of the caller's time limit; both counted in its ``solve_seconds``): HiGHS 1.16's presolve called 2.0001
+    optimal, bound 2.0001, on a fuzzed 2-server patterns model whose optimum is 2.5001 (an independent review;
+    the servers and literal formulations, the decomposition and four other backends agree on 2.5001). A
+    solution of the second solve above the first's bound proves the first wrong: the second's result is kept
+    (OPTIMAL, or FEASIBLE when it stopped at its limit), and the message says so."""
     limit = max(SECOND_OPINION_SECONDS, SECOND_OPINION_FACTOR * direct.solve.solve_seconds)
+    limit = limit if left is None else min(limit, left)
     again = solve_model(model, DEFAULT_SOLVER, replace(params, time_limit=limit,
                                                        options={**params.options, "presolve": "off"}))
     seconds = direct.solve.solve_seconds + again.solve_seconds  # both solves' time is the direct model's
     bound = direct.bound if direct.bound is not None else direct.objective
-    if again.status is not Status.OPTIMAL or again.objective is None or bound is None or \
-            again.objective <= bound + BOUND_SLACK * max(1.0, abs(bound)):
+    if again.objective is None or bound is None or again.objective <= bound + BOUND_SLACK * max(1.0, abs(bound)):
         return replace(direct, solve=replace(direct.solve, solve_seconds=seconds))
+    found = "proves" if again.status is Status.OPTIMAL else "finds"
     note = (f"{DEFAULT_SOLVER} called {direct.objective!r} optimal with bound {bound!r}; without presolve it "
-            f"proves {again.objective!r}, kept")
-    return replace(direct, objective=again.objective, bound=again.bound,
+            f"{found} {again.objective!r}, kept")
+    return replace(direct, status=again.status, objective=again.objective, bound=again.bound,
                    solve=replace(again, message=note, solve_seconds=seconds))
 
 
@@ -330,14 +336,19 @@ def _limited(started: JointResult) -> JointResult:
 
 def _better(direct: JointResult, started: JointResult) -> JointResult:
     """The direct model's result, or the start's when the direct solve stopped (time limit) without a solution
-    or below it: the start, with the tighter of the two bounds."""
-    if direct.status is Status.OPTIMAL or started.objective is None or (
-            direct.objective is not None and direct.objective >= started.objective):
+    or below it: the start, with the tighter of the two bounds. A direct optimum below the start is wrong (the
+    start is a solution above it): the start, with its own bound."""
+    if started.objective is None or (direct.objective is not None and direct.objective >= started.objective):
         return direct
-    bounds = [b for b in (direct.bound, started.bound) if b is not None]
+    wrong = direct.status is Status.OPTIMAL
+    if wrong and direct.objective is not None and \
+            direct.objective >= started.objective - BOUND_SLACK * max(1.0, abs(started.objective)):
+        return direct
+    bounds = [b for b in (None if wrong else direct.bound, started.bound) if b is not None]
     bound = min(bounds) if bounds else None
-    solve = replace(started.solve, status=Status.FEASIBLE, bound=bound,
-                    message=f"{_first(started)}: the direct model {direct.solve.message}")
+    what = f"called {direct.objective!r} optimal below it" if wrong else direct.solve.message
+    solve = replace(started.solve, status=Status.FEASIBLE, bound=bound, message=f"{_first(started)}: the direct "
+                    f"model {what}")
     return replace(started, status=Status.FEASIBLE, bound=bound, solve=solve)
 
 
