@@ -251,9 +251,9 @@ def _hetero_round(counts: dict[str, int], split: tuple[float, float, float], mul
     round_jobs = []
     for index, name in enumerate(names):
         every = hetero_job_profiles(rng, name, cluster, used, profile_noise, cpu_per_gpu, jobs)
+        if cluster.reference != REFERENCE_GPU_TYPE:  # by the reference type's matrix, also for a job too large for it
+            every = normalise(every, cluster.reference_type)
         profiles = {kind: every[kind] for kind in cluster.names if cluster[kind].total_gpus >= gpus[index]}
-        if cluster.reference != REFERENCE_GPU_TYPE and cluster.reference in profiles:
-            profiles = normalise(profiles, cluster.reference_type)
         share = cluster[baseline[index]]
         floor = profiles[baseline[index]].throughput(share.cpu_per_gpu, share.mem_gb_per_gpu)
         round_jobs.append(HeteroJob(f"j{index}", int(gpus[index]), profiles, baseline[index], name,

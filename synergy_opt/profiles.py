@@ -162,7 +162,7 @@ def capped_at_gpu(tput: np.ndarray, ratio: float) -> np.ndarray:
     :func:`synergy_opt.profiling.builtin_type_matrix`).
     """
     tput = throughput_matrix("tput", tput)  # a NaN entry made every entry NaN, a list raised AttributeError
-    if not 0 < ratio <= 1:
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float, np.integer, np.floating)) or not 0 < ratio <= 1:
         raise InvalidInputError("ratio", ratio, "a matrix is capped for a GPU no faster than its own (0 < ratio <= 1)")
     return np.minimum(tput, ratio * tput.max(initial=0.0))
 

@@ -211,6 +211,16 @@ def test_modelled_and_added_types() -> None:
     assert np.allclose([j.profiles["k80"].throughput(3, 62.5) for j in added.jobs], 1.0)
 
 
+def test_a_job_too_large_for_the_reference_type_is_normalised_by_its_matrix_there() -> None:
+    # An independent tester's round: p100 (8 GPUs) is the reference; a 16-GPU job has no p100 matrix in the round
+    # and kept v100's units, 1.77x below a 1-GPU job of the same model on the same type.
+    instance = so.generate_round(types={"p100": 1, "k80": 4}, multi_gpu=True, seed=4)
+    small, large = instance.jobs[0], instance.jobs[1]
+    assert small.model == large.model == "transformer" and (small.gpus, large.gpus) == (1, 16)
+    assert sorted(large.profiles) == ["k80"]
+    assert np.array_equal(large.profiles["k80"].tput, small.profiles["k80"].tput)  # noise-free: the same model
+
+
 def test_bad_heterogeneous_generator_arguments() -> None:
     with pytest.raises(InvalidInputError) as error:
         so.generate_round(64, types=TYPES)
@@ -302,6 +312,21 @@ def test_the_type_matrix_helpers_name_a_bad_matrix(tput: object) -> None:
             call()
         assert error.value.field.startswith("tput")
     assert capped_at_gpu([[0.5, 1.0], [1.0, 2.0]], 0.5).tolist() == [[0.5, 1.0], [1.0, 1.0]]  # a list is a matrix
+
+
+@pytest.mark.parametrize("ratio", ["0.5", None, True, [0.5]])
+def test_a_ratio_that_is_no_number_is_named(ratio: object) -> None:
+    with pytest.raises(InvalidInputError) as error:  # a TypeError from the comparison before
+        capped_at_gpu(np.ones((2, 2)), ratio)  # type: ignore[arg-type]
+    assert error.value.field == "ratio"
+    assert capped_at_gpu(np.ones((2, 2)), np.float32(0.5)).tolist() == [[0.5, 0.5], [0.5, 0.5]]
+
+
+@pytest.mark.parametrize("name", [["res18"], 5, "resnet"])
+def test_builtin_type_profiles_names_a_bad_model(name: object) -> None:
+    with pytest.raises(InvalidInputError) as error:  # a list raised "unhashable" from the cache before
+        builtin_type_profiles(name)  # type: ignore[arg-type]
+    assert error.value.field == "name"
 
 
 @pytest.mark.parametrize(("model", "ratios", "cpu_axis", "field"), [

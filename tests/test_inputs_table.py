@@ -568,6 +568,8 @@ def profiling_cases() -> Iterator[Case]:
          lambda: draw_job_model(rng, "res18", [("nope", 0.1)]), "spread[0][0]"),
         ("draw_job_model spread batch", lambda: draw_job_model(rng, "res18", [("batch", 0.1)]), "spread[0][0]"),
         ("draw_job_model sigma str", lambda: draw_job_model(rng, "res18", [("gpu_s", "0.1")]), "spread[0][1]"),
+        ("draw_job_model spread parameter twice",  # the second factor replaced the first, silently
+         lambda: draw_job_model(rng, "res18", [("gpu_s", 0.2), ("gpu_s", 0.2)]), "spread[1][0]"),
         ("draw_job_model sigma negative", lambda: draw_job_model(rng, "res18", [("gpu_s", -1)]), "spread[0][1]"),
         ("modelled_profile rng int", lambda: modelled_profile(5, "res18"), "rng"),
     ]:

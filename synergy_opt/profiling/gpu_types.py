@@ -37,7 +37,7 @@ from synergy_opt.profiles import (
     gavel_gpu_types,
     model_info,
 )
-from synergy_opt.profiling.fit import builtin_job_model
+from synergy_opt.profiling.fit import BUILTIN_MODEL, builtin_job_model
 from synergy_opt.profiling.model import (
     MAX_QUANTITY,
     REFERENCE_CPU_PER_GPU,
@@ -143,7 +143,7 @@ def builtin_type_matrix(name: str, ratio: float) -> np.ndarray:
     return faster_gpu_matrix(tput, ratio, builtin_other_stages(name) if ratio > 1 else np.zeros_like(tput))
 
 
-@checked(ratios=Optional(builtin_speed_ratios))
+@checked(name=BUILTIN_MODEL, ratios=Optional(builtin_speed_ratios))
 def builtin_type_profiles(name: str, ratios: Mapping[str, float] | None = None, cpu_gpu_ratio: int = 3
                           ) -> dict[str, Profile]:
     """Built-in model ``name``'s matrix on every GPU type Gavel measured (``k80``, ``p100``, ``v100``) and on

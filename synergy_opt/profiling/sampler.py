@@ -60,12 +60,14 @@ def _spread(name: str, value: Any) -> tuple[tuple[str, float], ...]:
     """(parameter, sigma) pairs: a scalable parameter's name and a sigma in [0, MAX_SIGMA]."""
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
         raise InvalidInputError(name, value, "must be a sequence of (parameter, sigma) pairs")
-    pairs = []
+    pairs: list[tuple[str, float]] = []
     for index, pair in enumerate(value):
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise InvalidInputError(f"{name}[{index}]", pair, "must be a (parameter, sigma) pair")
-        pairs.append((OneOf(SCALABLE_PARAMETERS)(f"{name}[{index}][0]", pair[0]),
-                      _SIGMA(f"{name}[{index}][1]", pair[1])))
+        parameter = OneOf(SCALABLE_PARAMETERS)(f"{name}[{index}][0]", pair[0])
+        if any(parameter == known for known, _ in pairs):  # one factor per parameter (a second would replace it)
+            raise InvalidInputError(f"{name}[{index}][0]", parameter, "is listed twice: give each parameter once")
+        pairs.append((parameter, _SIGMA(f"{name}[{index}][1]", pair[1])))
     return tuple(pairs)
 
 
