@@ -253,13 +253,15 @@ def test_a_memory_model_giving_less_than_the_grid(shape: str) -> None:
     assert np.array_equal(flat, np.repeat(flat[:, -1:], PAPER_MEM.size, axis=1))
 
 
-def test_a_measurement_above_the_throughput_cap_is_named_where_it_was_measured() -> None:
-    # It was named as the matrix entry tput[0][2] (1 CPU, 125 GB, never measured) once the profile was built.
+@pytest.mark.parametrize("value", [1e101, 1e-320])
+def test_a_measurement_outside_the_throughput_range_is_named_where_it_was_measured(value: float) -> None:
+    # It was named as the matrix entry tput[0][2] (1 CPU, 125 GB, never measured) once the profile was built
+    # (a tiny one after an overflow warning from the memory model's fill).
     for profiler in (lambda measure: profile_job(measure, [1, 24], [125, 250], MODEL.memory_model),
                      lambda measure: profile_exhaustive(measure, [1, 24], [125, 250])):
         with pytest.raises(InvalidInputError) as error:
-            profiler(lambda cpus, mem: 1e101)
-        assert error.value.field.startswith("measure(") and error.value.value == 1e101
+            profiler(lambda cpus, mem: value)
+        assert error.value.field.startswith("measure(") and error.value.value == value
 
 
 # -- profiling delays ---------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.profile import MAX_THROUGHPUT, Profile, profile_axis
+from synergy_opt.profile import MAX_THROUGHPUT, MIN_THROUGHPUT, Profile, profile_axis
 from synergy_opt.validation import POSITIVE, Function, InstanceOf, Number, call_user, checked
 
 Measure = Callable[[float, float], float]
@@ -63,7 +63,8 @@ class ProfilingResult:
         return float(sum(m.minutes for m in self.measurements))
 
 
-# A measurement: what a profile may hold (one above the cap was named as the matrix entry it later filled).
+# A measurement: what a profile may hold (one above the cap, or positive below MIN_THROUGHPUT, was named as the
+# matrix entry it later filled).
 MEASURED = Number(0, MAX_THROUGHPUT)
 
 
@@ -80,7 +81,10 @@ class Meter:
         point = (float(cpus_per_gpu), float(mem_gb_per_gpu))
         if point in self._seen:
             raise AssertionError(f"profiler bug: {point} measured twice")
-        value = MEASURED(f"measure({point[0]:g}, {point[1]:g})", call_user("measure", self._measure, *point))
+        field = f"measure({point[0]:g}, {point[1]:g})"
+        value = MEASURED(field, call_user("measure", self._measure, *point))
+        if 0 < value < MIN_THROUGHPUT:  # else named later as the matrix entry it filled
+            raise InvalidInputError(field, value, f"a measured throughput must be 0 or at least {MIN_THROUGHPUT:g}")
         self._seen.add(point)
         self._log.append(Measurement(point[0], point[1], value, self._minutes))
         return value
