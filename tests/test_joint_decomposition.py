@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import synergy_opt as so
-from synergy_opt.instance import Cluster, RoundInstance
+from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
 from synergy_opt.joint.branching import pattern_condition
 from synergy_opt.joint.decomposition import _pack, solve_decomposition
 from synergy_opt.joint.model import JointReductions, item_columns, server_patterns
@@ -349,6 +349,24 @@ def test_auto_chooses_direct_when_patterns_can_be_listed_and_decomposition_other
         so.solve_joint(noisy, formulation="servers", method="decomposition")
     with pytest.raises(so.InvalidInputError, match="method"):
         so.solve_joint(noisy, method="branch")  # type: ignore[arg-type]
+
+
+def test_auto_leaves_a_round_of_many_server_loads_to_the_decomposition() -> None:
+    # Alike jobs (four classes) whose 16-GPU servers have more than AUTO_DIRECT_PATTERNS maximal loads (4,534):
+    # the direct patterns model took 21 s of HiGHS, the decomposition proves the optimum in about 0.05 s.
+    def job(name: str, gpus: int, cpu: list[float], mem: list[float], tput: list[list[float]]) -> Job:
+        return Job(name, gpus, Profile(np.array(cpu), np.array(mem), np.array(tput)))
+
+    instance = RoundInstance(Cluster(2, 16, 37, 500), (
+        job("j0", 2, [4.0], [10.0, 20.83, 40.0], [[0.8, 0.8, 0.9]]),
+        job("j1", 13, [3.0], [10.0], [[1.2]]),
+        job("j2", 4, [12.0], [62.5, 250.0], [[0.8, 0.8]]),
+        job("j3", 8, [3.0, 4.0], [62.5, 250.0], [[2.6, 2.6], [2.6, 2.7]])))
+    result = so.solve_joint(instance)
+    assert result.method == "decomposition" and result.status is Status.OPTIMAL
+    servers = so.solve_joint(instance, method="direct", formulation="servers")  # the other formulation, 0.01 s
+    assert servers.status is Status.OPTIMAL and result.objective == pytest.approx(servers.objective, rel=1e-9)
+    assert result.objective == pytest.approx(3.5)
 
 
 def test_report_and_timings() -> None:

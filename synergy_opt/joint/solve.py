@@ -39,16 +39,21 @@ from synergy_opt.validation import InstanceOf, Number, OneOf, Optional, boolean,
 JointFormulation = Literal["patterns", "servers", "literal"]
 JointMethod = Literal["auto", "decomposition", "direct"]
 METHODS: tuple[JointMethod, ...] = ("auto", "decomposition", "direct")
-# ``auto`` lists the maximal server loads within this many partial loads per pattern allowed (PATTERN_LIMIT):
-# generated rounds that share a few profiles need at most ~6,200 partial loads in all, so listing stops quickly
-# on rounds of many profiles, which go to the decomposition.
-AUTO_PARTIAL_FACTOR = 2
+# ``auto`` lists the maximal server loads within this many partial loads: generated rounds that share a few
+# profiles need at most ~6,200 partial loads in all, so listing stops quickly on rounds of many profiles, which
+# go to the decomposition.
+AUTO_PARTIAL_LOADS = 20_000
 # ``auto`` solves the direct model only when the jobs are alike (at most this many classes per job) or few classes
 # in all. With every job its own profile (noisy rounds) the direct model grows with the jobs while the
 # decomposition's pricing does not: noisy 1024-GPU memory-bound rounds (few item types, so their loads are listed)
 # ended without a solution after 30 s direct, the decomposition proves them in 0.6 s CPU; 128-GPU 4-GPU-server
 # rounds 3.4-4.2 s direct, 0.6-0.9 s.
 AUTO_CLASSES_PER_JOB, AUTO_FEW_CLASSES = 0.5, 16
+# ... and only when its servers have at most this many maximal loads (the direct model grows with them, the
+# decomposition's pricing does not). Noise-free family rounds at 128 GPUs and tiny random rounds: up to about 500
+# loads both prove the optimum in 0.01-0.3 s; with 2,000-8,400 loads the direct model took 1.0-22 s, the
+# decomposition 0.02-0.3 s on every one of them.
+AUTO_DIRECT_PATTERNS = 1000
 # Under a time limit, the direct model after the first incumbent runs only if at least this many seconds are left.
 MIN_DIRECT_SECONDS = 1e-3
 
@@ -200,8 +205,8 @@ def solve_joint(
         priced exactly, a bound from them and the ideal ILP, incumbents, and a branch-and-price that proves
         the optimum (:mod:`synergy_opt.joint.decomposition`; HiGHS, floors fixed, no backend ``options``).
         ``"auto"``: direct when the jobs share a few profiles (at most ``AUTO_CLASSES_PER_JOB`` classes per
-        job, or ``AUTO_FEW_CLASSES``) and every maximal server load can be listed (``PATTERN_LIMIT``), else the
-        decomposition when it applies. Before a direct solve under a time limit (or from a ``start``) it takes
+        job, or ``AUTO_FEW_CLASSES``) and the maximal server loads number at most ``AUTO_DIRECT_PATTERNS``, else
+        the decomposition when it applies. Before a direct solve under a time limit (or from a ``start``) it takes
         the decomposition's first incumbent, returned (FEASIBLE, the tighter bound) when the direct model finds
         nothing as good in the time left, and alone when it meets the ideal ILP's bound. An OPTIMAL direct
         result of HiGHS with presolve is checked by a second solve without presolve (at most twice the first's
@@ -256,7 +261,7 @@ def solve_joint(
             alike = items.columns.count.size <= max(AUTO_CLASSES_PER_JOB * len(instance.jobs), AUTO_FEW_CLASSES)
             patterns = None if not alike else server_patterns(
                 instance.cluster, items.item_size, items.item_cpu, items.item_mem, items.per_server,
-                partial_factor=AUTO_PARTIAL_FACTOR)
+                limit=AUTO_DIRECT_PATTERNS, partial_factor=AUTO_PARTIAL_LOADS // AUTO_DIRECT_PATTERNS)
             if patterns is None:
                 method = "decomposition"
             elif start is not None or time_limit is not None:
