@@ -301,9 +301,9 @@ def solve_joint(
                          solve=result, method="direct", consolidate=consolidate)
     if solver == DEFAULT_SOLVER and "presolve" not in used.options and direct.status is Status.OPTIMAL \
             and isinstance(joint, JointModel) and joint.formulation == "patterns":
-        left = None if time_limit is None else time_limit - (time.perf_counter() - began)
-        if left is None or left >= MIN_DIRECT_SECONDS:
-            direct = _second_opinion(direct, joint.model, params, left)
+        remaining = None if time_limit is None else time_limit - (time.perf_counter() - began)
+        if remaining is None or remaining >= MIN_DIRECT_SECONDS:
+            direct = _second_opinion(direct, joint.model, params, remaining)
     return direct if started is None else _better(direct, started)
 
 
