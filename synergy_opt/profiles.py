@@ -26,7 +26,7 @@ from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.gavel_throughputs import GavelThroughputs, load_gavel_throughputs
 from synergy_opt.instance import Profile
 from synergy_opt.profile import throughput_matrix
-from synergy_opt.validation import Integer, OneOf, checked
+from synergy_opt.validation import Integer, Number, OneOf, checked
 
 TASKS = ("image", "language", "speech")
 DEFAULT_CPU_GPU_RATIO = 3
@@ -152,6 +152,9 @@ def speed_ratio(name: str, gpu_type: str) -> float:
     return gavel_speed_ratio(GAVEL_JOB_TYPES[name], gpu_type)
 
 
+CAP_RATIO = Number(0, 1, low_open=True)
+
+
 def capped_at_gpu(tput: np.ndarray, ratio: float) -> np.ndarray:
     """A matrix on a GPU ``ratio <= 1`` times as fast as the one it was profiled on.
 
@@ -162,8 +165,7 @@ def capped_at_gpu(tput: np.ndarray, ratio: float) -> np.ndarray:
     :func:`synergy_opt.profiling.builtin_type_matrix`).
     """
     tput = throughput_matrix("tput", tput)  # a NaN entry made every entry NaN, a list raised AttributeError
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float, np.integer, np.floating)) or not 0 < ratio <= 1:
-        raise InvalidInputError("ratio", ratio, "a matrix is capped for a GPU no faster than its own (0 < ratio <= 1)")
+    ratio = CAP_RATIO("ratio", ratio)  # a matrix is capped for a GPU no faster than its own
     return np.minimum(tput, ratio * tput.max(initial=0.0))
 
 

@@ -323,10 +323,11 @@ def test_a_ratio_that_is_no_number_is_named(ratio: object) -> None:
 
 
 @pytest.mark.parametrize("name", [["res18"], 5, "resnet"])
-def test_builtin_type_profiles_names_a_bad_model(name: object) -> None:
-    with pytest.raises(InvalidInputError) as error:  # a list raised "unhashable" from the cache before
-        builtin_type_profiles(name)  # type: ignore[arg-type]
-    assert error.value.field == "name"
+def test_the_builtin_type_helpers_name_a_bad_model(name: object) -> None:
+    for call in (lambda: builtin_type_profiles(name), lambda: builtin_type_matrix(name, 2.0)):  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError) as error:  # a list raised "unhashable" from the cache before
+            call()
+        assert error.value.field == "name"
 
 
 @pytest.mark.parametrize(("model", "ratios", "cpu_axis", "field"), [

@@ -404,19 +404,29 @@ def test_a_direct_optimum_that_highs_presolve_gets_wrong_is_solved_again() -> No
 
 
 def test_a_direct_optimum_below_the_first_incumbent_is_not_believed() -> None:
-    """auto's choice between the direct model's result and the first incumbent (solve._better): a direct
-    OPTIMAL below the incumbent is proven wrong by it, and the incumbent is returned, FEASIBLE, with its own
-    bound only."""
+    """auto's choice between the direct model's result and the first incumbent (solve._better): a direct bound
+    below the incumbent is proven wrong by it and dropped (the incumbent returned FEASIBLE with its own bound);
+    a direct optimum below the incumbent but with a bound above it (within mip_gap) makes the incumbent OPTIMAL;
+    a stopped direct solve's bound below the incumbent is dropped too."""
     from synergy_opt.joint.solve import _better
 
     instance = worked_example()
     started = so.solve_joint(instance, method="decomposition")
     direct = so.solve_joint(instance, method="direct")
-    assert started.objective == pytest.approx(direct.objective) and direct.status is Status.OPTIMAL
+    best = started.objective
+    assert best is not None and best == pytest.approx(direct.objective) and direct.status is Status.OPTIMAL
     assert _better(direct, started) is direct
-    wrong = dataclasses.replace(direct, objective=started.objective - 0.5, bound=started.objective - 0.5)
+    wrong = dataclasses.replace(direct, objective=best - 0.5, bound=best - 0.5)
     kept = _better(wrong, started)
-    assert kept.status is Status.FEASIBLE and kept.objective == started.objective
-    assert kept.bound == started.bound and "optimal below it" in kept.solve.message
-    noise = dataclasses.replace(direct, objective=started.objective * (1 - 1e-9))  # within BOUND_SLACK: believed
-    assert _better(noise, started) is noise
+    assert kept.status is Status.FEASIBLE and kept.objective == best and kept.bound == started.bound
+    assert "below it, dropped" in kept.solve.message
+    within_gap = dataclasses.replace(direct, objective=best * (1 - 5e-5), bound=best * (1 + 4e-5))
+    kept = _better(within_gap, started)  # an independent review's case: FEASIBLE with a zero gap before
+    assert kept.status is Status.OPTIMAL and kept.objective == best
+    assert kept.bound == min(best * (1 + 4e-5), started.bound)
+    stopped = dataclasses.replace(direct, status=Status.FEASIBLE, objective=best - 0.5, bound=best - 0.2)
+    kept = _better(stopped, started)  # its bound 0.2 below the incumbent was kept as the tighter one
+    assert kept.status is Status.FEASIBLE and kept.bound == started.bound and kept.bound >= best
+    noise = dataclasses.replace(direct, objective=best * (1 - 1e-9), bound=best * (1 - 1e-9))
+    kept = _better(noise, started)  # a bound within BOUND_SLACK below the incumbent: believed, the better kept
+    assert kept.status is Status.OPTIMAL and kept.objective == best and kept.bound == best

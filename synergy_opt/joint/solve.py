@@ -50,9 +50,7 @@ AUTO_PARTIAL_LOADS = 20_000
 # rounds 3.4-4.2 s direct, 0.6-0.9 s.
 AUTO_CLASSES_PER_JOB, AUTO_FEW_CLASSES = 0.5, 16
 # ... and only when its servers have at most this many maximal loads (the direct model grows with them, the
-# decomposition's pricing does not). Noise-free family rounds at 128 GPUs and tiny random rounds: up to about 500
-# loads both prove the optimum in 0.01-0.3 s; with 2,000-8,400 loads the direct model took 1.0-22 s, the
-# decomposition 0.02-0.3 s on every one of them.
+# decomposition's pricing does not; measured in formulations/joint.md, its opening section).
 AUTO_DIRECT_PATTERNS = 1000
 # Under a time limit, the direct model after the first incumbent runs only if at least this many seconds are left.
 MIN_DIRECT_SECONDS = 1e-3
@@ -261,7 +259,7 @@ def solve_joint(
             alike = items.columns.count.size <= max(AUTO_CLASSES_PER_JOB * len(instance.jobs), AUTO_FEW_CLASSES)
             patterns = None if not alike else server_patterns(
                 instance.cluster, items.item_size, items.item_cpu, items.item_mem, items.per_server,
-                limit=AUTO_DIRECT_PATTERNS, partial_factor=AUTO_PARTIAL_LOADS // AUTO_DIRECT_PATTERNS)
+                limit=AUTO_DIRECT_PATTERNS, partial_factor=max(1, AUTO_PARTIAL_LOADS // AUTO_DIRECT_PATTERNS))
             if patterns is None:
                 method = "decomposition"
             elif start is not None or time_limit is not None:
@@ -340,21 +338,27 @@ def _limited(started: JointResult) -> JointResult:
 
 
 def _better(direct: JointResult, started: JointResult) -> JointResult:
-    """The direct model's result, or the start's when the direct solve stopped (time limit) without a solution
-    or below it: the start, with the tighter of the two bounds. A direct optimum below the start is wrong (the
-    start is a solution above it): the start, with its own bound."""
+    """The direct model's result, or the start's when the direct solve ended without a solution or below it:
+    the start, OPTIMAL when the direct model proved a bound within its gap (the start is then as close), else
+    FEASIBLE, with the tighter of the two bounds. A bound below the start's objective is wrong (the start is a
+    solution above it: HiGHS's presolve once called such a bound optimal) and is dropped."""
     if started.objective is None or (direct.objective is not None and direct.objective >= started.objective):
         return direct
-    wrong = direct.status is Status.OPTIMAL
-    if wrong and direct.objective is not None and \
-            direct.objective >= started.objective - BOUND_SLACK * max(1.0, abs(started.objective)):
-        return direct
-    bounds = [b for b in (None if wrong else direct.bound, started.bound) if b is not None]
-    bound = min(bounds) if bounds else None
-    what = f"called {direct.objective!r} optimal below it" if wrong else direct.solve.message
-    solve = replace(started.solve, status=Status.FEASIBLE, bound=bound, message=f"{_first(started)}: the direct "
-                    f"model {what}")
-    return replace(started, status=Status.FEASIBLE, bound=bound, solve=solve)
+    slack = BOUND_SLACK * max(1.0, abs(started.objective))
+    direct_bound = direct.bound if direct.bound is not None else \
+        direct.objective if direct.status is Status.OPTIMAL else None
+    wrong = direct_bound is not None and direct_bound < started.objective - slack
+    bounds = [b for b in (None if wrong else direct_bound, started.bound) if b is not None]
+    bound = max(min(bounds), started.objective) if bounds else None  # one below by less than the slack: noise
+    status = Status.OPTIMAL if direct.status is Status.OPTIMAL and not wrong else Status.FEASIBLE
+    if wrong:
+        note = f"the direct model's bound {direct_bound!r} is below it, dropped"
+    elif status is Status.OPTIMAL:
+        note = f"the direct model's optimum {direct.objective!r} (within its gap) is below it"
+    else:
+        note = f"the direct model {direct.solve.message}"
+    solve = replace(started.solve, status=status, bound=bound, message=f"{_first(started)}: {note}")
+    return replace(started, status=status, bound=bound, solve=solve)
 
 
 def _first(started: JointResult) -> str:

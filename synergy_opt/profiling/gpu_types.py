@@ -134,7 +134,7 @@ def builtin_other_stages(name: str) -> np.ndarray:
     return np.asarray(np.maximum(cpu, read) / reference)
 
 
-@checked(ratio=SPEED_RATIO)
+@checked(name=BUILTIN_MODEL, ratio=SPEED_RATIO)
 def builtin_type_matrix(name: str, ratio: float) -> np.ndarray:
     """Built-in model ``name``'s matrix on a GPU ``ratio`` times as fast as a ``v100`` (module docstring)."""
     tput = model_info(name).profile.tput
