@@ -382,10 +382,11 @@ def test_one_default_any_job_may_split_and_the_result_says_which_rule() -> None:
     assert so.solve_joint(noisy, method="decomposition", consolidate=True).consolidate is True
 
 
-def test_a_direct_optimum_that_highs_presolve_gets_wrong_is_solved_again() -> None:
+def test_a_direct_optimum_that_highs_presolve_gets_wrong_is_right_without_it() -> None:
     # An independent review's round: HiGHS 1.16 with presolve called the patterns model's 2.0001 optimal (bound
     # 2.0001); the servers and literal formulations, the decomposition, the other backends and a brute force give
-    # 2.5001 (j2 and j3 share a server: j3's 1e-4 beside j0's and j1's whole values).
+    # 2.5001 (j2 and j3 share a server: j3's 1e-4 beside j0's and j1's whole values). The direct patterns model
+    # is solved without presolve (joint.model.direct_params), with and without a time limit.
     def profile(cpu: list[float], mem: list[float], tput: list[list[float]]) -> Profile:
         return Profile(np.array(cpu), np.array(mem), np.array(tput))
 
@@ -396,7 +397,7 @@ def test_a_direct_optimum_that_highs_presolve_gets_wrong_is_solved_again() -> No
         Job("j3", 4, profile([0.5417], [33.333333, 36.6667, 43.3333], [[1e-4, 5e-5, 5e-5]]))))
     servers = so.solve_joint(instance, mip_gap=0.0, formulation="servers")
     assert servers.status is Status.OPTIMAL and servers.objective == pytest.approx(2.5001, rel=1e-12)
-    # Under a time limit too (a long one: under PRESOLVE_MIN_SECONDS presolve is off from the start).
+    # Under a long time limit too (under PRESOLVE_MIN_SECONDS presolve was off before, not above it).
     for method, time_limit in itertools.product(("auto", "direct"), (None, 60.0)):
         result = so.solve_joint(instance, method=method, mip_gap=0.0, time_limit=time_limit)
         assert result.status is Status.OPTIMAL and result.objective == pytest.approx(2.5001, rel=1e-12), method

@@ -32,7 +32,6 @@ from synergy_opt.joint.model import (
 )
 from synergy_opt.solvers import DEFAULT_SOLVER, SolveResult, SolverParams, Status, solve_model
 from synergy_opt.solvers.base import SolvedModel
-from synergy_opt.solvers.model import LinearModel
 from synergy_opt.solvers.registry import SOLVER_ARGUMENTS
 from synergy_opt.validation import InstanceOf, Number, OneOf, Optional, boolean, checked
 
@@ -56,10 +55,8 @@ AUTO_DIRECT_PATTERNS = 1000
 MIN_DIRECT_SECONDS = 1e-3
 
 
-# A proven optimum above a backend's earlier bound by more than this (relative) proves that earlier answer wrong.
+# A bound below a known solution by more than this (relative) is wrong.
 BOUND_SLACK = 1e-7
-# The direct model's second solve, without presolve: at most this factor of the first solve's time, or these seconds.
-SECOND_OPINION_FACTOR, SECOND_OPINION_SECONDS = 2.0, 1.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,8 +68,9 @@ class JointResult(SolvedModel):
     decomposition). ``evaluation`` is the one evaluator's verdict on ``allocation``; without a split penalty its
     objective equals ``objective``. ``method`` is the method that ran; ``report`` the decomposition's phases.
     ``consolidate`` is the placement rule that was solved: False (the default) lets any job be split over
-    servers, as OPT does, so the optimum bounds every mechanism that keeps each job at its floor; True is the
-    paper's rule (every job that fits on one server runs on one server).
+    servers, as OPT does, so the optimum bounds every mechanism that keeps each job at its floor (a job of
+    floor 0 given less than its grid's first point excepted: docs/inputs.md); True is the paper's rule (every
+    job that fits on one server runs on one server).
     """
 
     status: Status
@@ -204,12 +202,12 @@ def solve_joint(
         the optimum (:mod:`synergy_opt.joint.decomposition`; HiGHS, floors fixed, no backend ``options``).
         ``"auto"``: direct when the jobs share a few profiles (at most ``AUTO_CLASSES_PER_JOB`` classes per
         job, or ``AUTO_FEW_CLASSES``) and the maximal server loads number at most ``AUTO_DIRECT_PATTERNS``, else
-        the decomposition when it applies. Before a direct solve under a time limit (or from a ``start``) it takes
-        the decomposition's first incumbent, returned (FEASIBLE, the tighter bound) when the direct model finds
-        nothing as good in the time left, and alone when it meets the ideal ILP's bound. An OPTIMAL direct
-        result of HiGHS with presolve is checked by a second solve without presolve (at most twice the first's
-        time, or a second, within the time limit) when its model is the patterns model, which HiGHS 1.16's
-        presolve once got wrong; a better solution found there is kept.
+        the decomposition when it applies. Before a direct solve under a time limit (or from a ``start``) it
+        takes the decomposition's first incumbent, returned (FEASIBLE, the tighter bound) when the direct model finds
+        nothing as good in the time left, and alone when it meets the ideal ILP's bound. HiGHS solves the
+        direct patterns model without presolve unless ``options`` set it
+        (:func:`~synergy_opt.joint.model.direct_params`: faster on every round measured, and HiGHS 1.16's
+        presolve once called a wrong optimum there).
 
     Returns
     -------
@@ -293,40 +291,11 @@ def solve_joint(
         if left < MIN_DIRECT_SECONDS:  # the first incumbent took the whole limit
             return _limited(started)
         params = replace(params, time_limit=left)
-    used = direct_params(solver, params)
-    result = solve_model(joint.model, solver, used)
+    patterns_model = isinstance(joint, JointModel) and joint.formulation == "patterns"
+    result = solve_model(joint.model, solver, direct_params(solver, params, patterns=patterns_model))
     direct = JointResult(status=result.status, objective=result.objective, bound=result.bound, joint=joint,
                          solve=result, method="direct", consolidate=consolidate)
-    if solver == DEFAULT_SOLVER and "presolve" not in used.options and direct.status is Status.OPTIMAL \
-            and isinstance(joint, JointModel) and joint.formulation == "patterns":
-        remaining = None if time_limit is None else time_limit - (time.perf_counter() - began)
-        if remaining is None or remaining >= MIN_DIRECT_SECONDS:
-            direct = _second_opinion(direct, joint.model, params, remaining)
     return direct if started is None else _better(direct, started)
-
-
-def _second_opinion(direct: JointResult, model: LinearModel, params: SolverParams, left: float | None
-                    ) -> JointResult:
-    """An OPTIMAL direct HiGHS result of the patterns model checked by a solve without presolve (within
-    ``SECOND_OPINION_FACTOR`` times the first solve's time, at least a second, and within the ``left`` seconds
-    of the caller's time limit; both counted in its ``solve_seconds``): HiGHS 1.16's presolve called 2.0001
-    optimal, bound 2.0001, on a fuzzed 2-server patterns model whose optimum is 2.5001 (an independent review;
-    the servers and literal formulations, the decomposition and four other backends agree on 2.5001). A
-    solution of the second solve above the first's bound proves the first wrong: the second's result is kept
-    (OPTIMAL, or FEASIBLE when it stopped at its limit), and the message says so."""
-    limit = max(SECOND_OPINION_SECONDS, SECOND_OPINION_FACTOR * direct.solve.solve_seconds)
-    limit = limit if left is None else min(limit, left)
-    again = solve_model(model, DEFAULT_SOLVER, replace(params, time_limit=limit,
-                                                       options={**params.options, "presolve": "off"}))
-    seconds = direct.solve.solve_seconds + again.solve_seconds  # both solves' time is the direct model's
-    bound = direct.bound if direct.bound is not None else direct.objective
-    if again.objective is None or bound is None or again.objective <= bound + BOUND_SLACK * max(1.0, abs(bound)):
-        return replace(direct, solve=replace(direct.solve, solve_seconds=seconds))
-    found = "proves" if again.status is Status.OPTIMAL else "finds"
-    note = (f"{DEFAULT_SOLVER} called {direct.objective!r} optimal with bound {bound!r}; without presolve it "
-            f"{found} {again.objective!r}, kept")
-    return replace(direct, status=again.status, objective=again.objective, bound=again.bound,
-                   solve=replace(again, message=note, solve_seconds=seconds))
 
 
 def _limited(started: JointResult) -> JointResult:
