@@ -187,7 +187,7 @@ def solve_hetero_joint(
     if method == "direct":
         joint = build_hetero_joint(instance, consolidate=consolidate, split_penalty=split_penalty,
                                    objective=objective, reductions=reductions, upper_bound=upper_bound)
-        result = solve_model(joint.model, solver, direct_params(solver, params))
+        result = solve_model(joint.model, solver, direct_params(solver, params, patterns=True))  # per-type loads
         allocation = joint.allocation(result.solution()) if result.has_solution else None
         return HeteroJointResult(result.status, result.objective, result.bound, instance, "direct",
                                  time.perf_counter() - start, result.message, allocation, joint, result)

@@ -322,7 +322,9 @@ def direct_params(solver: str, params: SolverParams, patterns: bool = False) -> 
     on every one of 48 rounds measured (noise-free generated rounds of 32-128 GPUs, family rounds, tiny random
     ones: 0.006-1.6 s without it against 0.010-5.1 s with it and a second solve without it, the same optima),
     ignored a 1 s limit for 3-4 s (an independent tester's round) and once called a wrong optimum (2.0001
-    against 2.5001, ``test_a_direct_optimum_that_highs_presolve_gets_wrong_is_right_without_it``)."""
+    against 2.5001, ``test_a_direct_optimum_that_highs_presolve_gets_wrong_is_right_without_it``). On the
+    heterogeneous patterns model likewise: 16 small rounds of 3 and 6 servers, 0.02-4.4 s without it against
+    0.06-18.7 s with it."""
     if solver != "highs":
         return params
     if patterns and "presolve" not in params.options:
