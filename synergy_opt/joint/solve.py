@@ -196,6 +196,11 @@ def solve_joint(
         decomposition takes it as a bound). A value below the optimum is not a bound: the direct model then
         finds only solutions under it (or none: INFEASIBLE), and the decomposition raises
         :class:`~synergy_opt.errors.InvalidInputError` when it finds a solution above it.
+    start
+        A valid allocation of the round (e.g. near-opt's), checked (:class:`~synergy_opt.errors.InvalidInputError`
+        naming ``start`` otherwise): the decomposition and ``auto`` take it as their first incumbent, returned
+        alone when it meets the ideal ILP's bound and kept when nothing better is found in the time limit.
+        ``method="direct"`` does not hand it to the backend: a direct solve that ends without a solution says so.
     method
         ``"direct"``: the model of ``formulation`` handed to ``solver``. ``"decomposition"``: server patterns
         priced exactly, a bound from them and the ideal ILP, incumbents, and a branch-and-price that proves
