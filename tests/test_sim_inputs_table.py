@@ -730,7 +730,7 @@ def profiling_cases() -> Iterator[Case]:
     yield rejects("draw_job_model parameter batch", lambda t: draw_job_model(rng, "res18", [("batch", 0.1)]),
                   "spread[0][0]")
     yield rejects("draw_job_model memory pushed past the reference", lambda t: draw_job_model(
-        np.random.default_rng(1), "res18", [("process_mem_gb", 5.0)] * 8), "spread")
+        np.random.default_rng(1), "res18", [("process_mem_gb", 5.0)]), "spread")  # this seed draws it 11x
     yield rejects("modelled_profile rng None", lambda t: modelled_profile(None, "res18"), "rng")  # type: ignore[arg-type]
     yield rejects("modelled_profile ratio 7", lambda t: modelled_profile(rng, "res18", 7), "cpu_per_gpu")
     yield rejects("modelled_profile model 5", lambda t: modelled_profile(rng, 5), "name")  # type: ignore[arg-type]
