@@ -120,6 +120,13 @@ def test_short_limits_turn_presolve_off_on_the_joint_only() -> None:
     assert short_limit_params(replace(short, options={"presolve": "on"})).options == {"presolve": "on"}
     assert direct_params("highs", short).options == {"presolve": "off"}
     assert direct_params("pyomo-highs", short) is short
+    # The patterns model goes without presolve at any limit (its presolve ignored limits and once called a wrong
+    # optimum); the caller's setting wins there too, and the other formulations keep the short-limit rule.
+    for params in (SolverParams(), SolverParams(time_limit=60.0)):
+        assert direct_params("highs", params, patterns=True).options == {"presolve": "off"}
+        assert direct_params("highs", params).options == {}
+    assert direct_params("highs", SolverParams(options={"presolve": "on"}), patterns=True).options == {"presolve": "on"}
+    assert direct_params("pyomo-highs", SolverParams(), patterns=True).options == {}
 
 
 def test_a_time_limit_the_first_incumbent_uses_up_is_a_status() -> None:

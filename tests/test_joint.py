@@ -397,7 +397,7 @@ def test_a_direct_optimum_that_highs_presolve_gets_wrong_is_right_without_it() -
         Job("j3", 4, profile([0.5417], [33.333333, 36.6667, 43.3333], [[1e-4, 5e-5, 5e-5]]))))
     servers = so.solve_joint(instance, mip_gap=0.0, formulation="servers")
     assert servers.status is Status.OPTIMAL and servers.objective == pytest.approx(2.5001, rel=1e-12)
-    # Under a long time limit too (under PRESOLVE_MIN_SECONDS presolve was off before, not above it).
+    # Under a time limit too, a long one (short_limit_params alone would not turn presolve off there).
     for method, time_limit in itertools.product(("auto", "direct"), (None, 60.0)):
         result = so.solve_joint(instance, method=method, mip_gap=0.0, time_limit=time_limit)
         assert result.status is Status.OPTIMAL and result.objective == pytest.approx(2.5001, rel=1e-12), method

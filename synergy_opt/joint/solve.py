@@ -211,8 +211,8 @@ def solve_joint(
         takes the decomposition's first incumbent, returned (FEASIBLE, the tighter bound) when the direct model finds
         nothing as good in the time left, and alone when it meets the ideal ILP's bound. HiGHS solves the
         direct patterns model without presolve unless ``options`` set it
-        (:func:`~synergy_opt.joint.model.direct_params`: faster on every round measured, and HiGHS 1.16's
-        presolve once called a wrong optimum there).
+        (:func:`~synergy_opt.joint.model.direct_params`: less time overall on the rounds measured, the same
+        optima, and HiGHS 1.16's presolve once called a wrong optimum there).
 
     Returns
     -------
