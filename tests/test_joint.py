@@ -428,6 +428,9 @@ def test_a_direct_optimum_below_the_first_incumbent_is_not_believed() -> None:
     stopped = dataclasses.replace(direct, status=Status.FEASIBLE, objective=best - 0.5, bound=best - 0.2)
     kept = _better(stopped, started)  # its bound 0.2 below the incumbent was kept as the tighter one
     assert kept.status is Status.FEASIBLE and kept.bound == started.bound and kept.bound >= best
+    ahead = dataclasses.replace(direct, status=Status.FEASIBLE, bound=None)  # stopped at the incumbent's total
+    kept = _better(ahead, started)  # a reviewer's note: the incumbent's (the ideal ILP's) bound was not taken
+    assert kept.status is Status.FEASIBLE and kept.objective == direct.objective and kept.bound == started.bound
     noise = dataclasses.replace(direct, objective=best * (1 - 1e-9), bound=best * (1 - 1e-9))
     kept = _better(noise, started)  # a bound within BOUND_SLACK below the incumbent: believed, the better kept
     assert kept.status is Status.OPTIMAL and kept.objective == best and kept.bound == best

@@ -315,9 +315,14 @@ def _better(direct: JointResult, started: JointResult) -> JointResult:
     """The direct model's result, or the start's when the direct solve ended without a solution or below it:
     the start, OPTIMAL when the direct model proved a bound within its gap (the start is then as close), else
     FEASIBLE, with the tighter of the two bounds. A bound below the start's objective is wrong (the start is a
-    solution above it: HiGHS's presolve once called such a bound optimal) and is dropped."""
+    solution above it: HiGHS's presolve once called such a bound optimal) and is dropped. A direct result kept
+    before its proof (a time limit) takes the start's bound when that is tighter."""
     if started.objective is None or (direct.objective is not None and direct.objective >= started.objective):
-        return direct
+        if direct.status is Status.OPTIMAL or started.bound is None or \
+                (direct.bound is not None and direct.bound <= started.bound):
+            return direct
+        tighter = started.bound if direct.objective is None else max(started.bound, direct.objective)
+        return replace(direct, bound=tighter, solve=replace(direct.solve, bound=tighter))
     slack = BOUND_SLACK * max(1.0, abs(started.objective))
     direct_bound = direct.bound if direct.bound is not None else \
         direct.objective if direct.status is Status.OPTIMAL else None
