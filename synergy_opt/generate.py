@@ -24,7 +24,6 @@ from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, normalise,
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance
 from synergy_opt.portable import exp, power_of_ten
 from synergy_opt.profiles import (
-    REFERENCE_GPU_TYPE,
     TASKS,
     cpu_gpu_ratios,
     gavel_gpu_types,
@@ -251,7 +250,7 @@ def _hetero_round(counts: dict[str, int], split: tuple[float, float, float], mul
     round_jobs = []
     for index, name in enumerate(names):
         every = hetero_job_profiles(rng, name, cluster, used, profile_noise, cpu_per_gpu, jobs)
-        if cluster.reference != REFERENCE_GPU_TYPE:  # by the reference type's matrix, also for a job too large for it
+        if cluster.normalises_builtin:  # by the reference type's matrix, also for a job too large for it
             every = normalise(every, cluster.reference_type)
         profiles = {kind: every[kind] for kind in cluster.names if cluster[kind].total_gpus >= gpus[index]}
         share = cluster[baseline[index]]

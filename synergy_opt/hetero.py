@@ -203,6 +203,15 @@ class HeteroCluster:
         return self[str(self.reference)]
 
     @property
+    def normalises_builtin(self) -> bool:
+        """Whether a built-in model's matrices are divided by its throughput at the reference type's
+        proportional share to be in this cluster's unit (:func:`normalise`): when the reference is not the
+        ``v100``. On a ``v100`` reference they are taken as built in (1 at 3 CPUs and 62.5 GB per GPU on a
+        ``v100``), so that a one-type round reads a homogeneous one's numbers. ``generate_round`` and round files
+        both follow this rule."""
+        return self.reference != REFERENCE_TYPE
+
+    @property
     def servers(self) -> int:
         """All servers of every type."""
         return int(self.offsets[-1])

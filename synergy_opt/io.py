@@ -7,7 +7,7 @@
 
 ``synergy-round/2``: a heterogeneous round (:class:`~synergy_opt.hetero.HeteroRound`), the cluster a list of
 server types and each job's matrices per GPU type (``types`` lists the ones it can use; a type missing from
-``profiles`` takes its model's built-in matrix there)::
+``profiles`` takes its model's built-in matrix there, in the round's unit: :func:`builtin_in_round`)::
 
     {"format": "synergy-round/2", "cluster": {"types": [{"name": "k80", "servers": 2, "gpus_per_server": 8,
      "cpus_per_server": 24, "mem_gb_per_server": 500}, ...], "reference": "v100"},
@@ -33,7 +33,7 @@ from typing import Any
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.files import atomic_open, read_text
-from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, ServerType
+from synergy_opt.hetero import HeteroCluster, HeteroJob, HeteroRound, ServerType, normalise
 from synergy_opt.instance import Cluster, Job, Profile, RoundInstance, prefixed
 from synergy_opt.profiles import (
     DEFAULT_CPU_GPU_RATIO,
@@ -162,14 +162,13 @@ def _metadata(data: Mapping[str, Any]) -> Any:
 
 def _hetero_to_dict(instance: HeteroRound) -> dict[str, Any]:
     cluster = instance.cluster
-    ratios = {kind: _profile_ratio(cluster[kind].cluster) for kind in cluster.names}
     jobs = []
     for job in instance.jobs:
         entry: dict[str, Any] = {"id": job.id, "gpus": job.gpus}
         if job.model is not None:
             entry["model"] = job.model
         entry["baseline"] = job.baseline
-        entry.update(type_profiles_entry(job.model, job.profiles, ratios))
+        entry.update(type_profiles_entry(job.model, job.profiles, cluster))
         if job.arrival:
             entry["arrival"] = job.arrival
         if job.work is not None:
@@ -181,23 +180,23 @@ def _hetero_to_dict(instance: HeteroRound) -> dict[str, Any]:
     return data
 
 
-def type_profiles_entry(model: str | None, profiles: Mapping[str, Profile], ratios: Mapping[str, int]
+def type_profiles_entry(model: str | None, profiles: Mapping[str, Profile], cluster: HeteroCluster
                         ) -> dict[str, Any]:
     """How a file names a job's matrices per GPU type: ``types``, and ``profiles`` holding each matrix that is
-    not its model's built-in one on that type (for servers of ``ratios[type]`` CPUs per GPU);
+    not its model's built-in one on that type in ``cluster``'s unit (:func:`builtin_in_round`);
     :func:`job_type_profiles` reads it back."""
     entry: dict[str, Any] = {"types": list(profiles)}
     inline = {kind: profile.to_dict() for kind, profile in profiles.items()
-              if model is None or not is_builtin_on(model, kind, ratios[kind], profile)}
+              if model is None or not _is_builtin_in_round(model, kind, cluster, profile)}
     if inline:
         entry["profiles"] = inline
     return entry
 
 
-def job_type_profiles(where: str, raw: Mapping[str, Any], ratios: Mapping[str, int]
+def job_type_profiles(where: str, raw: Mapping[str, Any], cluster: HeteroCluster
                       ) -> tuple[str | None, dict[str, Profile]]:
-    """A job entry's ``model`` and its matrix per GPU type (``types``: the inline one, else its model's built-in
-    one there, for servers of ``ratios[type]`` CPUs per GPU; the keys of ``ratios`` are the known types)."""
+    """A job entry's ``model`` and its matrix per GPU type of ``cluster`` (``types``: the inline one, else its
+    model's built-in one there in the cluster's unit, :func:`builtin_in_round`)."""
     if "types" not in raw:
         raise InvalidInputError(f"{where}.types", None, "missing field")
     model = raw.get("model")
@@ -216,8 +215,8 @@ def job_type_profiles(where: str, raw: Mapping[str, Any], ratios: Mapping[str, i
             raise InvalidInputError(f"{where}.profiles", kind, f"a matrix for a type not in types ({kinds})")
     profiles: dict[str, Profile] = {}
     for kind in kinds:
-        if kind not in ratios:
-            raise UnknownNameError(f"{where}.types", kind, tuple(ratios))
+        if kind not in cluster.names:
+            raise UnknownNameError(f"{where}.types", kind, cluster.names)
         try:
             if kind in inline:
                 profiles[kind] = _profile(inline[kind], model, f"profiles.{kind}")
@@ -230,7 +229,7 @@ def job_type_profiles(where: str, raw: Mapping[str, Any], ratios: Mapping[str, i
                         f"types[{kinds.index(kind)}]", kind,
                         f"built-in model {model!r} has matrices on {', '.join(gavel_gpu_types())} only: give "
                         f"this type's matrix inline (profiles.{kind})")
-                profiles[kind] = builtin_type_profile(model, kind, ratios[kind])
+                profiles[kind] = builtin_in_round(model, kind, cluster)
             else:
                 raise InvalidInputError("model", None, f"a job needs a built-in 'model' name or an inline matrix "
                                         f"for type {kind!r}")
@@ -281,8 +280,7 @@ def _hetero_job(where: str, raw: Any, cluster: HeteroCluster) -> HeteroJob:
     for name in ("id", "gpus"):
         if name not in raw:
             raise InvalidInputError(f"{where}.{name}", None, "missing field")
-    ratios = {kind: _profile_ratio(cluster[kind].cluster) for kind in cluster.names}
-    model, profiles = job_type_profiles(where, raw, ratios)
+    model, profiles = job_type_profiles(where, raw, cluster)
     try:
         return HeteroJob(raw["id"], raw["gpus"], profiles, raw.get("baseline"), model, raw.get("arrival", 0.0),
                          raw.get("work"))
@@ -384,9 +382,30 @@ def is_builtin(model: str, ratio: int, profile: Profile) -> bool:
         return False
 
 
-def is_builtin_on(model: str, gpu_type: str, ratio: int, profile: Profile) -> bool:
-    """Whether ``profile`` is the built-in matrix of ``model`` on GPU type ``gpu_type``."""
+def builtin_in_round(model: str, gpu_type: str, cluster: HeteroCluster) -> Profile:
+    """The built-in model ``model``'s matrix on ``gpu_type`` (a Gavel type) in the unit of ``cluster``'s rounds
+    (:attr:`~synergy_opt.hetero.HeteroCluster.normalises_builtin`): as built in on a ``v100`` reference, else
+    divided by the model's built-in throughput at the reference type's proportional share (which must be a
+    Gavel type: a named field's error otherwise), as ``generate_round`` divides its jobs'."""
+    profile = builtin_type_profile(model, gpu_type, _profile_ratio(cluster[gpu_type].cluster))
+    if not cluster.normalises_builtin:
+        return profile
+    reference = cluster.reference_type
+    if reference.name not in gavel_gpu_types():
+        raise InvalidInputError("model", model, f"a built-in model's matrices are put in the round's unit by its "
+                                f"throughput on the reference type, and {reference.name!r} has no built-in "
+                                f"matrix: give this job's matrices inline (synergy_opt.hetero.normalise)")
+    own = builtin_type_profile(model, reference.name, _profile_ratio(reference.cluster))
     try:
-        return builtin_type_profile(model, gpu_type, ratio) == profile
+        return normalise({gpu_type: profile, reference.name: own}, reference)[gpu_type]
+    except InvalidInputError:
+        raise InvalidInputError("model", model, f"its built-in matrix on the reference type {reference.name!r} is "
+                                f"0 at that type's proportional share: give this job's matrices inline") from None
+
+
+def _is_builtin_in_round(model: str, gpu_type: str, cluster: HeteroCluster, profile: Profile) -> bool:
+    """Whether ``profile`` is :func:`builtin_in_round`'s matrix (so a file may name the model instead)."""
+    try:
+        return builtin_in_round(model, gpu_type, cluster) == profile
     except InvalidInputError:
         return False

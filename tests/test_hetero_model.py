@@ -33,6 +33,7 @@ from synergy_opt.hetero import (
     split_allocation,
 )
 from synergy_opt.io import round_instance
+from synergy_opt.profiles import builtin_type_profile
 
 SLOW = so.Profile([1, 3, 6], [25, 50], [[0.2, 0.4], [0.4, 0.6], [0.5, 0.6]])
 FAST = so.Profile([1, 3, 6], [25, 50], [[0.2, 0.4], [0.5, 1.0], [0.8, 2.0]])
@@ -272,6 +273,37 @@ def test_round_files_of_format_two_round_trip(tmp_path: Path) -> None:
         where[field.rsplit(".", 1)[-1]] = 1
         with pytest.raises(InvalidInputError, match=rf"{re.escape(field)}=1: unknown field"):
             so.load_instance(broken)
+
+def test_a_round_file_puts_built_in_models_in_its_reference_types_unit(tmp_path: Path) -> None:
+    # A named built-in model on a k80-reference cluster was read in the v100's unit (1 at 3 CPUs, 62.5 GB per GPU
+    # on a v100), not the round's (1 at the k80's share), while generate_round divided its jobs: two units in one
+    # round. It is divided now, as generate_round divides, and such a file round-trips by name.
+    cluster = HeteroCluster((ServerType("k80", 1, 4, 16, 200), ServerType("v100", 1, 8, 24, 500)), "k80")
+    data = {"format": "synergy-round/2", "cluster": cluster.to_dict(),
+            "jobs": [{"id": "a", "gpus": 2, "model": "res18", "types": ["k80", "v100"], "baseline": "k80"},
+                     {"id": "b", "gpus": 8, "model": "res18", "types": ["v100"]}]}
+    instance = so.load_instance(data)
+    assert isinstance(instance, HeteroRound)
+    unit = builtin_type_profile("res18", "k80", 4).throughput(4, 50)  # the k80's share: 4 CPUs, 50 GB per GPU
+    assert 0 < unit < 0.9  # res18 on a k80 is far below the v100's reference point: the two units differ
+    assert instance.jobs[0].profiles["k80"].throughput(4, 50) == pytest.approx(1.0, rel=1e-12)
+    v100 = so.builtin_profile("res18")  # a job too large for the reference type is divided by the same unit
+    for job in instance.jobs:
+        assert np.allclose(job.profiles["v100"].tput, v100.tput / unit, rtol=1e-15, atol=0)
+    saved = json.loads(so.save_instance(instance, tmp_path / "k80.json").read_text())
+    assert all("profiles" not in job for job in saved["jobs"])  # named, not written out
+    assert so.load_instance(saved) == instance
+    # generate_round's noise-free jobs on a k80 reference are the same matrices: its files name them too.
+    generated = so.generate_round(types={"k80": 1, "p100": 1}, seed=0)
+    assert isinstance(generated, HeteroRound) and generated.cluster.reference == "k80"
+    saved = json.loads(so.save_instance(generated, tmp_path / "generated.json").read_text())
+    assert all("profiles" not in job for job in saved["jobs"])
+    assert so.load_instance(saved) == generated
+    # A reference type with no built-in matrix has no unit to put a named model in: the field is named.
+    custom = HeteroCluster((ServerType("a100", 1, 8, 48, 800), ServerType("v100", 1, 8, 24, 500)), "a100")
+    with pytest.raises(InvalidInputError, match=r"jobs\[0\]\.model=.*'a100' has no built-in matrix"):
+        so.load_instance({**data, "cluster": custom.to_dict(), "jobs": [data["jobs"][1]]})
+
 
 HETERO: dict[str, Any] = {
     "format": "synergy-round/2",
