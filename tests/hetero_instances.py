@@ -66,6 +66,8 @@ def job_options(instance: HeteroRound, index: int) -> list[tuple[int, float, flo
         if floor < instance.floors[index]:
             continue
         grid = profile.with_point(server_type.cpu_per_gpu, server_type.mem_gb_per_gpu)
+        if floor <= 0:  # no CPUs and no memory, worth 0: what an allocation may give a job of floor 0 (SPEC 4)
+            options.append((k, 0.0, 0.0, 0.0))
         for a, c in enumerate(grid.cpu_per_gpu):
             for b, m in enumerate(grid.mem_gb_per_gpu):
                 if grid.tput[a, b] >= floor:

@@ -39,11 +39,15 @@ def random_instance(rng: np.random.Generator, max_jobs: int = 6, max_axis: int =
 
 
 def job_configs(instance: RoundInstance, job: Job) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every per-GPU config of a job (its grid with the proportional point added): CPU, GB, W."""
+    """Every per-GPU config of a job (its grid with the proportional point added, and no CPUs and no memory,
+    worth 0, when its floor is 0: SPEC 4's bound on an allocation that starves it): CPU, GB, W."""
     cluster = instance.cluster
     grid = job.profile.with_point(cluster.cpu_per_gpu, cluster.mem_gb_per_gpu)
     cpu, mem = np.meshgrid(grid.cpu_per_gpu, grid.mem_gb_per_gpu, indexing="ij")
-    return cpu.ravel(), mem.ravel(), grid.tput.ravel()
+    cpu, mem, tput = cpu.ravel(), mem.ravel(), grid.tput.ravel()
+    if grid.throughput(cluster.cpu_per_gpu, cluster.mem_gb_per_gpu) <= 0:
+        cpu, mem, tput = np.append(cpu, 0.0), np.append(mem, 0.0), np.append(tput, 0.0)
+    return cpu, mem, tput
 
 
 def brute_force_ideal(instance: RoundInstance, gpu_weighted: bool = False) -> float:

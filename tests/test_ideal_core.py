@@ -212,18 +212,19 @@ def test_exact_search_finds_nothing_below_the_optimal_penalty_and_the_optimum_at
 def test_core_equals_brute_force_when_the_cpu_room_is_fractional() -> None:
     """Whole-CPU changes but a fractional CPU room (a job fixed at 1.5 CPUs per GPU): the CPU cost-to-go table
     is read at the room rounded down, never up (rounding to nearest over-charged the slack and ruled out the
-    optimum: a 1-server round reported a bound of -0.018 under its optimum 0)."""
+    optimum: a 1-server round reported a bound of -0.018 under its optimum, then 0). The fixed job is worth 0.1
+    at its one point, so it has a floor and is not offered the config of no CPUs (with_zero_config)."""
     example = so.RoundInstance(so.Cluster(1, 2, 4.0, 1.0), (
         so.Job("j0", 1, so.Profile(np.array([1.0, 3.0]), np.array([0.5, 1.0]), np.array([[0.0, 0.0], [0.5, 0.0]]))),
-        so.Job("j1", 1, so.Profile(np.array([1.5]), np.array([0.5]), np.array([[0.0]])))))
+        so.Job("j1", 1, so.Profile(np.array([1.5]), np.array([0.5]), np.array([[0.1]])))))
     result = core(example)
-    assert result.objective == pytest.approx(0.0) and result.bound is not None and result.bound >= -1e-9
+    assert result.objective == pytest.approx(0.1) and result.bound is not None and result.bound >= 0.1 - 1e-9
     rng = np.random.default_rng(7)
     for _ in range(200):
         instance = random_instance(rng, max_jobs=6, max_axis=4)
         cluster = instance.cluster
         fixed = so.Job("fixed", 1, so.Profile(np.array([float(rng.integers(0, 3)) + 0.5]),
-                                              np.array([cluster.mem_gb_per_gpu]), np.array([[0.0]])))
+                                              np.array([cluster.mem_gb_per_gpu]), np.array([[0.1]])))
         used = sum(job.gpus for job in instance.jobs)
         jobs = instance.jobs if used < cluster.total_gpus else instance.jobs[1:]
         instance = so.RoundInstance(cluster, (*jobs, fixed))

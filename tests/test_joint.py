@@ -88,16 +88,17 @@ def brute_force_joint(instance: RoundInstance, consolidate: bool, split_penalty:
         if consolidate and job.gpus <= big_g:
             spreads = [n for n in spreads if np.count_nonzero(n) == 1]
         choices = []
-        for a, c in enumerate(profile.cpu_per_gpu):
-            for b, m in enumerate(profile.mem_gb_per_gpu):
-                w = float(profile.tput[a, b])
-                if w < floor - 1e-12:
-                    continue
-                for n in spreads:
-                    use = np.outer(n, [1.0, c, m])  # (servers, 3)
-                    if np.all(use <= capacity):
-                        split = np.count_nonzero(n) > 1
-                        choices.append((w * (1 - split_penalty) if split else w, use))
+        # No CPUs and no memory, worth 0, for a job of floor 0 (what an allocation that starves it gives it).
+        points = [(c, m, float(profile.tput[a, b])) for a, c in enumerate(profile.cpu_per_gpu)
+                  for b, m in enumerate(profile.mem_gb_per_gpu)] + ([(0.0, 0.0, 0.0)] if floor <= 0 else [])
+        for c, m, w in points:
+            if w < floor - 1e-12:
+                continue
+            for n in spreads:
+                use = np.outer(n, [1.0, c, m])  # (servers, 3)
+                if np.all(use <= capacity):
+                    split = np.count_nonzero(n) > 1
+                    choices.append((w * (1 - split_penalty) if split else w, use))
         options.append(choices)
     return best_choice_total(options, np.tile(capacity, (servers, 1)))
 

@@ -134,7 +134,7 @@ def _server_brute_force(instance: RoundInstance, server_jobs: list[int]) -> floa
         cpu, mem = np.meshgrid(profile.cpu_per_gpu, profile.mem_gb_per_gpu, indexing="ij")
         ok = profile.tput.ravel() >= instance.floors[j] - 1e-12
         options.append(list(zip(job.gpus * cpu.ravel()[ok], job.gpus * mem.ravel()[ok], profile.tput.ravel()[ok],
-                                strict=True)))
+                                strict=True)) + ([(0.0, 0.0, 0.0)] if instance.floors[j] <= 0 else []))
     best = -np.inf
     for pick in itertools.product(*options):
         if sum(p[0] for p in pick) <= cluster.cpus_per_server + 1e-9 and sum(p[1] for p in pick) <= (

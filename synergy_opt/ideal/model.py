@@ -234,6 +234,7 @@ def group_columns(instance: RoundInstance, group: ProfileGroup, reductions: Redu
     cpu, tput, a_p = _with_axis_value(cpu, tput, cluster.cpu_per_gpu, axis=1)
     mem, tput, b_p = _with_axis_value(mem, tput, cluster.mem_gb_per_gpu, axis=2)
     floor = tput[:, a_p, b_p]
+    cpu, mem, tput = with_zero_config(cpu, mem, tput, floor)
     keep = np.ones(tput.shape, dtype=bool)
     if reductions.fix_below_floor:
         keep &= tput >= floor[:, None, None]
@@ -290,6 +291,7 @@ def config_columns(group: ProfileGroup, cpu_per_gpu: float, mem_gb_per_gpu: floa
     """
     cpu, tput, _ = _with_axis_value(group.cpu_axis, group.tput, cpu_per_gpu, axis=1)
     mem, tput, _ = _with_axis_value(group.mem_axis, tput, mem_gb_per_gpu, axis=2)
+    cpu, mem, tput = with_zero_config(cpu, mem, tput, np.asarray(floors, dtype=float))
     keep = (~_dominated(tput) if reductions.drop_dominated else np.ones(tput.shape, dtype=bool))[group.row]
     if reductions.fix_below_floor:
         keep &= tput[group.row] >= np.asarray(floors, dtype=float)[:, None, None]
@@ -308,6 +310,19 @@ def row_labels(rows: np.ndarray) -> np.ndarray:
         labels[order] = np.arange(len(rows))
         return labels
     return np.unique(rows, axis=0, return_inverse=True)[1].ravel()
+
+
+def with_zero_config(cpu: np.ndarray, mem: np.ndarray, tput: np.ndarray, floors: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The axes and matrices with no CPUs and no memory put on the grid (throughput 0 there) when some job's
+    floor is 0 (its grid starts above its share, or is 0 there): an allocation may starve such a job, its floor
+    kept, and give its CPUs and memory to others (greedy and tetris do), so the models offer that config, or
+    they would not bound it (SPEC 4). Left as they are otherwise: the config is below every positive floor."""
+    if not (floors <= 0).any():
+        return cpu, mem, tput
+    cpu, tput, _ = _with_axis_value(cpu, tput, 0.0, axis=1)
+    mem, tput, _ = _with_axis_value(mem, tput, 0.0, axis=2)
+    return cpu, mem, tput
 
 
 def _with_axis_value(

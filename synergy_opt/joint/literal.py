@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synergy_opt.ideal.model import Objective
+from synergy_opt.ideal.model import Objective, with_zero_config
 from synergy_opt.instance import Allocation, Placement, RoundInstance
 from synergy_opt.joint.model import check_options
 from synergy_opt.solvers.model import LinearModel, ModelBuilder
@@ -56,7 +56,8 @@ def build_joint_literal(
     split_penalty: float = 0.0,
     objective: Objective = "job",
 ) -> LiteralJointModel:
-    """SPEC 2.4 with nothing reduced: every job, every grid config (the proportional point inserted), every server.
+    """SPEC 2.4 with nothing reduced: every job, every grid config (the proportional point inserted; no CPUs and no
+    memory for a job of floor 0, ideal.model.with_zero_config), every server.
 
     ``u[i,j,k]`` exists for jobs with ``1 < g_j <= G``: ``n[i,j,k] >= g_j u[i,j,k]`` and
     ``sum_i u[i,j,k] <= y[j,k]`` (``=`` when consolidating); the objective credits
@@ -73,11 +74,13 @@ def build_joint_literal(
     col_tput: list[np.ndarray] = [np.zeros(0)]
     for j, job in enumerate(instance.jobs):
         profile = job.profile.with_point(cluster.cpu_per_gpu, cluster.mem_gb_per_gpu)
-        a, b = np.meshgrid(profile.cpu_per_gpu, profile.mem_gb_per_gpu, indexing="ij")
+        cpu_axis, mem_axis, grid = with_zero_config(profile.cpu_per_gpu, profile.mem_gb_per_gpu, profile.tput[None],
+                                                    instance.floors[j:j + 1])
+        a, b = np.meshgrid(cpu_axis, mem_axis, indexing="ij")
         col_job.append(np.full(a.size, j))
         col_cpu.append(a.ravel())
         col_mem.append(b.ravel())
-        col_tput.append(profile.tput.ravel())
+        col_tput.append(grid[0].ravel())
     job_of = np.concatenate(col_job)
     cpu, mem, tput = np.concatenate(col_cpu), np.concatenate(col_mem), np.concatenate(col_tput)
     g = instance.gpus[job_of]

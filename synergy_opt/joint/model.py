@@ -351,8 +351,9 @@ def item_capacity(cluster: Cluster, size: np.ndarray, cpu: np.ndarray, mem: np.n
     """How many items of each type fit on one empty server (GPUs, CPUs and memory)."""
     tol = 1 + _FIT_TOLERANCE
     by_gpu = cluster.gpus_per_server // size
-    by_cpu = np.floor(cluster.cpus_per_server * tol / (size * cpu))
-    by_mem = np.floor(cluster.mem_gb_per_server * tol / (size * mem))
+    with np.errstate(divide="ignore"):  # a config of no CPUs or memory (ideal.model.with_zero_config): no limit
+        by_cpu = np.floor(cluster.cpus_per_server * tol / (size * cpu))
+        by_mem = np.floor(cluster.mem_gb_per_server * tol / (size * mem))
     return np.minimum(np.minimum(by_gpu, by_cpu), by_mem).astype(np.int64)
 
 

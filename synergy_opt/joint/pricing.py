@@ -461,7 +461,9 @@ def near_patterns(items: ItemTypes, prices: np.ndarray, floor_value: float, caps
     val = np.zeros(1)
     threshold = floor_value - _VALUE_TOLERANCE * max(1.0, abs(floor_value))
     for k in range(types.size):
-        room = np.floor(np.min((capacity - used) / need[k], axis=1) + 1e-9).astype(np.int64)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a need of 0 (ideal.model.with_zero_config): no limit
+            per_need = np.where(need[k] > 0, (capacity - used) / need[k], np.inf)
+        room = np.floor(np.min(per_need, axis=1) + 1e-9).astype(np.int64)
         # The 1e-9 only undoes the division's rounding: a load fits when its sums are within the capacity (its
         # relative slack included), as best_patterns and the grid test it, not 1e-9 of an item beyond.
         room -= np.any(used + room[:, None] * need[k] > capacity, axis=1)

@@ -69,7 +69,7 @@ class JointResult(SolvedModel):
     objective equals ``objective``. ``method`` is the method that ran; ``report`` the decomposition's phases.
     ``consolidate`` is the placement rule that was solved: False (the default) lets any job be split over
     servers, as OPT does, so the optimum bounds every mechanism that keeps each job at its floor (a job of
-    floor 0 given less than its grid's first point excepted: docs/inputs.md); True is the paper's rule (every
+    floor 0 may get no CPUs or memory: ideal.model.with_zero_config); True is the paper's rule (every
     job that fits on one server runs on one server).
     """
 
