@@ -298,7 +298,8 @@ def test_a_loose_gap_still_reports_a_bound_on_every_solution(gpus: int, multi_gp
 def test_bound_contract_under_a_time_limit(multi_gpu: bool) -> None:
     instance = so.generate_round(256, multi_gpu=multi_gpu, seed=1, profile_noise=0.05)
     ideal = so.solve_ideal(instance)
-    assert ideal.bound is not None
+    lp = so.solve_ideal(instance, relax=True).objective
+    assert ideal.bound is not None and lp is not None
     # The longer limit first: its run compiles the numba kernels, which in a fresh environment's worker (nothing
     # cached yet) took the whole of the 0.3 s before any incumbent (CI: NO_SOLUTION once).
     for limit in (3.0, 0.3):
@@ -307,7 +308,11 @@ def test_bound_contract_under_a_time_limit(multi_gpu: bool) -> None:
         assert result.status in (Status.OPTIMAL, Status.FEASIBLE), result.solve.message
         assert result.objective is not None and result.bound is not None
         assert result.objective <= result.bound + TOL
-        assert result.bound <= ideal.bound + TOL
+        # The ideal ILP's bound as far as the run's own ideal solve got: the ideal's proven one when it finished
+        # (a loaded machine cut it short at 0.3 s once: 176.579, between the ILP's 176.559 and the LP's 176.625).
+        assert ideal.objective - TOL <= result.bound <= lp + TOL
+        if result.status is Status.OPTIMAL:
+            assert result.bound <= ideal.bound + TOL
         assert result.gap is not None and result.gap >= 0
         check_allocation(instance, result)
 
