@@ -34,10 +34,12 @@ RESOURCES = ("gpus", "cpus", "mem_gb")
 
 
 def keeps_floor(throughput: Any, floor: Any) -> Any:
-    """Whether ``throughput`` keeps ``floor`` (numbers or arrays alike). Relative: an absolute slack hid 5e-10
-    below a floor of 1 and flagged the same round at 1e4 times the throughputs. Both are values read off the
-    grid, so equal ones compare equal."""
-    return throughput >= floor * (1 - 1e-12)
+    """Whether ``throughput`` keeps ``floor`` (numbers or arrays alike). Exact, as every model's floor is (the
+    configs kept, a type's admissibility, the floor rows): both are values read off the grid, so equal ones
+    compare equal. (A relative 1e-12 slack here let an allocation keep "its floor" on a type worth 5e-13 less
+    than it, which the type-free ideal ILP rules out, 3.5 times the ILP's optimum; an absolute one hid 5e-10
+    below a floor of 1 and flagged the same round at 1e4 times the throughputs.)"""
+    return throughput >= floor
 
 
 class InvalidAllocationError(SynergyError):

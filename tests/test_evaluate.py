@@ -158,3 +158,23 @@ def test_utilisation_of_servers_near_the_float_limit_is_a_fraction(mem_gb: float
                                                                    for k in range(3)))
     use = so.evaluate(instance, so.run_mechanism(instance, "proportional")).utilisation
     assert use == pytest.approx({"gpus": 0.375, "cpus": 0.375, "mem_gb": 0.375}, rel=1e-12)
+
+
+def test_a_floor_is_kept_exactly_as_every_model_keeps_it() -> None:
+    # An independent tester's round: job a (baseline X, floor 1.0) is worth 1 - 5e-13 at type Y's share. The
+    # type-free ideal ILP rules Y out for it (H0, exact) and proves 6.0; a relative 1e-12 slack in the evaluator
+    # called a on Y floor-keeping, and the allocation below 21.0 of a valid, floor-keeping round.
+    eps = 5e-13
+    round_ = so.load_instance({"format": "synergy-round/2", "cluster": {"types": [
+        {"name": "X", "servers": 1, "gpus_per_server": 4, "cpus_per_server": 12, "mem_gb_per_server": 200},
+        {"name": "Y", "servers": 1, "gpus_per_server": 2, "cpus_per_server": 6, "mem_gb_per_server": 100}]},
+        "jobs": [{"id": "a", "gpus": 2, "types": ["X", "Y"], "baseline": "X", "profiles": {
+            "X": {"cpu_per_gpu": [3.0, 6.0], "mem_gb_per_gpu": [50.0], "tput": [[1.0], [2.0]]},
+            "Y": {"cpu_per_gpu": [3.0], "mem_gb_per_gpu": [50.0], "tput": [[1.0 - eps]]}}},
+                 {"id": "b", "gpus": 2, "types": ["X"], "profiles": {
+                     "X": {"cpu_per_gpu": [3.0, 6.0], "mem_gb_per_gpu": [50.0], "tput": [[5.0], [20.0]]}}}]})
+    assert so.solve_ideal(round_).objective == pytest.approx(6.0)
+    result = evaluate(round_, {"jobs": {"a": [{"server": 1, "gpus": 2, "cpus": 6.0, "mem_gb": 100.0}],
+                                        "b": [{"server": 0, "gpus": 2, "cpus": 12.0, "mem_gb": 100.0}]}})
+    assert result.valid and result.floors_violated == ("a",)
+    assert not result.jobs["a"].meets_floor and result.jobs["b"].meets_floor
