@@ -56,6 +56,8 @@ def test_a_setting_with_types_is_a_heterogeneous_cluster_of_its_ratio() -> None:
     (["--types", "k80:0"], "--types k80:0"),
     (["--types", "k80:1,k80:1"], "twice"),
     (["--types", TYPES, "--gpus", "64"], "has 16 GPUs"),
+    # A type with no built-in matrices, for a generated trace (an independent tester: a job's model was named).
+    (["--types", "foo:1"], "--types='foo:1': a generated trace's jobs are built-in models"),
     (["--policy", "max_min"], "policy"),
 ])
 def test_bad_types_are_one_line_naming_the_flag(flags: list[str], words: str, tmp_path: Path,

@@ -19,9 +19,11 @@ import numpy as np
 import pandas as pd
 
 from synergy_opt.cli.parallel import run_in_order
+from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import GPUS_PER_SERVER, MEM_GB_PER_SERVER
 from synergy_opt.hetero import HeteroCluster
 from synergy_opt.instance import Cluster
+from synergy_opt.profiles import gavel_gpu_types
 from synergy_opt.sim.bounds import MAX_ROUNDS
 from synergy_opt.sim.engine import CpuRatioWarning, Progress, prepare_run, simulate
 from synergy_opt.sim.result import JOB_COLUMNS, ROUND_COLUMNS, SUMMARY_KEYS
@@ -108,6 +110,12 @@ class SimSetting:
         checks every setting before it writes its folder)."""
         check_arguments(generate_trace, **self.generator_arguments())
         cluster = self.cluster
+        if isinstance(cluster, HeteroCluster):  # else each job was blamed for its model's missing matrix
+            other = [name for name in cluster.names if name not in gavel_gpu_types()]
+            if other:
+                raise InvalidInputError("--types", self.types, f"a generated trace's jobs are built-in models, with "
+                                        f"matrices on {', '.join(gavel_gpu_types())} only, not {other[0]!r}: give a "
+                                        "trace (--trace) whose jobs carry their own matrices there")
         largest = max(t.total_gpus for t in cluster.types) if isinstance(cluster, HeteroCluster) else self.gpus
         check_extension_fits(drawn_gpus(self.multi_gpu) if self.load is not None else 0, largest,
                              "--types" if self.types else "--gpus", self.types or self.gpus)
