@@ -272,3 +272,23 @@ def test_a_relaxations_fractional_job_hand_derived() -> None:
     assert relaxed.fractional_jobs == ("a",)
     assert list(relaxed.cpu_per_gpu) == [5.0, 3.0]
     assert {j: (c.throughput, c.floor) for j, c in relaxed.configs.items()} == {"a": (2.0, 1.0), "b": (1.0, 1.0)}
+
+
+def test_only_a_job_of_floor_zero_is_offered_no_cpus_or_memory() -> None:
+    # A reviewer's round: A (floor 0) shares its axes with B1 and B2 (floor 1 each). Every member of the group got
+    # the config of no CPUs and no memory, and the LP without fix_below_floor mixed it into B's floor rows: 4.5
+    # against the ILP's 4.0 (4.0 when A's axes differ). Only A is offered it now (ideal.model.offered).
+    def job(name: str, tput: list[list[float]], cpu: list[float]) -> so.Job:
+        return so.Job(name, 1, so.Profile(cpu, [50.0], tput))
+
+    for a_cpu in ([2.0, 4.0], [2.5, 4.0]):
+        instance = so.RoundInstance(so.Cluster(1, 3, 6.0, 150.0), (
+            job("B1", [[1.0], [3.0]], [2.0, 4.0]), job("B2", [[1.0], [3.0]], [2.0, 4.0]),
+            job("A", [[0.0], [0.0]], a_cpu)))
+        assert instance.floors.tolist() == [1.0, 1.0, 0.0]
+        for reductions in (Reductions(), Reductions(fix_below_floor=False, merge_identical=False)):
+            assert so.solve_ideal(instance, reductions=reductions).objective == pytest.approx(4.0)
+            assert so.solve_ideal(instance, relax=True, reductions=reductions).objective == pytest.approx(4.0)
+        model = so.build_ideal(instance, reductions=Reductions(fix_below_floor=False, merge_identical=False))
+        zero = (model.col_cpu == 0) & (model.col_mem == 0)
+        assert model.class_jobs[model.col_class[zero]].tolist() == [2]  # A's column only

@@ -235,7 +235,7 @@ def group_columns(instance: RoundInstance, group: ProfileGroup, reductions: Redu
     mem, tput, b_p = _with_axis_value(mem, tput, cluster.mem_gb_per_gpu, axis=2)
     floor = tput[:, a_p, b_p]
     cpu, mem, tput = with_zero_config(cpu, mem, tput, floor)
-    keep = np.ones(tput.shape, dtype=bool)
+    keep = offered(cpu, mem, floor)
     if reductions.fix_below_floor:
         keep &= tput >= floor[:, None, None]
     if reductions.drop_dominated:
@@ -291,8 +291,10 @@ def config_columns(group: ProfileGroup, cpu_per_gpu: float, mem_gb_per_gpu: floa
     """
     cpu, tput, _ = _with_axis_value(group.cpu_axis, group.tput, cpu_per_gpu, axis=1)
     mem, tput, _ = _with_axis_value(group.mem_axis, tput, mem_gb_per_gpu, axis=2)
-    cpu, mem, tput = with_zero_config(cpu, mem, tput, np.asarray(floors, dtype=float))
+    floors = np.asarray(floors, dtype=float)
+    cpu, mem, tput = with_zero_config(cpu, mem, tput, floors)
     keep = (~_dominated(tput) if reductions.drop_dominated else np.ones(tput.shape, dtype=bool))[group.row]
+    keep &= offered(cpu, mem, floors)
     if reductions.fix_below_floor:
         keep &= tput[group.row] >= np.asarray(floors, dtype=float)[:, None, None]
     member, a, b = np.nonzero(keep)
@@ -323,6 +325,15 @@ def with_zero_config(cpu: np.ndarray, mem: np.ndarray, tput: np.ndarray, floors:
     cpu, tput, _ = _with_axis_value(cpu, tput, 0.0, axis=1)
     mem, tput, _ = _with_axis_value(mem, tput, 0.0, axis=2)
     return cpu, mem, tput
+
+
+def offered(cpu: np.ndarray, mem: np.ndarray, floors: np.ndarray) -> np.ndarray:
+    """Per job (``floors``' order) and config, whether its model offers it: every grid config, and those of no
+    CPUs or no memory (``with_zero_config``'s; a grid's own values are > 0) to jobs of floor 0 only. Jobs whose
+    axes are shared with such a job get them too, worth 0: below a positive floor, but an LP without
+    ``fix_below_floor`` could mix them into its floor row, a looser bound."""
+    added = (cpu == 0)[:, None] | (mem == 0)[None, :]
+    return ~added[None] | (np.asarray(floors) <= 0)[:, None, None]
 
 
 def _with_axis_value(
