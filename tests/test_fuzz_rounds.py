@@ -70,8 +70,8 @@ def test_the_ideal_lp_bounds_allocations_that_starve_a_job_of_floor_zero() -> No
     # A job of positive floor is never offered the config: the same round with B's grid at its share.
     fed = so.RoundInstance(cluster, (a, so.Job("B", 1, so.Profile([2.0], [10.0], [[1.0]]))))
     assert so.solve_ideal(fed).objective == pytest.approx(1.1)
-    # The same on a type-free round (each type's columns, config_columns): A may also take a small k80 (0.05),
-    # which leaves B the v100's 4 CPUs (1.05 in all); both on the v100, B starved, is still 2.0.
+    # The same on a type-free round (each type's columns, config_columns): a small k80 that A may not take (worth
+    # 0.05 at its share, below A's floor 0.1: H0), B starved on the v100 again, 2.0.
     cluster_types = HeteroCluster((ServerType("v100", 1, 2, 4.0, 100.0), ServerType("k80", 1, 1, 0.5, 10.0)), "v100")
     hetero = HeteroRound(cluster_types, (
         HeteroJob("A", 1, {"v100": a.profile, "k80": so.Profile([0.5], [10.0], [[0.05]])}, "v100"),
@@ -293,7 +293,7 @@ def test_the_joints_methods_agree_on_a_server_filled_at_the_slack(method: str, f
 def test_near_opt_is_never_below_tune_when_tune_uses_its_packing_slack() -> None:
     # near-opt skipped TUNE because its bound on TUNE (exact capacities, the point not placeable) was 0; TUNE
     # places j0's point within its packing's 1e-9 of a server and gets 0.002 more. The bound now allows that slack.
-    # (TUNE is then above the exact ILP: the packing's slack, the modelling choice SPEC 4's xfail above names.)
+    # (TUNE is then above the exact ILP: the packing's slack, the modelling choice the xfails below name.)
     instance = so.load_instance(OVER_BY_A_HAIR)
     tune = so.evaluate(instance, so.run_mechanism(instance, "tune")).objective
     assert tune == pytest.approx(SLACK, abs=1e-12)

