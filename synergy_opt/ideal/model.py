@@ -296,7 +296,7 @@ def config_columns(group: ProfileGroup, cpu_per_gpu: float, mem_gb_per_gpu: floa
     keep = (~_dominated(tput) if reductions.drop_dominated else np.ones(tput.shape, dtype=bool))[group.row]
     keep &= offered(cpu, mem, floors)
     if reductions.fix_below_floor:
-        keep &= tput[group.row] >= np.asarray(floors, dtype=float)[:, None, None]
+        keep &= tput[group.row] >= floors[:, None, None]
     member, a, b = np.nonzero(keep)
     return member, cpu[a], mem[b], tput[group.row[member], a, b]
 
