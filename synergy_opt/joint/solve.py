@@ -321,14 +321,13 @@ def _better(direct: JointResult, started: JointResult) -> JointResult:
         if direct.status is Status.OPTIMAL or started.bound is None or \
                 (direct.bound is not None and direct.bound <= started.bound):
             return direct
-        tighter = started.bound if direct.objective is None else max(started.bound, direct.objective)
+        tighter = _tighter_bound((direct.bound, started.bound), direct.objective)
         return replace(direct, bound=tighter, solve=replace(direct.solve, bound=tighter))
     slack = BOUND_SLACK * max(1.0, abs(started.objective))
     direct_bound = direct.bound if direct.bound is not None else \
         direct.objective if direct.status is Status.OPTIMAL else None
     wrong = direct_bound is not None and direct_bound < started.objective - slack
-    bounds = [b for b in (None if wrong else direct_bound, started.bound) if b is not None]
-    bound = max(min(bounds), started.objective) if bounds else None  # one below by less than the slack: noise
+    bound = _tighter_bound((None if wrong else direct_bound, started.bound), started.objective)
     status = Status.OPTIMAL if direct.status is Status.OPTIMAL and not wrong else Status.FEASIBLE
     if wrong:
         note = f"the direct model's bound {direct_bound!r} is below it, dropped"
@@ -338,6 +337,15 @@ def _better(direct: JointResult, started: JointResult) -> JointResult:
         note = f"the direct model {direct.solve.message}"
     solve = replace(started.solve, status=status, bound=bound, message=f"{_first(started)}: {note}")
     return replace(started, status=status, bound=bound, solve=solve)
+
+
+def _tighter_bound(bounds: tuple[float | None, ...], kept: float | None) -> float | None:
+    """The least of the known ``bounds``, never below the objective of the solution ``kept`` (a bound below it by
+    less than ``BOUND_SLACK`` is the solvers' noise), or None when none is known."""
+    known = [b for b in bounds if b is not None]
+    if not known:
+        return None
+    return min(known) if kept is None else max(min(known), kept)
 
 
 def _first(started: JointResult) -> str:
