@@ -20,7 +20,7 @@ from synergy_opt.joint import JointFormulation
 from synergy_opt.joint.model import JointReductions, build_joint, item_capacity, server_patterns
 from synergy_opt.mechanisms import MECHANISMS, run_mechanism
 from synergy_opt.solvers import Status, available_solvers, backend
-from tests.random_instances import best_choice_total, random_instance
+from tests.random_instances import best_choice_total, job_configs, random_instance
 
 ROOT = Path(__file__).resolve().parents[1]
 INTEGER_SOLVERS = [name for name in available_solvers() if backend(name).capabilities.integer]
@@ -83,15 +83,11 @@ def brute_force_joint(instance: RoundInstance, consolidate: bool, split_penalty:
     capacity = np.array([big_g, cluster.cpus_per_server, cluster.mem_gb_per_server]) * (1 + 1e-9)
     options: list[list[tuple[float, np.ndarray]]] = []
     for job, floor in zip(instance.jobs, instance.floors, strict=True):
-        profile = job.profile.with_point(cluster.cpu_per_gpu, cluster.mem_gb_per_gpu)
         spreads = [n for n in itertools.product(range(min(job.gpus, big_g) + 1), repeat=servers) if sum(n) == job.gpus]
         if consolidate and job.gpus <= big_g:
             spreads = [n for n in spreads if np.count_nonzero(n) == 1]
         choices = []
-        # No CPUs and no memory, worth 0, for a job of floor 0 (what an allocation that starves it gives it).
-        points = [(c, m, float(profile.tput[a, b])) for a, c in enumerate(profile.cpu_per_gpu)
-                  for b, m in enumerate(profile.mem_gb_per_gpu)] + ([(0.0, 0.0, 0.0)] if floor <= 0 else [])
-        for c, m, w in points:
+        for c, m, w in zip(*job_configs(instance, job), strict=True):
             if w < floor - 1e-12:
                 continue
             for n in spreads:

@@ -53,6 +53,7 @@ from synergy_opt.mechanisms.tune import pack_tune
 from synergy_opt.packing.state import ServerState
 from synergy_opt.profiles import model_info, models_by_task
 from synergy_opt.round_family import DEMANDS, family_round, member_round
+from tests.random_instances import job_configs
 from tests.test_joint import brute_force_joint, tiny_instances
 from tests.test_mechanisms import CI, HEURISTICS, generated_rounds, profiles, small_rounds
 
@@ -131,11 +132,9 @@ def _server_brute_force(instance: RoundInstance, server_jobs: list[int]) -> floa
     options = []
     for j in server_jobs:
         job = instance.jobs[j]
-        profile = job.profile.with_point(cluster.cpu_per_gpu, cluster.mem_gb_per_gpu)
-        cpu, mem = np.meshgrid(profile.cpu_per_gpu, profile.mem_gb_per_gpu, indexing="ij")
-        ok = profile.tput.ravel() >= instance.floors[j] - 1e-12
-        options.append(list(zip(job.gpus * cpu.ravel()[ok], job.gpus * mem.ravel()[ok], profile.tput.ravel()[ok],
-                                strict=True)) + ([(0.0, 0.0, 0.0)] if instance.floors[j] <= 0 else []))
+        cpu, mem, tput = job_configs(instance, job)  # the grid, the share, and none for a job of floor 0
+        ok = tput >= instance.floors[j] - 1e-12
+        options.append(list(zip(job.gpus * cpu[ok], job.gpus * mem[ok], tput[ok], strict=True)))
     best = -np.inf
     for pick in itertools.product(*options):
         if sum(p[0] for p in pick) <= cluster.cpus_per_server + 1e-9 and sum(p[1] for p in pick) <= (
