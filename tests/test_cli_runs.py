@@ -407,6 +407,40 @@ def test_a_script_without_a_main_guard_is_told_why_its_workers_died(tmp_path: Pa
     assert run.returncode == 0 and run.stdout.strip() == "4", run.stderr[-2000:]  # 2 seeds x 2 traces
 
 
+DIES_MID_SEND = """
+import os, signal, sys, threading, time
+from synergy_opt.cli.parallel import run_in_order
+
+def _kill_me_while_sending(main_thread: int) -> None:
+    # Wait until this worker is writing its result to the pipe, then die with the message half sent.
+    while True:
+        frame = sys._current_frames().get(main_thread)
+        while frame is not None and frame.f_code.co_name != "_send":
+            frame = frame.f_back
+        if frame is not None:
+            time.sleep(0.005)
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(0.0002)
+
+def result(item: int) -> bytes:
+    if item == 0:
+        threading.Thread(target=_kill_me_while_sending, args=(threading.get_ident(),), daemon=True).start()
+        return b"x" * (256 * 1024 * 1024)
+    return b"done"
+
+if __name__ == "__main__":
+    run_in_order(result, [0, 1], workers=2)
+"""
+
+
+def test_a_worker_that_dies_halfway_through_sending_its_result_is_reported(tmp_path: Path) -> None:
+    # Python 3.11's pool then waited forever for the rest of the message: the run hung instead of failing.
+    script = tmp_path / "dies.py"
+    script.write_text(DIES_MID_SEND)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=90, cwd=tmp_path)
+    assert run.returncode == 1 and "WorkerDiedError" in run.stderr, run.stderr[-2000:]
+
+
 def test_the_caption_names_ideal_only_when_a_row_ran_it() -> None:
     assert "ideal:" in caption_of([{"mechanism": "tune"}, {"mechanism": "ideal"}])
     assert "ideal" not in caption_of([{"mechanism": "proportional"}, {"mechanism": "tune"}])

@@ -5,7 +5,8 @@ The bench's grid (:func:`synergy_opt.bench.run_grid`) and the simulator's sweep 
 
 Faults in the run: Ctrl-C (``KeyboardInterrupt``) stops the workers (they ignore SIGINT themselves, so that
 only this process reports it) and is raised again here; a worker process that dies (killed, out of memory)
-raises :class:`WorkerDiedError` once the results that did finish have been handed to ``on_result``.
+raises :class:`WorkerDiedError` once the results that did finish have been handed to ``on_result``, also when
+it dies halfway through sending its result (see :func:`_unblock_if_a_worker_died`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import signal
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
@@ -23,6 +24,7 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 CONNECT_TIMEOUT = "10s"  # a wrong --dask address fails in seconds, not after distributed's 30 s default
 MAX_WORKERS = 1024  # --workers' bound: local processes beyond this are a typo, not a machine
+LIVENESS_POLL_SECONDS = 1.0  # how often the workers are checked while no result arrives
 
 
 class WorkerDiedError(SynergyError):
@@ -86,15 +88,20 @@ def _run_processes(
         for index, item in enumerate(items):
             futures[pool.submit(function, item)] = index
         broken: BaseException | None = None
-        for future in as_completed(futures):
-            error = future.exception()
-            if isinstance(error, BrokenProcessPool):
-                broken = error  # keep collecting: results that finished before the death still count
-                continue
-            if error is not None:
-                raise error
-            results[futures[future]] = future.result()
-            done(futures[future], future.result())
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=LIVENESS_POLL_SECONDS, return_when=FIRST_COMPLETED)
+            if not finished:
+                _unblock_if_a_worker_died(pool)
+            for future in finished:
+                error = future.exception()
+                if isinstance(error, BrokenProcessPool):
+                    broken = error  # keep collecting: results that finished before the death still count
+                    continue
+                if error is not None:
+                    raise error
+                results[futures[future]] = future.result()
+                done(futures[future], future.result())
         if broken is not None:
             unfinished = sum(1 for result in results if result is None)
             # Nothing finished: maybe no worker could start (each imports the main script).
@@ -110,6 +117,30 @@ def _run_processes(
         raise
     pool.shutdown(wait=True)
     return [result for result in results if result is not None]
+
+
+def _unblock_if_a_worker_died(pool: ProcessPoolExecutor) -> None:
+    """Let the pool see a worker that died halfway through sending its result.
+
+    The pool's manager thread then waits forever for the rest of that message (seen on Python 3.11), and no
+    future ever fails. Once the other workers are ended too, this process holds the last writing end of
+    the result pipe; closing it ends the manager's read, and the pool reports itself broken as it does
+    for any other death.
+    """
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    if not any(process.exitcode is not None for process in processes):
+        return
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    result_queue = getattr(pool, "_result_queue", None)
+    if result_queue is not None:
+        result_queue._writer.close()
 
 
 def _stop(pool: ProcessPoolExecutor, futures: dict[Future[Any], int]) -> None:
