@@ -64,6 +64,9 @@ class JobScore:
     disproportionate: bool = False
     # On a heterogeneous round: the GPU type of its servers (None when unplaced or on servers of two types).
     gpu_type: str | None = None
+    # On a heterogeneous round: its throughput at the proportional share of the type it runs on, the floor
+    # every model keeps there (formulations/heterogeneous.md, H6); None when it runs on no type it can use.
+    type_floor: float | None = None
 
     @property
     def placed(self) -> bool:
@@ -76,6 +79,15 @@ class JobScore:
     @property
     def meets_floor(self) -> bool:
         return bool(keeps_floor(self.throughput, self.floor))
+
+    @property
+    def meets_type_floor(self) -> bool:
+        """The models' floor rule on the type it runs on: that type's share keeps its floor (H0) and it runs at
+        or above that share's throughput (H6). Always true on a homogeneous round, where it is :attr:`meets_floor`
+        (the type's share is the floor)."""
+        if self.type_floor is None:
+            return self.meets_floor
+        return bool(keeps_floor(self.type_floor, self.floor) and keeps_floor(self.throughput, self.type_floor))
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,6 +136,14 @@ class Evaluation:
         return tuple(job_id for job_id, s in self.jobs.items() if s.placed and not s.meets_floor)
 
     @property
+    def type_floors_violated(self) -> tuple[str, ...]:
+        """Placed jobs that break the models' floor rule on a heterogeneous round (:attr:`JobScore.meets_type_floor`:
+        on a type whose share is below their floor, or below that share's throughput). Every model bounds the
+        allocations where this and :attr:`floors_violated` are empty; on a homogeneous round it is
+        :attr:`floors_violated`."""
+        return tuple(job_id for job_id, s in self.jobs.items() if s.placed and not s.meets_type_floor)
+
+    @property
     def capacity(self) -> np.ndarray:
         """A server's GPUs, CPUs and GB: ``(3,)`` on a homogeneous round, ``(servers, 3)`` on a heterogeneous one."""
         cluster = self.instance.cluster
@@ -157,6 +177,7 @@ class Evaluation:
                 "objective_gpu": float(sum(s.gpus * s.throughput for s in scores)),
                 "jobs_placed": len(scores),
                 "floors_violated": sum(not s.meets_floor for s in scores),
+                "type_floors_violated": sum(not s.meets_type_floor for s in scores),
                 "jobs_split": sum(s.split for s in scores),
                 "gpu_util": float(used[0]),
                 "cpu_util": float(used[1]),
@@ -174,16 +195,17 @@ class Evaluation:
 
     def to_frame(self) -> Any:
         """One row per job (a pandas ``DataFrame`` indexed by job id): ``gpus``, ``gpus_placed`` (and ``gpu_type`` on
-        a heterogeneous round), ``servers``, ``throughput``, ``floor``, ``meets_floor``, ``split``,
-        ``disproportionate``."""
+        a heterogeneous round), ``servers``, ``throughput``, ``floor``, ``meets_floor`` (and ``type_floor``,
+        ``meets_type_floor`` on a heterogeneous round), ``split``, ``disproportionate``."""
         import pandas as pd  # pandas only when asked for: `import synergy_opt` stays light
 
         typed = isinstance(self.instance, HeteroRound)
         rows = [{"job": s.job_id, "gpus": s.gpus, "gpus_placed": s.gpus_placed, "gpu_type": s.gpu_type,
                  "servers": s.servers, "throughput": s.throughput, "floor": s.floor, "meets_floor": s.meets_floor,
-                 "split": s.split, "disproportionate": s.disproportionate} for s in self.jobs.values()]
+                 "type_floor": s.type_floor, "meets_type_floor": s.meets_type_floor, "split": s.split,
+                 "disproportionate": s.disproportionate} for s in self.jobs.values()]
         columns = ["job", "gpus", "gpus_placed", *(["gpu_type"] if typed else []), "servers", "throughput", "floor",
-                   "meets_floor", "split", "disproportionate"]
+                   "meets_floor", *(["type_floor", "meets_type_floor"] if typed else []), "split", "disproportionate"]
         return pd.DataFrame(rows, columns=columns).set_index("job")
 
     def summary(self) -> dict[str, float | int | bool]:
@@ -235,6 +257,8 @@ def evaluate(instance: RoundInstance | HeteroRound, allocation: Allocation, *, s
     problems: list[str] = []
 
     floors = instance.floors
+    # Each type's share throughputs (H6's floors), read once per type a job runs on.
+    type_floors: dict[str, np.ndarray] = {}
     scores: dict[str, JobScore] = {}
     jobs: Sequence[Job | HeteroJob] = instance.jobs
     for index, job in enumerate(jobs):
@@ -244,11 +268,16 @@ def evaluate(instance: RoundInstance | HeteroRound, allocation: Allocation, *, s
             use[p.server] += (p.gpus, p.cpus, p.mem_gb)
         if parts and placed != job.gpus:
             problems.append(f"job {job.id!r} placed with {placed} GPUs but needs {job.gpus}")
+        type_floor = None
         if isinstance(instance, HeteroRound):
             profile, gpu_type = _matrix_on_type(instance, index, parts, problems)
+            if profile is not None and gpu_type is not None:
+                if gpu_type not in type_floors:
+                    type_floors[gpu_type] = instance.throughput_at_share(gpu_type)
+                type_floor = float(type_floors[gpu_type][index])
         else:
             profile, gpu_type = instance.jobs[index].profile, None
-        scores[job.id] = _score(job.id, job.gpus, parts, placed, profile, float(floors[index]), gpu_type)
+        scores[job.id] = _score(job.id, job.gpus, parts, placed, profile, float(floors[index]), gpu_type, type_floor)
 
     if isinstance(cluster, HeteroCluster):
         capacity = cluster.capacity
@@ -272,7 +301,7 @@ def evaluate(instance: RoundInstance | HeteroRound, allocation: Allocation, *, s
 
 
 def _score(job_id: str, gpus: int, parts: tuple[Placement, ...], placed: int, profile: Profile | None,
-           floor: float, gpu_type: str | None) -> JobScore:
+           floor: float, gpu_type: str | None, type_floor: float | None) -> JobScore:
     """One job's score: its poorest server's throughput when it has exactly its GPUs (and a matrix there)."""
     servers = tuple(p.server for p in parts)
     uneven = False
@@ -282,7 +311,7 @@ def _score(job_id: str, gpus: int, parts: tuple[Placement, ...], placed: int, pr
         uneven = bool(np.any(np.abs(per_gpu - per_gpu[0]) > CAPACITY_TOLERANCE * (1 + np.abs(per_gpu[0]))))
     else:
         throughput = 0.0
-    return JobScore(job_id, gpus, placed, servers, throughput, floor, uneven, gpu_type)
+    return JobScore(job_id, gpus, placed, servers, throughput, floor, uneven, gpu_type, type_floor)
 
 
 def _matrix_on_type(instance: HeteroRound, index: int, parts: tuple[Placement, ...],

@@ -80,8 +80,9 @@ KEEP_FLOORS = ("proportional", "tune", "opt", "near-opt")
 
 def invariants(instance: HeteroRound, bounded: tuple[str, ...] = NAMES) -> None:
     """SPEC 4 per type on one round: valid allocations; TUNE, OPT and near-opt place every job at or above its
-    floor; ideal LP >= ideal ILP >= the ``bounded`` mechanisms; TUNE >= proportional (per type too); near-opt
-    >= TUNE."""
+    floor; proportional too, and all four keep the models' floor rule on their jobs' types; ideal LP >= ideal ILP
+    >= the ``bounded`` mechanisms and every one that keeps that rule; TUNE >= proportional (per type too);
+    near-opt >= TUNE."""
     lp = so.solve_ideal(instance, relax=True).objective
     ilp = so.solve_ideal(instance).objective
     assert lp is not None and ilp is not None and lp >= ilp - 1e-7
@@ -91,8 +92,12 @@ def invariants(instance: HeteroRound, bounded: tuple[str, ...] = NAMES) -> None:
             warnings.simplefilter("error")  # an invalid allocation warns: fail on it
             evaluation = so.evaluate(instance, so.run_mechanism(instance, name), strict=True)
         totals[name] = evaluation
-        if name in bounded:
+        # The models' floor rule, as the evaluator reads it: every job placed, (D7), (H0) and (H6) kept.
+        keeps_rule = not (evaluation.unplaced or evaluation.floors_violated or evaluation.type_floors_violated)
+        if name in bounded or keeps_rule:
             assert evaluation.objective <= ilp + 1e-7, name
+        if name in KEEP_FLOORS:
+            assert keeps_rule, name
         for score in evaluation.jobs.values():
             if score.placed:
                 assert score.gpu_type in instance.jobs[instance.job_index[score.job_id]].profiles

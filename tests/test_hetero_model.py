@@ -238,6 +238,33 @@ def test_floors_violated_per_type() -> None:
     assert rows["v100"]["floors_violated"] == 1 and rows["k80"]["floors_violated"] == 0
 
 
+def test_a_job_below_the_share_of_the_type_it_runs_on_breaks_the_models_floor_rule() -> None:
+    # a's floor is SLOW at the k80 share (3 CPUs, 50 GB): 0.6. On a v100 at 3 CPUs per GPU FAST gives 1.0, above
+    # that floor, but below the v100 share's 2.0 (H6): every model rules it out, the evaluator says so.
+    result = so.evaluate(ROUND, allocation(a=[(1, 2, 6, 100)], b=[(2, 4, 24, 200)]))
+    a = result.jobs["a"]
+    assert (a.throughput, a.floor, a.type_floor) == (1.0, 0.6, 2.0)
+    assert a.meets_floor and not a.meets_type_floor
+    assert result.floors_violated == () and result.type_floors_violated == ("a",)
+    assert result.by_type()["v100"]["type_floors_violated"] == 1
+    frame = result.to_frame()
+    assert frame.loc["a", "type_floor"] == 2.0 and not frame.loc["a", "meets_type_floor"]
+    # At the v100 share it keeps both.
+    kept = so.evaluate(ROUND, allocation(a=[(1, 2, 12, 100)]))
+    assert kept.jobs["a"].meets_type_floor and kept.type_floors_violated == ()
+    # (H0): a type whose share is below the floor, though more CPUs lift the job above it.
+    wide = so.Profile([1, 6, 12], [25, 50], [[0.1, 0.1], [0.5, 0.5], [1.5, 1.5]])
+    d = HeteroJob("d", 1, {"k80": FAST, "v100": wide}, "k80")  # floor FAST(3, 50) = 1.0; v100 share 0.5
+    moved = so.evaluate(HeteroRound(CLUSTER, (d,)), allocation(d=[(1, 1, 12, 50)]))
+    score = moved.jobs["d"]
+    assert (score.throughput, score.floor, score.type_floor) == (1.5, 1.0, 0.5)
+    assert score.meets_floor and not score.meets_type_floor and moved.type_floors_violated == ("d",)
+    # On a homogeneous round the rule is the floor.
+    plain = so.generate_round(16, seed=1)
+    starved = so.evaluate(plain, so.Allocation({plain.jobs[0].id: (so.Placement(0, plain.jobs[0].gpus, 0, 0),)}))
+    assert starved.type_floors_violated == starved.floors_violated == (plain.jobs[0].id,)
+
+
 @pytest.mark.parametrize("case", [dict(gpus=64, seed=1), dict(gpus=64, multi_gpu=True, profile_noise=0.05, seed=2)])
 def test_a_one_type_round_scores_exactly_as_its_homogeneous_round(case: dict[str, Any]) -> None:
     instance = so.generate_round(**case)
