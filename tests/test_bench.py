@@ -16,6 +16,7 @@ from synergy_opt.bench.cells import TIMING_COLUMNS, RunOptions
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.evaluation import evaluate
 from synergy_opt.instance import RoundInstance
+from synergy_opt.sim.cli import main as sim_main
 from synergy_opt.solvers import available_solvers
 
 REPO = Path(__file__).resolve().parent.parent
@@ -167,6 +168,14 @@ def test_bad_flags_exit_2_with_one_line(flags: list[str], capsys: pytest.Capture
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err.count("\n") == 1 and "error:" in captured.err
+
+
+@pytest.mark.parametrize("tool", [main, sim_main])
+def test_a_negative_value_is_a_value_not_a_flag(tool: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    # Python 3.11's argparse took "-10,60,50" for a flag and said "expected one argument".
+    assert tool(["--split", "-10,60,50"]) == 2
+    err = capsys.readouterr().err
+    assert "split[0]=-10" in err and ">= 0" in err and "expected one argument" not in err, err
 
 
 def _without_timings(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -24,13 +24,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import select
 import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from synergy_opt.errors import InvalidInputError, SynergyError
 
@@ -41,7 +42,13 @@ BROKEN_PIPE = 141  # the shell's code for a writer whose reader went away (128 +
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse with a one-line error (no usage block), still exit code 2."""
+    """argparse with a one-line error (no usage block), still exit code 2; a value that starts with a minus and
+    a digit is a value (``--split -10,60,50`` is told what is wrong with -10, not "expected one argument")."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Python 3.11 takes only "-8" or "-.5" for a value; 3.13 takes any "-<digit>..." (no flag of ours starts so).
+        self._negative_number_matcher = re.compile(r"-\.?\d")
 
     def error(self, message: str) -> NoReturn:
         self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
