@@ -25,6 +25,16 @@ MAX_THROUGHPUT = 1e100
 # brings its largest into their band, and below about 1e-308 (subnormal floats) that factor overflows (1e-310
 # made every solve raise OverflowError); far below any unit's throughput, as MAX_THROUGHPUT is far above.
 MIN_THROUGHPUT = 1e-300
+# What a throughput may be, said once for every check of one (a matrix, a measurement, a memory model's grid).
+THROUGHPUT_RANGE = f"finite, 0 or in [{MIN_THROUGHPUT:g}, {MAX_THROUGHPUT:g}]"
+
+
+def throughputs_out_of_range(values: Any) -> np.ndarray:
+    """Where ``values`` (floats) are no throughput: not finite, negative, above ``MAX_THROUGHPUT`` or positive
+    below ``MIN_THROUGHPUT`` (``THROUGHPUT_RANGE``)."""
+    values = np.asarray(values, dtype=float)
+    tiny = (values > 0) & (values < MIN_THROUGHPUT)
+    return ~np.isfinite(values) | (values < 0) | (values > MAX_THROUGHPUT) | tiny
 
 
 def grid_index(axis: np.ndarray, value: Any) -> Any:
@@ -75,21 +85,19 @@ def profile_axis(name: str, values: Any) -> np.ndarray:
 
 
 def throughput_matrix(name: str, values: Any) -> np.ndarray:
-    """``values`` as a matrix of floats, each finite, >= 0 and at most ``MAX_THROUGHPUT`` (else an error naming
-    the first entry at fault, ``name[a][b]``)."""
+    """``values`` as a matrix of floats, each a throughput (``THROUGHPUT_RANGE``; else an error naming the first
+    entry at fault, ``name[a][b]``)."""
     return _throughputs_in_range(name, real_array(name, values, ndim=2))
 
 
 def _throughputs_in_range(name: str, tput: np.ndarray) -> np.ndarray:
     """``tput`` (floats), each entry checked as :func:`throughput_matrix` says."""
-    tiny = (tput > 0) & (tput < MIN_THROUGHPUT)
-    bad = np.argwhere(~np.isfinite(tput) | (tput < 0) | (tput > MAX_THROUGHPUT) | tiny)
+    bad = np.argwhere(throughputs_out_of_range(tput))
     if bad.size:
         a, b = (int(i) for i in bad[0])
         raise InvalidInputError(f"{name}[{a}][{b}]", float(tput[a, b]),
-                                f"throughput must be finite, 0 or in [{MIN_THROUGHPUT:g}, {MAX_THROUGHPUT:g}] (a "
-                                "round's totals sum it over jobs and GPUs; normalise the matrix, about 1 at the "
-                                "share)")
+                                f"throughput must be {THROUGHPUT_RANGE} (a round's totals sum it over jobs and "
+                                "GPUs; normalise the matrix, about 1 at the share)")
     return tput
 
 

@@ -222,12 +222,14 @@ def test_other_bad_arguments(arguments: dict[str, Any], field: str) -> None:
     assert error.value.field == field
 
 
-def test_a_memory_model_giving_nonsense() -> None:
+@pytest.mark.parametrize("value", [-1.0, 1e-310, 1e101, np.inf])
+def test_a_memory_model_giving_nonsense(value: float) -> None:
+    # A positive value below MIN_THROUGHPUT was named as the matrix entry it filled (tput[0][0]), not the model.
     class Broken:
         def throughput(self, at_full_memory: Any, mem: Any) -> Any:
-            return -np.ones(np.broadcast(at_full_memory, mem).shape)
+            return np.full(np.broadcast(at_full_memory, mem).shape, value)
 
-    with pytest.raises(InvalidInputError) as error:
+    with pytest.raises(InvalidInputError, match="every grid point") as error:
         profile_job(MODEL.samples_per_s, PAPER_CPU, PAPER_MEM, Broken())
     assert error.value.field == "memory_model"
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError
-from synergy_opt.profile import MAX_THROUGHPUT, MIN_THROUGHPUT, Profile, profile_axis
+from synergy_opt.profile import THROUGHPUT_RANGE, Profile, profile_axis, throughputs_out_of_range
 from synergy_opt.validation import POSITIVE, Function, InstanceOf, Number, call_user, checked
 
 Measure = Callable[[float, float], float]
@@ -63,9 +63,9 @@ class ProfilingResult:
         return float(sum(m.minutes for m in self.measurements))
 
 
-# A measurement: what a profile may hold (one above the cap, or positive below MIN_THROUGHPUT, was named as the
-# matrix entry it later filled).
-MEASURED = Number(0, MAX_THROUGHPUT)
+# A measurement: a number (then checked as what a profile may hold: one above the cap, or positive below
+# MIN_THROUGHPUT, was named as the matrix entry it later filled).
+MEASURED = Number()
 
 
 class Meter:
@@ -83,8 +83,8 @@ class Meter:
             raise AssertionError(f"profiler bug: {point} measured twice")
         field = f"measure({point[0]:g}, {point[1]:g})"
         value = MEASURED(field, call_user("measure", self._measure, *point))
-        if 0 < value < MIN_THROUGHPUT:  # else named later as the matrix entry it filled
-            raise InvalidInputError(field, value, f"a measured throughput must be 0 or at least {MIN_THROUGHPUT:g}")
+        if throughputs_out_of_range(value):  # else named later as the matrix entry it filled
+            raise InvalidInputError(field, value, f"a measured throughput must be {THROUGHPUT_RANGE}")
         self._seen.add(point)
         self._log.append(Measurement(point[0], point[1], value, self._minutes))
         return value

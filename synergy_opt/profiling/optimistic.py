@@ -33,7 +33,7 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.instance import Profile
-from synergy_opt.profile import MAX_THROUGHPUT
+from synergy_opt.profile import THROUGHPUT_RANGE, throughputs_out_of_range
 from synergy_opt.profiling.measurement import (
     MEASURE,
     MINUTES,
@@ -122,9 +122,9 @@ def profile_job(
         raise InvalidInputError("memory_model", callable_name(memory_model), f"must give a throughput at every "
                                 f"grid point {shape} (or one column, {cpu.size} x 1): it gave shape {modelled.shape}")
     tput = np.array(np.broadcast_to(modelled, (cpu.size, mem.size)))
-    if not np.all(np.isfinite(tput)) or np.any(tput < 0) or np.any(tput > MAX_THROUGHPUT):
+    if throughputs_out_of_range(tput).any():
         raise InvalidInputError("memory_model", callable_name(memory_model),
-                                f"must give a finite throughput >= 0 and at most {MAX_THROUGHPUT:g} on the grid")
+                                f"must give a throughput ({THROUGHPUT_RANGE}) at every grid point")
     # The model fills other memory values only: what was measured at full memory stays as measured.
     tput[:, -1] = at_full
     return ProfilingResult(Profile(cpu, mem, tput), meter.log, "optimistic")
