@@ -47,8 +47,9 @@ from synergy_opt.profile import Profile, median_positive
 from synergy_opt.profile_groups import ProfileGroup, group_profiles, subset_groups
 from synergy_opt.validation import MAX_SERVERS, InstanceOf, Optional, text
 
-# The reference GPU type of the built-in matrices: the paper's testbed (8 V100 GPUs, 24 CPUs, 500 GB a server).
-REFERENCE_TYPE = "v100"
+# The GPU type the built-in matrices were profiled on, the reference type of a cluster that has it: the paper's
+# testbed servers (8 V100 GPUs, 24 CPUs, 500 GB). Defined once here, the lowest module that needs it.
+REFERENCE_GPU_TYPE = "v100"
 # A type name: what a file, a command line (``k80:4,v100:4``) and a metadata key can all carry.
 _TYPE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _CLUSTER_FIELDS = ("servers", "gpus_per_server", "cpus_per_server", "mem_gb_per_server")
@@ -141,7 +142,7 @@ class HeteroCluster:
         object.__setattr__(self, "types", types)
         reference = Optional(text)("reference", self.reference)
         if reference is None:
-            reference = REFERENCE_TYPE if REFERENCE_TYPE in seen else types[0].name
+            reference = REFERENCE_GPU_TYPE if REFERENCE_GPU_TYPE in seen else types[0].name
         elif reference not in seen:
             raise UnknownNameError("reference", reference, tuple(t.name for t in types))
         object.__setattr__(self, "reference", reference)
@@ -170,7 +171,7 @@ class HeteroCluster:
         return cls(tuple(types), reference)
 
     @classmethod
-    def homogeneous(cls, cluster: Cluster, name: str = REFERENCE_TYPE) -> HeteroCluster:
+    def homogeneous(cls, cluster: Cluster, name: str = REFERENCE_GPU_TYPE) -> HeteroCluster:
         """A homogeneous cluster as one server type named ``name``."""
         InstanceOf(Cluster)("cluster", cluster)
         fields = cluster.to_dict()
@@ -209,7 +210,7 @@ class HeteroCluster:
         ``v100``. On a ``v100`` reference they are taken as built in (1 at 3 CPUs and 62.5 GB per GPU on a
         ``v100``), so that a one-type round reads a homogeneous one's numbers. ``generate_round`` and round files
         both follow this rule."""
-        return self.reference != REFERENCE_TYPE
+        return self.reference != REFERENCE_GPU_TYPE
 
     @property
     def servers(self) -> int:
@@ -564,7 +565,7 @@ class HeteroRound:
         return rounds
 
     @classmethod
-    def homogeneous(cls, instance: RoundInstance, name: str = REFERENCE_TYPE) -> HeteroRound:
+    def homogeneous(cls, instance: RoundInstance, name: str = REFERENCE_GPU_TYPE) -> HeteroRound:
         """A homogeneous round as a one-type round (every job fixed to ``name``)."""
         InstanceOf(RoundInstance)("instance", instance)
         jobs = tuple(HeteroJob(job.id, job.gpus, {name: job.profile}, name, job.model, job.arrival, job.work)

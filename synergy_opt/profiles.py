@@ -24,6 +24,7 @@ import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.gavel_throughputs import GavelThroughputs, load_gavel_throughputs
+from synergy_opt.hetero import REFERENCE_GPU_TYPE
 from synergy_opt.instance import Profile
 from synergy_opt.profile import throughput_matrix
 from synergy_opt.validation import Integer, Number, OneOf, checked
@@ -99,8 +100,6 @@ def model_info(name: str, cpu_gpu_ratio: int = DEFAULT_CPU_GPU_RATIO) -> ModelIn
     )
 
 
-# The GPU type the built-in matrices were profiled on: the paper's testbed servers (8 V100 GPUs, 24 CPUs, 500 GB).
-REFERENCE_GPU_TYPE = "v100"
 # The Gavel job type (github.com/stanford-futuredata/gavel, MIT License; data/gavel/) whose measured speed on each
 # GPU type stands for each built-in model's GPU stage. The GPU stage's speed across GPU generations is set by
 # the network's kind of computation, so each model takes the Gavel network of its kind, at Gavel's batch

@@ -38,6 +38,7 @@ from synergy_opt.errors import InvalidInputError, UnknownNameError
 from synergy_opt.files import read_text
 from synergy_opt.gavel_throughputs import GavelThroughputs, load_gavel_throughputs, shipped_file
 from synergy_opt.generate import GENERATOR_ARGUMENTS
+from synergy_opt.hetero import REFERENCE_GPU_TYPE
 from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, model_info, model_names
 from synergy_opt.sim.trace import Trace, TraceJob
 from synergy_opt.validation import Integer, Optional, Rule, checked, json_number, path, text
@@ -46,7 +47,6 @@ SOURCE = "gavel trace"
 SUFFIX = ".trace"
 # format= names: the columns detected from the file, or named.
 FORMAT_COLUMNS: dict[str, int | None] = {"gavel": None, "gavel-7": 7, "gavel-10": 10}
-REFERENCE_TYPE = "v100"
 GAVEL_TRACES = ("msr_seed0_23dbec", "msr_seed0_ed69ec", "msr_seed0_103959")
 
 # Gavel's job families (the job type without its batch size) -> the built-in model whose CPU/memory matrix
@@ -125,7 +125,7 @@ def read_gavel_trace(
     *,
     format: str | None = None,
     throughputs: GavelThroughputs | str | os.PathLike[str] | None = None,
-    gpu_type: str = REFERENCE_TYPE,
+    gpu_type: str = REFERENCE_GPU_TYPE,
     types: tuple[str, ...] | None = None,
     job_models: Mapping[str, str] | None = None,
     cpu_per_gpu: int = DEFAULT_CPU_GPU_RATIO,
@@ -148,7 +148,7 @@ def parse_gavel_trace(
     name: str = "",
     format: str | None = None,
     throughputs: GavelThroughputs | None = None,
-    gpu_type: str = REFERENCE_TYPE,
+    gpu_type: str = REFERENCE_GPU_TYPE,
     types: tuple[str, ...] | None = None,
     job_models: Mapping[str, str] | None = None,
     cpu_per_gpu: int = DEFAULT_CPU_GPU_RATIO,

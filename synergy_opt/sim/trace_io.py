@@ -36,8 +36,8 @@ from synergy_opt.io import inline_profiles, job_profile, profile_entry, read_jso
 from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, REFERENCE_GPU_TYPE, model_names
 from synergy_opt.sim.artifact_trace import artifact_trace, looks_like_artifact_record
 from synergy_opt.sim.gavel import FORMAT_COLUMNS as GAVEL_FORMATS
-from synergy_opt.sim.gavel import REFERENCE_TYPE, read_gavel_trace
 from synergy_opt.sim.gavel import SUFFIX as GAVEL_SUFFIX
+from synergy_opt.sim.gavel import read_gavel_trace
 from synergy_opt.sim.philly import PHILLY_ARGUMENTS, philly_trace
 from synergy_opt.sim.trace import TRACE_COLUMNS, Trace, TraceJob, trace_job_from_fields
 from synergy_opt.sim.trace_metadata import trace_metadata
@@ -89,7 +89,7 @@ def load_trace(
     cpu_per_gpu: int = DEFAULT_CPU_GPU_RATIO,
     max_gpus: int | None = None,
     throughputs: GavelThroughputs | str | os.PathLike[str] | None = None,
-    gpu_type: str = REFERENCE_TYPE,
+    gpu_type: str = REFERENCE_GPU_TYPE,
     job_models: Mapping[str, str] | None = None,
 ) -> Trace:
     """Read a trace: this toolkit's JSON or CSV, the Philly trace's ``cluster_job_log`` (a JSON list), a Gavel
