@@ -352,6 +352,12 @@ def test_bad_input_is_named(call: object, field: str) -> None:
     assert error.value.field == field
 
 
+def test_a_job_larger_than_the_cluster_is_named_by_its_id_too() -> None:
+    trace = Trace((job("small", 0, 1, 10), job("huge", 0, 16, 10)))
+    with pytest.raises(InvalidInputError, match=r"trace.jobs\[1\].gpus=16: job 'huge' asks for more than"):
+        simulate(trace, so.Cluster(1))
+
+
 def test_unknown_names_list_the_known_ones() -> None:
     with pytest.raises(UnknownNameError) as error:
         simulate(generate_trace(5), so.Cluster(1), mechanism="magic")

@@ -96,8 +96,8 @@ def test_work_is_conserved_and_types_respected(policy: str, mechanism: str) -> N
 def test_a_job_larger_than_every_type_is_named() -> None:
     trace = so.Trace((so.TraceJob("big", 0.0, 2, 60.0, so.builtin_profile("res18"), model="res18"),))
     # The limit is the largest type's GPUs, not the cluster's (the message said "the cluster's 1 GPUs").
-    with pytest.raises(so.InvalidInputError, match=r"trace\.jobs\[0\]\.gpus=2: more than the 1 GPUs of the "
-                       "cluster's largest GPU type"):
+    with pytest.raises(so.InvalidInputError, match=r"trace\.jobs\[0\]\.gpus=2: job 'big' asks for more than the 1 "
+                       "GPUs of the cluster's largest GPU type"):
         so.simulate(trace, _k80_v100())
 
 
@@ -215,7 +215,8 @@ def test_a_job_no_usable_type_can_hold_is_refused_before_the_run(tmp_path) -> No
     path.write_text("ResNet-50 (batch size 128)\tcmd\t--num_steps\tTrue\t1000\t0\t8\n"
                     "ResNet-18 (batch size 32)\tcmd\t--num_steps\tTrue\t1000\t10\t1\n")
     cluster = HeteroCluster((ServerType("k80", 1, 8, 24, 500), ServerType("v100", 1, 4, 12, 250)))
-    with pytest.raises(so.InvalidInputError, match=r"trace.jobs\[0\].gpus=8: more than any GPU type it can run on"):
+    refused = r"trace.jobs\[0\].gpus=8: job '.+' asks for more than any GPU type it can run on"
+    with pytest.raises(so.InvalidInputError, match=refused):
         so.simulate(load_trace(path), cluster, policy="fifo", mechanism="tune", monitor=(0, 2))
 
 

@@ -430,7 +430,7 @@ class _Run:
             if job.gpus > self.max_job_gpus:
                 raise InvalidInputError(
                     f"trace.jobs[{old + offset}].gpus", job.gpus,
-                    f"more than {self.max_job_gpus_text}: the job could never run",
+                    f"job {job.id!r} asks for more than {self.max_job_gpus_text}: it could never run",
                 )
         self.trace = trace
         self.size = len(trace)

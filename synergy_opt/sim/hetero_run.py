@@ -106,8 +106,8 @@ class HeteroRun(_Run):
             usable = [f"{name} ({gpus_of} GPUs)" for name, gpus_of, speed
                       in zip(self.names, self.type_gpus, self.speeds[j], strict=True) if speed > 0]
             raise InvalidInputError(f"trace.jobs[{j}].gpus", int(gpus[stranded[0]]),
-                                    f"more than any GPU type it can run on holds ({', '.join(usable)}): the job "
-                                    "could never run")
+                                    f"job {trace.jobs[j].id!r} asks for more than any GPU type it can run on holds "
+                                    f"({', '.join(usable)}): it could never run")
         if self.selector is not None:
             self.selector.speeds = self.speeds
         ref = self.hetero.reference_type
