@@ -83,8 +83,8 @@ class JobScore:
     @property
     def meets_type_floor(self) -> bool:
         """The models' floor rule on the type it runs on: that type's share keeps its floor (H0) and it runs at
-        or above that share's throughput (H6). Always true on a homogeneous round, where it is :attr:`meets_floor`
-        (the type's share is the floor)."""
+        or above that share's throughput (H6). On a homogeneous round it is :attr:`meets_floor` (the share is the
+        floor)."""
         if self.type_floor is None:
             return self.meets_floor
         return bool(keeps_floor(self.type_floor, self.floor) and keeps_floor(self.throughput, self.type_floor))
