@@ -407,38 +407,75 @@ def test_a_script_without_a_main_guard_is_told_why_its_workers_died(tmp_path: Pa
     assert run.returncode == 0 and run.stdout.strip() == "4", run.stderr[-2000:]  # 2 seeds x 2 traces
 
 
-DIES_MID_SEND = """
+SENDING = """
 import os, signal, sys, threading, time
+from pathlib import Path
 from synergy_opt.cli.parallel import run_in_order
 
-def _kill_me_while_sending(main_thread: int) -> None:
-    # Wait until this worker is writing its result to the pipe, then die with the message half sent.
+MODE, MARK = sys.argv[1], Path(sys.argv[2])  # MARK: written once item 0's worker is sending its result
+
+def _when_sending(main_thread: int) -> None:
     while True:
         frame = sys._current_frames().get(main_thread)
         while frame is not None and frame.f_code.co_name != "_send":
             frame = frame.f_back
         if frame is not None:
-            time.sleep(0.005)
-            os.kill(os.getpid(), signal.SIGKILL)
+            MARK.write_text("sending")
+            if MODE == "dies":  # this worker dies with its message half sent
+                time.sleep(0.005)
+                os.kill(os.getpid(), signal.SIGKILL)
+            return
         time.sleep(0.0002)
 
 def result(item: int) -> bytes:
     if item == 0:
-        threading.Thread(target=_kill_me_while_sending, args=(threading.get_ident(),), daemon=True).start()
+        threading.Thread(target=_when_sending, args=(threading.get_ident(),), daemon=True).start()
         return b"x" * (256 * 1024 * 1024)
+    if MODE == "other-dies":  # another worker dies while item 0's result is on its way
+        while not MARK.exists():
+            time.sleep(0.001)
+        os.kill(os.getpid(), signal.SIGKILL)
+    if MODE == "interrupt":
+        time.sleep(600)
     return b"done"
 
 if __name__ == "__main__":
-    run_in_order(result, [0, 1], workers=2)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell's background job ignores it
+    got = []
+    try:
+        run_in_order(result, [0, 1], workers=2, on_result=lambda index, value: got.append(index))
+    except BaseException as error:
+        print(type(error).__name__, error, "finished:", got)
 """
 
 
-def test_a_worker_that_dies_halfway_through_sending_its_result_is_reported(tmp_path: Path) -> None:
-    # Python 3.11's pool then waited forever for the rest of the message: the run hung instead of failing.
-    script = tmp_path / "dies.py"
-    script.write_text(DIES_MID_SEND)
-    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=90, cwd=tmp_path)
-    assert run.returncode == 1 and "WorkerDiedError" in run.stderr, run.stderr[-2000:]
+def _sending(tmp_path: Path, mode: str) -> subprocess.Popen[str]:
+    script = tmp_path / "sending.py"
+    script.write_text(SENDING)
+    return subprocess.Popen([sys.executable, str(script), mode, str(tmp_path / "mark")], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.mark.parametrize(("mode", "finished"), [("dies", "[1]"), ("other-dies", "[0]")])
+def test_a_worker_that_dies_while_a_result_is_sent_is_reported(tmp_path: Path, mode: str, finished: str) -> None:
+    # dies: the worker dies halfway through sending its result. Python 3.11's pool then waited forever for the
+    # rest of the message, and the run hung. other-dies: another worker dies meanwhile; the result on its way
+    # is still handed over (the pool is given time to read it before the workers are ended).
+    process = _sending(tmp_path, mode)
+    stdout, stderr = process.communicate(timeout=90)
+    assert stdout.startswith("WorkerDiedError") and f"finished: {finished}" in stdout, (stdout, stderr[-2000:])
+    assert "1 of 2 items unfinished" in stdout
+
+
+def test_ctrl_c_while_a_result_is_sent_ends_the_run(tmp_path: Path) -> None:
+    # Stopping the pool ended the workers, one halfway through sending, and then waited for ever on the pool.
+    process = _sending(tmp_path, "interrupt")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "mark").exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert stdout.startswith("KeyboardInterrupt"), (stdout, stderr[-2000:])
 
 
 def test_the_caption_names_ideal_only_when_a_row_ran_it() -> None:

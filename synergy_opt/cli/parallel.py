@@ -6,13 +6,14 @@ The bench's grid (:func:`synergy_opt.bench.run_grid`) and the simulator's sweep 
 Faults in the run: Ctrl-C (``KeyboardInterrupt``) stops the workers (they ignore SIGINT themselves, so that
 only this process reports it) and is raised again here; a worker process that dies (killed, out of memory)
 raises :class:`WorkerDiedError` once the results that did finish have been handed to ``on_result``, also when
-it dies halfway through sending its result (see :func:`_unblock_if_a_worker_died`).
+it dies halfway through sending its result (see :func:`_end_workers`).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import signal
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -25,6 +26,9 @@ Result = TypeVar("Result")
 CONNECT_TIMEOUT = "10s"  # a wrong --dask address fails in seconds, not after distributed's 30 s default
 MAX_WORKERS = 1024  # --workers' bound: local processes beyond this are a typo, not a machine
 LIVENESS_POLL_SECONDS = 1.0  # how often the workers are checked while no result arrives
+# How long the pool may go on after a worker died without noticing it before the workers are ended: long enough
+# for a healthy worker to finish sending a large result (the pool reads it, then reports the death).
+DEATH_GRACE_SECONDS = 5.0
 
 
 class WorkerDiedError(SynergyError):
@@ -89,10 +93,13 @@ def _run_processes(
             futures[pool.submit(function, item)] = index
         broken: BaseException | None = None
         pending = set(futures)
+        death_seen: float | None = None  # when a dead worker was first seen while no result came
         while pending:
             finished, pending = wait(pending, timeout=LIVENESS_POLL_SECONDS, return_when=FIRST_COMPLETED)
-            if not finished:
-                _unblock_if_a_worker_died(pool)
+            if not finished and _a_worker_died(pool):
+                death_seen = time.monotonic() if death_seen is None else death_seen
+                if time.monotonic() - death_seen >= DEATH_GRACE_SECONDS:
+                    _end_workers(pool)  # the pool never noticed: see _end_workers
             for future in finished:
                 error = future.exception()
                 if isinstance(error, BrokenProcessPool):
@@ -119,17 +126,22 @@ def _run_processes(
     return [result for result in results if result is not None]
 
 
-def _unblock_if_a_worker_died(pool: ProcessPoolExecutor) -> None:
-    """Let the pool see a worker that died halfway through sending its result.
+def _a_worker_died(pool: ProcessPoolExecutor) -> bool:
+    """Whether a worker process has ended (during a run they end only by dying: this pool sets no
+    ``max_tasks_per_child``, whose workers would end on their own)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    return any(process.exitcode is not None for process in processes)
 
-    The pool's manager thread then waits forever for the rest of that message (seen on Python 3.11), and no
-    future ever fails. Once the other workers are ended too, this process holds the last writing end of
-    the result pipe; closing it ends the manager's read, and the pool reports itself broken as it does
-    for any other death.
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """End every worker now, and let the pool see it even when one died halfway through sending its result.
+
+    The pool's manager thread then waits forever for the rest of that message (seen on Python 3.11): no future
+    fails, and shutting the pool down waits on that thread for ever. Once the workers are ended, this process
+    holds the last writing end of the result pipe; closing it ends the manager's read (messages already in the
+    pipe are read first), and the pool reports itself broken as it does for any other death.
     """
     processes = list((getattr(pool, "_processes", None) or {}).values())
-    if not any(process.exitcode is not None for process in processes):
-        return
     for process in processes:
         if process.is_alive():
             process.terminate()
@@ -138,9 +150,9 @@ def _unblock_if_a_worker_died(pool: ProcessPoolExecutor) -> None:
         if process.is_alive():
             process.kill()
             process.join()
-    result_queue = getattr(pool, "_result_queue", None)
-    if result_queue is not None:
-        result_queue._writer.close()
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    if writer is not None:
+        writer.close()
 
 
 def _stop(pool: ProcessPoolExecutor, futures: dict[Future[Any], int]) -> None:
@@ -148,10 +160,7 @@ def _stop(pool: ProcessPoolExecutor, futures: dict[Future[Any], int]) -> None:
     for future in futures:
         future.cancel()
     # The executor has no public way to end running workers (Python 3.14 adds terminate_workers()).
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    for process in processes:
-        if process.is_alive():
-            process.terminate()
+    _end_workers(pool)
     pool.shutdown(wait=True, cancel_futures=True)
 
 
