@@ -12,6 +12,7 @@ a type it cannot use, does not run and makes the allocation invalid; floors are 
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,7 +66,8 @@ class JobScore:
     # On a heterogeneous round: the GPU type of its servers (None when unplaced or on servers of two types).
     gpu_type: str | None = None
     # On a heterogeneous round: its throughput at the proportional share of the type it runs on, the floor
-    # every model keeps there (formulations/heterogeneous.md, H6); None when it runs on no type it can use.
+    # every model keeps there (formulations/heterogeneous.md, H6); NaN when placed on no one type it can use (no
+    # model allows that: it breaks the rule), None when unplaced or on a homogeneous round.
     type_floor: float | None = None
 
     @property
@@ -138,9 +140,9 @@ class Evaluation:
     @property
     def type_floors_violated(self) -> tuple[str, ...]:
         """Placed jobs that break the models' floor rule on a heterogeneous round (:attr:`JobScore.meets_type_floor`:
-        on a type whose share is below their floor, or below that share's throughput). Every model bounds the
-        allocations where this and :attr:`floors_violated` are empty; on a homogeneous round it is
-        :attr:`floors_violated`."""
+        on a type whose share is below their floor, below that share's throughput, or on no one type they can
+        use). Every model bounds the valid allocations that place every job (:attr:`unplaced` empty) where this
+        and :attr:`floors_violated` are empty; on a homogeneous round it is :attr:`floors_violated`."""
         return tuple(job_id for job_id, s in self.jobs.items() if s.placed and not s.meets_type_floor)
 
     @property
@@ -162,7 +164,8 @@ class Evaluation:
 
     def by_type(self) -> dict[str, dict[str, float | int]]:
         """A heterogeneous round's totals per GPU type, over the jobs running there and its servers: the
-        objectives, jobs placed, floors violated, split jobs, and the type's GPU, CPU and memory use."""
+        objectives, jobs placed, floors and type floors violated, split jobs, and the type's GPU, CPU and memory
+        use."""
         instance = self.instance
         if not isinstance(instance, HeteroRound):
             raise InvalidInputError("evaluation", "homogeneous", "per-type totals are for a heterogeneous round")
@@ -275,6 +278,8 @@ def evaluate(instance: RoundInstance | HeteroRound, allocation: Allocation, *, s
                 if gpu_type not in type_floors:
                     type_floors[gpu_type] = instance.throughput_at_share(gpu_type)
                 type_floor = float(type_floors[gpu_type][index])
+            elif parts:  # on two types, or one it cannot use
+                type_floor = math.nan
         else:
             profile, gpu_type = instance.jobs[index].profile, None
         scores[job.id] = _score(job.id, job.gpus, parts, placed, profile, float(floors[index]), gpu_type, type_floor)

@@ -259,6 +259,12 @@ def test_a_job_below_the_share_of_the_type_it_runs_on_breaks_the_models_floor_ru
     score = moved.jobs["d"]
     assert (score.throughput, score.floor, score.type_floor) == (1.5, 1.0, 0.5)
     assert score.meets_floor and not score.meets_type_floor and moved.type_floors_violated == ("d",)
+    # A job on a type it cannot use breaks the rule too, even of floor 0 (no model allows it).
+    above_share = so.Profile([4, 6], [25, 50], [[1.0, 1.0], [2.0, 2.0]])  # k80's share of 3 CPUs is below it
+    z = HeteroJob("z", 1, {"k80": above_share}, "k80")
+    wrong = quiet(HeteroRound(CLUSTER, (z,)), allocation(z=[(1, 1, 6, 50)]))
+    assert wrong.jobs["z"].floor == 0.0 and wrong.jobs["z"].meets_floor and wrong.floors_violated == ()
+    assert np.isnan(wrong.jobs["z"].type_floor) and wrong.type_floors_violated == ("z",)
     # On a homogeneous round the rule is the floor.
     plain = so.generate_round(16, seed=1)
     starved = so.evaluate(plain, so.Allocation({plain.jobs[0].id: (so.Placement(0, plain.jobs[0].gpus, 0, 0),)}))

@@ -489,8 +489,11 @@ def test_bad_problems_and_solvers_are_named() -> None:
         PolicyProblem([[1.0]], [1.5], [1])
     with pytest.raises(InvalidInputError, match="gpus"):
         PolicyProblem([[1.0, 2.0]], [1], [1])
-    with pytest.raises(InvalidInputError, match=r"priority_weights\[0\]"):
-        PolicyProblem([[1.0]], [1], [1], priority_weights=[0.0])
+    for weight in (0.0, 1e-200, 1e13, np.inf):  # 1e-200 made a coefficient inf: the LP ended in error
+        with pytest.raises(InvalidInputError, match=r"priority_weights\[0\]"):
+            PolicyProblem([[1.0]], [1], [1], priority_weights=[weight])
+    with pytest.raises(InvalidInputError, match=r"throughputs\[0\]\[0\]"):
+        PolicyProblem([[1e101]], [1], [1])
     with pytest.raises(InvalidInputError, match="types"):
         PolicyProblem([[1.0]], [1], [1], types=("a", "b"))
     problem = PolicyProblem([[1.0]], [1], [1])

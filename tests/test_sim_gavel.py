@@ -3,6 +3,7 @@ bad lines named, and the shipped data with its licence."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from pathlib import Path
@@ -162,6 +163,7 @@ def test_the_gavel_record_survives_save_trace(tmp_path: Path) -> None:
     ("ResNet-18 (batch size 32)\tcmd\t--n\t1\t10\t0\t1.5", "lines[0].scale_factor"),
     ("ResNet-18 (batch size 32)\tcmd\t--n\t1\t10\t0", "lines[0]"),
     ("ResNet-18 (batch size 32)\tcmd\t/w\t--n\t1\t10\t1\t0\t-1\t0", "lines[0].priority_weight"),
+    ("ResNet-18 (batch size 32)\tcmd\t/w\t--n\t1\t10\t1\t0\t1e-200\t0", "lines[0].priority_weight"),
     ("ResNet-18 (batch size 32)\tcmd\t/w\t--n\t1\t10\t1\t1\tinf\t0", "lines[0].SLO"),
     ("\tcmd\t--n\t1\t10\t0\t1", "lines[0].job_type"),
 ])
@@ -456,6 +458,14 @@ def test_gavel_priority_weights_reach_max_min_fairness(tmp_path: Path) -> None:
     # Weight 3 is owed three times the share: j1 runs every round (x = 1), j0 and j2 take turns.
     finish = dict(zip(result.jobs.id, result.jobs.finish_s, strict=True))
     assert finish["j1"] == pytest.approx(3600.0, abs=1.0) and min(finish["j0"], finish["j2"]) > 3600.0
+    # A saved trace's weights are read from its metadata: one out of range there is named (it ended the run's
+    # LP in error).
+    metadata = copy.deepcopy(dict(load_trace(path).metadata))
+    metadata["gavel"]["jobs"]["j1"]["priority_weight"] = 1e-200
+    with pytest.raises(InvalidInputError) as error:
+        so.simulate(so.Trace(load_trace(path).jobs, metadata), _two_gpus(), policy="max_min_fairness",
+                    mechanism="proportional", round_s=360)
+    assert error.value.field == "trace.metadata.gavel.jobs['j1'].priority_weight"
 
 
 def test_unknown_policies_list_every_kind() -> None:

@@ -47,7 +47,8 @@ class OneLineParser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # Python 3.11 takes only "-8" or "-.5" for a value; 3.13 takes any "-<digit>..." (no flag of ours starts so).
+        # Python 3.11-3.13 take only "-8" or "-.5" for a value (so "--split -10,60,50" was "expected one
+        # argument"); any "-<digit>..." is one here (no flag of ours starts so).
         self._negative_number_matcher = re.compile(r"-\.?\d")
 
     def error(self, message: str) -> NoReturn:

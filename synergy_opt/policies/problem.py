@@ -18,9 +18,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from synergy_opt.errors import InvalidInputError, UnknownNameError
-from synergy_opt.profile import MIN_THROUGHPUT
+from synergy_opt.profile import THROUGHPUT_RANGE, throughputs_out_of_range
 from synergy_opt.solvers.model import ModelBuilder
-from synergy_opt.validation import real_array
+from synergy_opt.validation import Number, real_array
+
+# A job's priority weight: the policy LPs divide by it, and one 1e12 times another is no priority a
+# scheduler sets (a weight of 1e-200 made a coefficient inf, and the LP fail).
+PRIORITY_WEIGHT = Number(1e-12, 1e12)
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,11 +59,11 @@ class PolicyProblem:
         throughputs = real_array("throughputs", self.throughputs, 2)
         if throughputs.shape[1] == 0:
             raise InvalidInputError("throughputs", self.throughputs, "needs one column per GPU type (at least one)")
-        bad = ~np.isfinite(throughputs) | (throughputs < 0) | ((throughputs > 0) & (throughputs < MIN_THROUGHPUT))
+        bad = throughputs_out_of_range(throughputs)
         if bad.any():
             i, t = np.argwhere(bad)[0]
             raise InvalidInputError(f"throughputs[{i}][{t}]", float(throughputs[i, t]),
-                                    f"must be finite, 0 or at least {MIN_THROUGHPUT:g} (the LPs' scaling)")
+                                    f"must be {THROUGHPUT_RANGE} (the LPs' scaling)")
         jobs, types = throughputs.shape
         scale = whole_counts("scale_factors", self.scale_factors, jobs, low=1)
         gpus = whole_counts("gpus", self.gpus, types, low=0)
@@ -67,9 +71,8 @@ class PolicyProblem:
             "priority_weights", self.priority_weights, 1)
         if weights.shape != (jobs,):
             raise InvalidInputError("priority_weights", self.priority_weights, f"must hold one weight per job ({jobs})")
-        if not (np.isfinite(weights) & (weights > 0)).all():
-            index = int(np.flatnonzero(~(np.isfinite(weights) & (weights > 0)))[0])
-            raise InvalidInputError(f"priority_weights[{index}]", weights[index], "must be finite and > 0")
+        for index, weight in enumerate(weights.tolist()):
+            PRIORITY_WEIGHT(f"priority_weights[{index}]", weight)
         names = tuple(self.types) or tuple(f"t{t}" for t in range(types))
         ids = tuple(self.job_ids) or tuple(str(i) for i in range(jobs))
         if len(names) != types:

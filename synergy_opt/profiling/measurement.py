@@ -63,8 +63,8 @@ class ProfilingResult:
         return float(sum(m.minutes for m in self.measurements))
 
 
-# A measurement: a number (then checked as what a profile may hold: one above the cap, or positive below
-# MIN_THROUGHPUT, was named as the matrix entry it later filled).
+# A measurement: a number, then checked as what a profile may hold (THROUGHPUT_RANGE), so that a value out of it
+# is named as the measurement, not as the matrix entry it would fill.
 MEASURED = Number()
 
 
@@ -83,7 +83,7 @@ class Meter:
             raise AssertionError(f"profiler bug: {point} measured twice")
         field = f"measure({point[0]:g}, {point[1]:g})"
         value = MEASURED(field, call_user("measure", self._measure, *point))
-        if throughputs_out_of_range(value):  # else named later as the matrix entry it filled
+        if throughputs_out_of_range(value):
             raise InvalidInputError(field, value, f"a measured throughput must be {THROUGHPUT_RANGE}")
         self._seen.add(point)
         self._log.append(Measurement(point[0], point[1], value, self._minutes))

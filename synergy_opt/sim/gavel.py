@@ -39,6 +39,7 @@ from synergy_opt.files import read_text
 from synergy_opt.gavel_throughputs import GavelThroughputs, load_gavel_throughputs, shipped_file
 from synergy_opt.generate import GENERATOR_ARGUMENTS
 from synergy_opt.hetero import REFERENCE_GPU_TYPE
+from synergy_opt.policies.problem import PRIORITY_WEIGHT
 from synergy_opt.profiles import DEFAULT_CPU_GPU_RATIO, model_info, model_names
 from synergy_opt.sim.trace import Trace, TraceJob
 from synergy_opt.validation import Integer, Optional, Rule, checked, json_number, path, text
@@ -255,9 +256,7 @@ def _fields(index: int, line: str, columns: int) -> dict[str, Any]:
     fields["SLO"] = None
     if columns == 10:
         weight = json_number(f"{where}.priority_weight", raw["priority_weight"])
-        if not math.isfinite(weight) or weight <= 0:
-            raise InvalidInputError(f"{where}.priority_weight", raw["priority_weight"], "must be a number > 0")
-        fields["priority_weight"] = float(weight)
+        fields["priority_weight"] = PRIORITY_WEIGHT(f"{where}.priority_weight", weight)
         slo = json_number(f"{where}.SLO", raw["SLO"])
         if not math.isfinite(slo):
             raise InvalidInputError(f"{where}.SLO", raw["SLO"], "must be a finite number (negative: none)")
