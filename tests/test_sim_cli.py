@@ -156,6 +156,8 @@ def test_a_philly_log_draws_its_models_per_seed(tmp_path: Path, capsys: pytest.C
     assert not (tmp_path / "out" / "rounds.csv").exists()
     # The jobs the log cannot give are said, not only counted in the trace's metadata.
     assert "--trace cluster_job_log: 4 jobs skipped (never ran: 1; no attempt with times and GPUs: 1;" in captured.err
+    # And the jobs too large for the cluster (they were dropped without a word).
+    assert "--trace cluster_job_log: on 16 GPUs, 1 more skipped (more than 16 GPUs)" in captured.err
 
 
 def test_a_gavel_trace_says_which_jobs_it_skips(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -124,6 +124,10 @@ def test_the_philly_job_log_becomes_a_trace(tmp_path: Path) -> None:
     assert load_trace(path, split=(0, 100, 0), seed=3, max_gpus=16) == trace  # seeded
     everything = load_trace(path)
     assert len(everything) == 4 and everything.to_frame()["gpus"].max() == 24
+    # A job is the same whatever max_gpus drops: its model and arrival (drawn after dropping, they differed).
+    unlimited = load_trace(path, split=(0, 100, 0), seed=3).to_frame().set_index("id")
+    assert len(unlimited) == 4
+    assert unlimited.loc[frame.index, ["model", "arrival_s"]].equals(frame[["model", "arrival_s"]])
     result = simulate(trace, so.Cluster(2), mechanism="tune")
     assert result.summary["unfinished"] == 0 and result.summary["monitored"] == 3  # a fifth of 3 jobs is none
 

@@ -472,6 +472,10 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser
     for gpus, ratio, split, policy, seed in itertools.product(args.gpus, ratios, args.split, args.policy, args.seeds):
         if philly:
             trace = _read_trace(parser, path, split=split, seed=seed, cpu_per_gpu=ratio, max_gpus=gpus)
+            dropped = trace.metadata["skipped"].get(f"more than {gpus} GPUs")
+            note = f"--trace {path.name}: on {gpus} GPUs, {dropped} more skipped (more than {gpus} GPUs)"
+            if dropped and note not in notes:  # the log's other skips are said once, above
+                notes.append(note)
         elif by_model and ratio != first.metadata["cpu_per_gpu"]:  # the ratio's built-in profiles
             trace = _read_trace(parser, path, cpu_per_gpu=ratio, **gavel_options)
         else:

@@ -5,9 +5,11 @@ Its ``cluster_job_log`` is a JSON list of jobs, each with ``jobid``, ``submitted
 ``detail``, a list of ``{"ip": server, "gpus": [gpu names]}``. Per job we take its last attempt that ran (both
 times present, end after start, at least one GPU): GPU demand is that attempt's GPU count and duration its
 end minus start (read as the run time at the GPU-proportional share). Arrival is the submission time, from
-the first kept job's. The log names no models: each job gets one drawn by the workload split, seeded. Jobs
+the first job's that ran. The log names no models: each job gets one drawn by the workload split, seeded. Jobs
 that never ran, lack times or GPUs, repeat a job id, or ask for more than ``max_gpus`` are skipped and
-counted in the trace's metadata (``skipped``), whatever their ``status`` (killed and failed jobs did run). A
+counted in the trace's metadata (``skipped``), whatever their ``status`` (killed and failed jobs did run).
+Models and arrivals are drawn and counted over every job that ran, before ``max_gpus`` drops any, so that a
+job is the same on every cluster size. A
 time is missing when absent, null, empty or "None"; another value that is not a time is an error naming it.
 """
 
@@ -58,19 +60,23 @@ def philly_trace(
             skipped[reason] += 1
         elif jobid in seen:
             skipped["repeated jobid"] += 1
-        elif max_gpus is not None and run[1] > max_gpus:
-            skipped[f"more than {max_gpus} GPUs"] += 1
         else:
             seen.add(jobid)
             kept.append((run[0], jobid, run[1], run[2]))
     kept.sort(key=lambda job: job[0])  # stable: log order among equal submission times
+    # Models and arrival times are those of every job that ran, whatever max_gpus drops: a job is the same on
+    # clusters of every size (drawn after dropping, a sweep's sizes ran different workloads).
     rng = np.random.default_rng(seed)
     names = draw_models(rng, len(kept), split)
     start = kept[0][0] if kept else None
+    too_big = sum(1 for job in kept if max_gpus is not None and job[2] > max_gpus)
+    if too_big:
+        skipped[f"more than {max_gpus} GPUs"] += too_big
     jobs = tuple(
         TraceJob(jobid, (submitted - start).total_seconds() if start else 0.0, gpus, duration,
                  model_info(name, cpu_per_gpu).profile, model=name)
         for (submitted, jobid, gpus, duration), name in zip(kept, names, strict=True)
+        if max_gpus is None or gpus <= max_gpus
     )
     metadata = {"source": SOURCE, "jobs_read": len(log), "skipped": dict(sorted(skipped.items())),
                 "split": list(split), "seed": seed, "cpu_per_gpu": cpu_per_gpu, "max_gpus": max_gpus,
