@@ -166,6 +166,7 @@ def test_the_gavel_record_survives_save_trace(tmp_path: Path) -> None:
     ("ResNet-18 (batch size 32)\tcmd\t/w\t--n\t1\t10\t1\t0\t1e-200\t0", "lines[0].priority_weight"),
     ("ResNet-18 (batch size 32)\tcmd\t/w\t--n\t1\t10\t1\t1\tinf\t0", "lines[0].SLO"),
     ("\tcmd\t--n\t1\t10\t0\t1", "lines[0].job_type"),
+    ("Transformr (batch size 128)\tcmd\t--n\t1\t10\t0\t1", "lines[0].job_type"),  # was skipped as a job
 ])
 def test_bad_lines_are_named(tmp_path: Path, line: str, field: str) -> None:
     path = tmp_path / "bad.trace"

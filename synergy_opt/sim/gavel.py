@@ -205,9 +205,13 @@ def parse_gavel_trace(
     jobs: list[TraceJob] = []
     gavel_jobs: dict[str, dict[str, Any]] = {}
     used: set[tuple[str, int]] = set()
+    # A job type the table has no entry of at all is a typo, not a job to skip (it was counted as skipped).
+    known = {job_type for rates in table.steps_per_s.values() for job_type, _ in rates}
     for index, line in enumerate(rows):
         fields = _fields(index, line, columns or 7)
         job_type, scale = fields["job_type"], fields["scale_factor"]
+        if job_type not in known:
+            raise UnknownNameError(f"lines[{index}].job_type", job_type, sorted(known))
         rates = [table.get(gpu, job_type, scale) for gpu in kept_types]
         if any(rate is None for rate in rates):
             skipped[f"no throughput for {job_type} on {scale} GPUs"] += 1
