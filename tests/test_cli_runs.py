@@ -174,6 +174,16 @@ def test_resume_takes_only_the_flags_that_do_not_change_the_results(uninterrupte
     assert "holds a sweep of 'sim'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("tool", "main"), [("bench", bench_main), ("sim", sim_main)])
+def test_a_bad_recorded_command_names_the_folder(tool: str, main: Any, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # An edited command.json with a bad flag was told as if typed: "argument --gpus: gpus=12 ...".
+    write_command(tmp_path, tool, ["--gpus", "12"])
+    assert main(["--resume", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"--resume {tmp_path} (its command.json): argument --gpus" in err and err.count("\n") == 1, err
+
+
 def test_a_folder_whose_run_kept_no_record_may_be_used_again(tmp_path: Path) -> None:
     # A bench run whose --dask scheduler did not answer exited 2 leaving command.json and an empty cells.jsonl;
     # the same --out without --dask was then refused as "the cells of an earlier run", with none to keep.

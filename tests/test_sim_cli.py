@@ -161,15 +161,18 @@ def test_a_philly_log_draws_its_models_per_seed(tmp_path: Path, capsys: pytest.C
 
 
 def test_a_gavel_trace_says_which_jobs_it_skips(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # A misspelt job type was dropped without a word (only trace.metadata["skipped"] counted it).
-    line = "\t".join(["{}", "cmd", "-s", "1", "100000", "{}", "1"])
-    path = tmp_path / "typo.trace"
-    path.write_text(line.format("ResNet-18 (batch size 32)", 0.0) + "\n" + line.format("ResNet-18 (batch size 33)",
-                                                                                        10.0) + "\n")
+    # A job without a throughput on its scale factor was dropped without a word (only trace.metadata["skipped"]
+    # counted it); a misspelt job type was skipped so too, and is now an error naming its line.
+    line = "\t".join(["{}", "cmd", "-s", "1", "100000", "{}", "{}"])
+    path = tmp_path / "skips.trace"
+    path.write_text(line.format("ResNet-18 (batch size 32)", 0.0, 1) + "\n" + line.format("A3C", 10.0, 2) + "\n")
     _sim(tmp_path / "out", "--gpus", "8", "--trace", str(path), "--mechanisms", "proportional", "--no-progress")
-    assert ("--trace typo.trace: 1 jobs skipped (no throughput for ResNet-18 (batch size 33) on 1 GPUs: 1)"
-            in capsys.readouterr().err)
+    assert "--trace skips.trace: 1 jobs skipped (no throughput for A3C on 2 GPUs: 1)" in capsys.readouterr().err
     assert len(pd.read_csv(tmp_path / "out" / "jobs.csv")) == 1
+    typo = tmp_path / "typo.trace"
+    typo.write_text(line.format("ResNet-18 (batch size 33)", 0.0, 1) + "\n")
+    assert main(["--gpus", "8", "--trace", str(typo), "--out", str(tmp_path / "typo"), "--no-progress"]) == 2
+    assert "lines[0].job_type='ResNet-18 (batch size 33)': unknown" in capsys.readouterr().err
 
 
 def test_every_experiment_parses_as_its_file_says() -> None:

@@ -98,7 +98,7 @@ def _type_counts(text: str) -> dict[str, int]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> OneLineParser:
     doc = (__doc__ or "").splitlines()
     parser = OneLineParser(prog=PROG, description=f"{doc[0]} {doc[1]} Subcommands: plot DIR, compare DIR_A DIR_B.",
                            allow_abbrev=False)
@@ -207,7 +207,7 @@ def plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
     return Plan(specs, args.mechanisms, solvers, options, out)
 
 
-def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser]:
+def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, OneLineParser]:
     """The flags; ``--resume DIR`` reads them back from DIR (``args.recorded``: what ``command.json`` keeps)."""
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -221,7 +221,9 @@ def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, argparse.ArgumentPar
                      f"(only {', '.join(RUN_ONLY_FLAGS)} may be given with --resume)")
     folder, given = args.resume, args
     recorded = read_command(folder, TOOL)
+    parser.context = f"--resume {folder} (its command.json)"
     args = parser.parse_args(recorded)
+    parser.context = ""
     for flag in RUN_ONLY_FLAGS:
         key = flag[2:].replace("-", "_")
         if any(arg.split("=", 1)[0] == flag for arg in argv):

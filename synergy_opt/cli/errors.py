@@ -43,7 +43,11 @@ BROKEN_PIPE = 141  # the shell's code for a writer whose reader went away (128 +
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse with a one-line error (no usage block), still exit code 2; a value that starts with a minus and
-    a digit is a value (``--split -10,60,50`` is told what is wrong with -10, not "expected one argument")."""
+    a digit is a value (``--split -10,60,50`` is told what is wrong with -10, not "expected one argument").
+    ``context``, when set, prefixes each error: where flags not typed by the user came from (an experiment
+    file, a resumed folder's ``command.json``)."""
+
+    context = ""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -52,7 +56,8 @@ class OneLineParser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"-\.?\d")
 
     def error(self, message: str) -> NoReturn:
-        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+        where = f"{self.context}: " if self.context else ""
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {where}{message}\n")
 
 
 def run_cli(prog: str, main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None) -> int:

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn, get_args
+from typing import Any, get_args
 
 from tqdm import tqdm
 
@@ -172,13 +172,7 @@ def _job_kind(text: str) -> str:
 # --- the parser -----------------------------------------------------------------------------------------------
 
 
-class _Parser(OneLineParser):
-    """One-line errors, prefixed with the experiment file whose settings are being read, if any."""
-
-    context = ""
-
-    def error(self, message: str) -> NoReturn:
-        super().error(f"{self.context}: {message}" if self.context else message)
+_Parser = OneLineParser  # its errors are prefixed with the experiment file or folder being read, if any
 
 
 def build_parser() -> _Parser:
@@ -272,7 +266,9 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, _Parser]:
         folder = args.resume
         recorded = read_command(folder, TOOL)
         run_only = {key: getattr(args, key) for key in ("workers", "dask", "no_progress", "wide")}
+        parser.context = f"--resume {folder} (its command.json)"
         args = parser.parse_args(recorded)
+        parser.context = ""
         for key, value in run_only.items():
             if value is not None:
                 setattr(args, key, value)
