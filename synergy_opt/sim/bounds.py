@@ -36,6 +36,10 @@ ROUND_S = Number(0, MAX_ROUND_S, low_open=True)
 ROUNDS = Integer(1, MAX_ROUNDS_LIMIT)
 
 
+# What to do when a trace needs more rounds than a run may take (the command line has --round-s only).
+MORE_ROUNDS = "use longer rounds (round_s; --round-s) or raise simulate(max_rounds=...)"
+
+
 def ready_within_horizon(arrival: np.ndarray, profiling: np.ndarray, round_s: float) -> int:
     """How many of the jobs, from the first, are ready within the horizon (``MAX_READY_ROUNDS`` rounds):
     the caller refuses the next one, or cuts the jobs there."""
@@ -75,13 +79,15 @@ def check_rounds_needed(
         raise InvalidInputError(
             f"trace.jobs[{offset + worst}].duration_s", float(duration[worst]),
             f"needs at least {alone[worst]:.4g} rounds of {round_s:g} s (at its best speedup "
-            f"{best_speedup[worst]:.4g}), more than max_rounds={max_rounds}: use longer rounds or raise max_rounds",
+            f"{best_speedup[worst]:.4g}), more than max_rounds={max_rounds}: "
+            f"{MORE_ROUNDS}",
         )
     if together > max_rounds * slack:
         raise InvalidInputError(
             "max_rounds", max_rounds,
             f"the monitored jobs need at least {together:.4g} rounds of {round_s:g} s (their GPU-seconds at "
-            f"their best speedups over the cluster's {total_gpus} GPUs): use longer rounds or raise max_rounds",
+            f"their best speedups over the cluster's {total_gpus} GPUs): "
+            f"{MORE_ROUNDS}",
         )
 
 
