@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linprog
 
-from synergy_opt import generate_round, solve_ideal
+from synergy_opt import generate_round, load_instance, solve_ideal, solve_opt
 from synergy_opt.errors import InvalidInputError, SolverUnavailableError
 from synergy_opt.hetero import HeteroCluster, HeteroRound, ServerType
 from synergy_opt.instance import Cluster
@@ -457,6 +458,18 @@ def test_configs_that_find_no_placement_fall_back_to_the_proportional_share_when
     assert not fits.fell_back and fits.placed.shares is not None and fits.value == 7.0
 
 
+def test_opt_reports_its_loss_against_the_ideal_ilp_when_its_configs_fall_back() -> None:
+    # A loose MIP tolerance lets the ILP's configs use 52 of the example's 48 CPUs: they cannot be placed, and the
+    # proportional share is (4.0). The rounding report called 4.0 "the ideal objective" and the loss 0.
+    instance = load_instance(Path(__file__).resolve().parents[1] / "instances" / "paper_example.json")
+    result = solve_opt(instance, options={"mip_feasibility_tolerance": 0.5})
+    assert result.notes and "GPU-proportional demands placed" in result.notes[0]
+    assert result.ideal.objective is not None and result.ideal.objective > 5.0
+    assert result.objective == pytest.approx(4.0) and result.evaluation.valid
+    assert result.rounding.ideal_objective == result.ideal.objective
+    assert result.rounding.throughput_lost == pytest.approx(result.ideal.objective - 4.0)
+
+
 def test_configs_past_the_totals_by_a_solvers_tolerance_are_placed_scaled_not_replaced() -> None:
     # The ideal ILP's configs may pass the cluster's CPUs by its solver's tolerance: placed scaled to the totals.
     instance = generate_round(16, seed=4, profile_noise=0.05)
@@ -484,7 +497,8 @@ def test_opt_says_when_the_ideal_configs_found_no_placement(monkeypatch: pytest.
     result = placement_solve.solve_opt(instance)
     assert result.notes == ("lp placement of the ideal ILP's configs ended infeasible: GPU-proportional demands "
                             "placed",)
-    assert result.evaluation.valid and result.rounding.ideal_objective == pytest.approx(float(instance.floors.sum()))
+    # The loss is against the ideal ILP's objective, not the fallback's (its floors).
+    assert result.evaluation.valid and result.rounding.ideal_objective == result.ideal.objective
     hetero = generate_round(types={"k80": 1, "v100": 1}, seed=4, profile_noise=0.05)
     notes = placement_solve.solve_opt(hetero).notes
     assert notes == tuple(f"{kind}: lp placement of the ideal ILP's configs ended infeasible: GPU-proportional "

@@ -103,7 +103,8 @@ def solve_hetero_opt(instance: HeteroRound, solver: str, placement: str, params:
         if not sub.jobs:
             continue
         members = np.array([fixed.job_index[job.id] for job in sub.jobs], dtype=np.int64)
-        configs = opt_placement(sub, cpu[members], mem[members], float(value[members].sum()),
+        ideal_value = float(value[members].sum())  # the loss is reported against it, fallback or not
+        configs = opt_placement(sub, cpu[members], mem[members], ideal_value,
                                 from_ideal=ideal.has_solution, kind=placement, solver=solver, params=placement_params,
                                 options=placement_options)
         if configs.fell_back:  # as one type's OPT: that type's proportional demands
@@ -116,7 +117,7 @@ def solve_hetero_opt(instance: HeteroRound, solver: str, placement: str, params:
         if placed.shares is None:
             notes.append(f"{kind}: {placement} placement ended {placed.status.value}: nothing placed there")
             continue
-        rounded = round_placement(sub, placed.shares, configs.cpu_per_gpu, configs.mem_gb_per_gpu, configs.value)
+        rounded = round_placement(sub, placed.shares, configs.cpu_per_gpu, configs.mem_gb_per_gpu, ideal_value)
         reports[kind], allocations[kind] = rounded.report, rounded.allocation
     allocation = join_allocations(instance.cluster, allocations)
     done = time.perf_counter()

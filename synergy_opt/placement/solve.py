@@ -399,7 +399,8 @@ def solve_opt(
 
     configs = opt_placement(instance, cpu, mem, ideal_objective, from_ideal=ideal.has_solution, kind=placement,
                             solver=solver, params=placement_params, options=placement_options or {})
-    placed, cpu, mem, ideal_objective = configs.placed, configs.cpu_per_gpu, configs.mem_gb_per_gpu, configs.value
+    # The loss is reported against the ideal ILP's objective, also when its configs gave way to the fallback's.
+    placed, cpu, mem = configs.placed, configs.cpu_per_gpu, configs.mem_gb_per_gpu
     if configs.fell_back:
         notes.append(f"{placement} placement of the ideal ILP's configs ended {configs.first_status.value}: "
                      "GPU-proportional demands placed")
