@@ -353,6 +353,8 @@ def test_native_options_and_params(solver: str) -> None:
     ("pyomo-cbc", {"ratioG": -1}, r"options\['ratioG'\]=-1.*valid range"),  # an abbreviation, as CBC takes
     ("pyomo-cbc", {"preprocess": "bogus"}, r"options\['preprocess'\]='bogus'.*Possible options.*: off on"),
     ("pyomo-cbc", {"sec": 5, "seconds": "abc"}, r"options\['seconds'\]='abc'"),  # not the key it abbreviates
+    ("ortools-cpsat", {"num_workers": -1}, r"options\['num_workers'\]=-1.*should be in"),  # was "MODEL_INVALID"
+    ("ortools-cpsat", {"max_time_in_seconds": -1.0}, r"options\['max_time_in_seconds'\]=-1.*non-negative"),
 ])
 def test_an_option_value_the_solver_refuses_is_an_error_naming_it(solver: str, options: dict[str, object],
                                                                     said: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import time
 from collections.abc import Mapping
 from datetime import timedelta
@@ -254,6 +255,12 @@ def solve_cpsat(model: LinearModel, params: SolverParams) -> SolveResult:
     if status is None:
         status = Status.FEASIBLE if has_incumbent else Status.NO_SOLUTION
     message = f"CP-SAT {solver.status_name(native)}"
+    if native == _CP.MODEL_INVALID:  # the model is valid (checked above): a parameter out of range, say
+        info = solver.response_proto.solution_info
+        named = re.search(r"[Pp]arameters? '?([a-z_]+)", info)  # "parameter 'x' should", "Parameters x must"
+        if named and named.group(1) in params.options:  # the caller's option: an input error, as other backends'
+            raise InvalidInputError(f"options[{named.group(1)!r}]", params.options[named.group(1)], info)
+        message += f": {info}" if info else ""
     values = np.array(solver.response_proto.solution, dtype=float) if status.has_solution else None
     # CP-SAT stopped without a solution reports a bound it may not have computed (0.0 on a maximisation whose
     # optimum is 562, a time limit of 0.1 s): only a bound beside a solution is read.
