@@ -182,6 +182,11 @@ def test_a_bad_recorded_command_names_the_folder(tool: str, main: Any, tmp_path:
     assert main(["--resume", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert f"--resume {tmp_path} (its command.json): argument --gpus" in err and err.count("\n") == 1, err
+    # And a check made after parsing (the plan's): two flags that do not go together.
+    write_command(tmp_path, tool, ["--types", "k80:1", "--gpus", "16"])
+    assert main(["--resume", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"--resume {tmp_path} (its command.json): " in err and err.count("\n") == 1, err
 
 
 def test_a_folder_whose_run_kept_no_record_may_be_used_again(tmp_path: Path) -> None:

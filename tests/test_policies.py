@@ -482,6 +482,20 @@ def test_float_noise_in_the_fractions_does_not_break_a_tie() -> None:
     assert rounds.schedule({"A": 1, "B": 1}, {"A": np.array([True]), "B": np.array([True])}) == {"B": 0}
 
 
+@pytest.mark.parametrize(("throughputs", "weights"), [([[1e-300, 1e-300], [1.0, 1.0]], [1e-12, 1.0]),
+                                                     ([[1e100, 1e100], [1e100, 1e100]], [1e-12, 1e-12])])
+def test_weights_and_throughputs_at_their_bounds_are_solved(throughputs: list[list[float]],
+                                                            weights: list[float]) -> None:
+    # Weight times proportional throughput underflowed, and its inverse was inf: both LPs ended in error.
+    problem = PolicyProblem(throughputs, [1, 1], [1, 1], priority_weights=weights)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isfinite(normalised_coefficients(problem)).all()
+        for solve in (solve_max_min_fairness, solve_water_filling):
+            result = solve(problem)
+            assert result.status is Status.OPTIMAL and result.allocation is not None, solve.__name__
+
+
 def test_bad_problems_and_solvers_are_named() -> None:
     with pytest.raises(InvalidInputError, match=r"throughputs\[0\]\[1\]"):
         PolicyProblem([[1.0, -2.0]], [1], [1, 1])

@@ -13,6 +13,7 @@ import pytest
 
 import synergy_opt as so
 from synergy_opt.errors import InvalidInputError, UnknownNameError
+from synergy_opt.gavel_throughputs import GavelThroughputs
 from synergy_opt.sim import load_trace, save_trace
 from synergy_opt.sim.gavel import (
     DEFAULT_JOB_MODELS,
@@ -464,9 +465,18 @@ def test_gavel_priority_weights_reach_max_min_fairness(tmp_path: Path) -> None:
     metadata = copy.deepcopy(dict(load_trace(path).metadata))
     metadata["gavel"]["jobs"]["j1"]["priority_weight"] = 1e-200
     with pytest.raises(InvalidInputError) as error:
-        so.simulate(so.Trace(load_trace(path).jobs, metadata), _two_gpus(), policy="max_min_fairness",
-                    mechanism="proportional", round_s=360)
-    assert error.value.field == "trace.metadata.gavel.jobs['j1'].priority_weight"
+        so.Trace(load_trace(path).jobs, metadata)
+    assert error.value.field == "metadata.gavel.jobs.j1.priority_weight"
+
+
+def test_a_job_type_only_a_smaller_table_lacks_is_skipped_not_a_typo() -> None:
+    # A table of one's own with fewer job types called every other real Gavel job type unknown.
+    full = load_gavel_throughputs()
+    resnets = {gpu: {key: rate for key, rate in rates.items() if key[0].startswith("ResNet-18")}
+               for gpu, rates in full.steps_per_s.items()}
+    trace = load_trace(gavel_trace_file("msr_seed0_23dbec"), throughputs=GavelThroughputs(resnets, "mine"))
+    assert {job.model for job in trace.jobs} == {"res18"}
+    assert any(reason.startswith("no throughput for Transformer") for reason in trace.metadata["skipped"])
 
 
 def test_unknown_policies_list_every_kind() -> None:

@@ -128,6 +128,15 @@ def test_the_philly_job_log_becomes_a_trace(tmp_path: Path) -> None:
     unlimited = load_trace(path, split=(0, 100, 0), seed=3).to_frame().set_index("id")
     assert len(unlimited) == 4
     assert unlimited.loc[frame.index, ["model", "arrival_s"]].equals(frame[["model", "arrival_s"]])
+    # Also when the job dropped is the first: arrivals keep their origin (the first job that ran).
+    big_first = [_philly_job("big", "2017-10-02 23:00:00", [_attempt("2017-10-02 23:01:00", "2017-10-02 23:30:00",
+                                                                     8, 8, 8)]), *PHILLY_LOG]
+    path.write_text(json.dumps(big_first))
+    small = load_trace(path, seed=3, max_gpus=16).to_frame().set_index("id")
+    every = load_trace(path, seed=3).to_frame().set_index("id")
+    assert "big" not in small.index and every.loc["big", "arrival_s"] == 0.0
+    assert small["arrival_s"].tolist() == [3600.0, 3720.0, 4200.0]
+    assert every.loc[small.index, ["model", "arrival_s"]].equals(small[["model", "arrival_s"]])
     result = simulate(trace, so.Cluster(2), mechanism="tune")
     assert result.summary["unfinished"] == 0 and result.summary["monitored"] == 3  # a fifth of 3 jobs is none
 

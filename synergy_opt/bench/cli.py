@@ -221,9 +221,9 @@ def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, OneLineParser]:
                      f"(only {', '.join(RUN_ONLY_FLAGS)} may be given with --resume)")
     folder, given = args.resume, args
     recorded = read_command(folder, TOOL)
+    # Kept for the plan's checks too: every flag they read came from the file.
     parser.context = f"--resume {folder} (its command.json)"
     args = parser.parse_args(recorded)
-    parser.context = ""
     for flag in RUN_ONLY_FLAGS:
         key = flag[2:].replace("-", "_")
         if any(arg.split("=", 1)[0] == flag for arg in argv):

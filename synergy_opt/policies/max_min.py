@@ -53,9 +53,11 @@ def normalised_coefficients(problem: PolicyProblem) -> np.ndarray:
     """``c[i, t]`` of row M2: throughput times scale factor over weight times proportional throughput (0 for a
     job that has no throughput at its proportional share: it can run nowhere and drops out of the min)."""
     proportional = problem.proportional_throughputs()
-    scale = np.where(proportional > 0, problem.scale_factors / (problem.priority_weights * np.where(
-        proportional > 0, proportional, 1.0)), 0.0)
-    return np.asarray(problem.throughputs * scale[:, None])
+    # Throughput over the proportional one first (a ratio near 1), then times scale over weight: weight times a
+    # tiny proportional throughput underflowed, and its inverse overflowed to inf (weight 1e-12 x 1e-300).
+    ratio = problem.throughputs / np.where(proportional > 0, proportional, 1.0)[:, None]
+    scale = np.where(proportional > 0, problem.scale_factors / problem.priority_weights, 0.0)
+    return np.asarray(ratio * scale[:, None])
 
 
 def least_normalised(problem: PolicyProblem, allocation: np.ndarray) -> float:

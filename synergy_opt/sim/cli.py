@@ -266,9 +266,9 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, _Parser]:
         folder = args.resume
         recorded = read_command(folder, TOOL)
         run_only = {key: getattr(args, key) for key in ("workers", "dask", "no_progress", "wide")}
+        # Kept for the plan's checks too: every flag they read came from the file.
         parser.context = f"--resume {folder} (its command.json)"
         args = parser.parse_args(recorded)
-        parser.context = ""
         for key, value in run_only.items():
             if value is not None:
                 setattr(args, key, value)
@@ -280,9 +280,10 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, _Parser]:
         return args, parser  # a fixed setting of its own (synergy_opt.sim.fidelity)
     if args.experiment is not None and args.experiment != "list":
         experiment = load_experiment(args.experiment)
-        parser.context = f"experiment {experiment.path.name}"
+        outer = parser.context  # a resumed folder's, if any
+        parser.context = ", ".join(filter(None, (outer, f"experiment {experiment.path.name}")))
         config = parser.parse_args(_experiment_argv(experiment.settings, parser))
-        parser.context = ""
+        parser.context = outer
         for key, value in vars(config).items():
             if getattr(args, key, None) is None:
                 setattr(args, key, value)
@@ -388,7 +389,8 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
             for setting, _ in settings:
                 setting.check_generated()
         except InvalidInputError as error:
-            parser.context = f"experiment {args.experiment}" if args.experiment else ""
+            experiment_name = f"experiment {args.experiment}" if args.experiment else ""
+            parser.context = ", ".join(filter(None, (parser.context, experiment_name)))
             parser.error(str(error))
     runs: list[SimRun] = []
     for setting, trace in settings:
@@ -468,7 +470,10 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser
     for gpus, ratio, split, policy, seed in itertools.product(args.gpus, ratios, args.split, args.policy, args.seeds):
         if philly:
             trace = _read_trace(parser, path, split=split, seed=seed, cpu_per_gpu=ratio, max_gpus=gpus)
-            dropped = trace.metadata["skipped"].get(f"more than {gpus} GPUs")
+            skips = trace.metadata.get("skipped")  # a saved trace keeps its own counts (and may hold text)
+            # Read from the log at this size (a saved trace's max_gpus is its own, and its note said its drops).
+            applied = first.metadata.get("max_gpus") is None and trace.metadata.get("max_gpus") == gpus
+            dropped = skips.get(f"more than {gpus} GPUs") if applied and isinstance(skips, dict) else None
             note = f"--trace {path.name}: on {gpus} GPUs, {dropped} more skipped (more than {gpus} GPUs)"
             if dropped and note not in notes:  # the log's other skips are said once, above
                 notes.append(note)

@@ -178,7 +178,9 @@ def parse_gavel_trace(
     Raises
     ------
     InvalidInputError
-        Naming the line and column at fault (``lines[4].total_steps``), an unknown format, type or model.
+        Naming the line and column at fault (``lines[4].total_steps``), an unknown format, type or model, or a
+        job type that neither ``throughputs`` nor Gavel's table knows (``lines[4].job_type``: a typo; one only a
+        smaller ``throughputs`` lacks is skipped and counted).
     """
     if format is not None and format not in FORMAT_COLUMNS:
         raise UnknownNameError("format", format, tuple(FORMAT_COLUMNS))
@@ -205,8 +207,10 @@ def parse_gavel_trace(
     jobs: list[TraceJob] = []
     gavel_jobs: dict[str, dict[str, Any]] = {}
     used: set[tuple[str, int]] = set()
-    # A job type the table has no entry of at all is a typo, not a job to skip (it was counted as skipped).
-    known = {job_type for rates in table.steps_per_s.values() for job_type, _ in rates}
+    # A job type no table knows (neither the one given nor Gavel's) is a typo, not a job to skip (it was counted
+    # as skipped); one only a smaller table given lacks is skipped, as one without a throughput on its scale.
+    shipped = table if throughputs is None else load_gavel_throughputs()
+    known = {job_type for source in (table, shipped) for rates in source.steps_per_s.values() for job_type, _ in rates}
     for index, line in enumerate(rows):
         fields = _fields(index, line, columns or 7)
         job_type, scale = fields["job_type"], fields["scale_factor"]

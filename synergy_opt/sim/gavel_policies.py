@@ -35,7 +35,6 @@ from synergy_opt.policies import (
     solve_max_sum_throughput,
     solve_water_filling,
 )
-from synergy_opt.policies.problem import PRIORITY_WEIGHT
 from synergy_opt.policies.rounds import RoundMechanism
 from synergy_opt.sim.policies import JobStates
 from synergy_opt.sim.trace import Trace
@@ -209,7 +208,5 @@ def gavel_weights(trace_metadata: Mapping[str, Any], ids: list[str]) -> dict[int
     if not isinstance(gavel, Mapping):
         return {}
     jobs = gavel.get("jobs", {})
-    weights = {position: PRIORITY_WEIGHT(f"trace.metadata.gavel.jobs[{job_id!r}].priority_weight",
-                                         jobs[job_id]["priority_weight"])
-               for position, job_id in enumerate(ids) if job_id in jobs}
-    return {position: weight for position, weight in weights.items() if weight != 1.0}
+    return {position: float(jobs[job_id]["priority_weight"]) for position, job_id in enumerate(ids)
+            if job_id in jobs and float(jobs[job_id]["priority_weight"]) != 1.0}

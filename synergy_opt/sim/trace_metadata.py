@@ -22,9 +22,10 @@ from typing import Any, Literal, get_args
 
 from synergy_opt.errors import InvalidInputError
 from synergy_opt.generate import GENERATOR_ARGUMENTS, JobKind
+from synergy_opt.policies.problem import PRIORITY_WEIGHT
 from synergy_opt.profiling.measurement import MINUTES, MINUTES_PER_POINT
 from synergy_opt.profiling.optimistic import DEFAULT_THRESHOLD, THRESHOLD
-from synergy_opt.validation import NON_NEGATIVE, POSITIVE, Integer, Number, OneOf, Optional, Rule, json_value, text
+from synergy_opt.validation import NON_NEGATIVE, Integer, Number, OneOf, Optional, Rule, json_value, text
 
 GENERATOR = "synergy_opt.generate_trace"
 # Far beyond any experiment (the paper's need about 7,000); a trace this long takes minutes and gigabytes.
@@ -70,7 +71,7 @@ def trace_metadata(name: str, value: Any) -> dict[str, Any]:
 
 
 _GAVEL_JOB: dict[str, Rule] = {"job_type": text, "scale_factor": Integer(1), "total_steps": Integer(1),
-                               "priority_weight": POSITIVE, "slo": Optional(NON_NEGATIVE)}
+                               "priority_weight": PRIORITY_WEIGHT, "slo": Optional(NON_NEGATIVE)}
 
 
 def gavel_record(name: str, value: Any, gpu_type: Any, gpu_type_name: str) -> None:
