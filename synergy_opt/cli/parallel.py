@@ -126,11 +126,15 @@ def _run_processes(
     return [result for result in results if result is not None]
 
 
+def _workers(pool: ProcessPoolExecutor) -> list[Any]:
+    """The pool's worker processes (the executor keeps them private; none once it is shut down)."""
+    return list((getattr(pool, "_processes", None) or {}).values())
+
+
 def _a_worker_died(pool: ProcessPoolExecutor) -> bool:
     """Whether a worker process has ended (during a run they end only by dying: this pool sets no
     ``max_tasks_per_child``, whose workers would end on their own)."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    return any(process.exitcode is not None for process in processes)
+    return any(process.exitcode is not None for process in _workers(pool))
 
 
 def _end_workers(pool: ProcessPoolExecutor) -> None:
@@ -141,7 +145,7 @@ def _end_workers(pool: ProcessPoolExecutor) -> None:
     holds the last writing end of the result pipe; closing it ends the manager's read (messages already in the
     pipe are read first), and the pool reports itself broken as it does for any other death.
     """
-    processes = list((getattr(pool, "_processes", None) or {}).values())
+    processes = _workers(pool)
     for process in processes:
         if process.is_alive():
             process.terminate()

@@ -80,14 +80,14 @@ def check_rounds_needed(
             f"trace.jobs[{offset + worst}].duration_s", float(duration[worst]),
             f"needs at least {alone[worst]:.4g} rounds of {round_s:g} s (at its best speedup "
             f"{best_speedup[worst]:.4g}), more than max_rounds={max_rounds}: "
-            f"{MORE_ROUNDS}",
+            + MORE_ROUNDS,
         )
     if together > max_rounds * slack:
         raise InvalidInputError(
             "max_rounds", max_rounds,
             f"the monitored jobs need at least {together:.4g} rounds of {round_s:g} s (their GPU-seconds at "
             f"their best speedups over the cluster's {total_gpus} GPUs): "
-            f"{MORE_ROUNDS}",
+            + MORE_ROUNDS,
         )
 
 
