@@ -172,12 +172,9 @@ def _job_kind(text: str) -> str:
 # --- the parser -----------------------------------------------------------------------------------------------
 
 
-_Parser = OneLineParser  # its errors are prefixed with the experiment file or folder being read, if any
-
-
-def build_parser() -> _Parser:
+def build_parser() -> OneLineParser:
     doc = (__doc__ or "").splitlines()
-    parser = _Parser(prog=PROG, description=f"{doc[0]} {doc[1]} Subcommands: plot DIR, compare DIR_A DIR_B.",
+    parser = OneLineParser(prog=PROG, description=f"{doc[0]} {doc[1]} Subcommands: plot DIR, compare DIR_A DIR_B.",
                      argument_default=None, allow_abbrev=False)
     sweep = parser.add_argument_group("the cluster and the trace (comma-separated lists sweep)")
     sweep.add_argument("--gpus", type=cli_args.gpu_sizes, help="cluster size(s) in GPUs, multiples of 8 (128)")
@@ -252,7 +249,7 @@ def build_parser() -> _Parser:
     return parser
 
 
-def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, _Parser]:
+def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, OneLineParser]:
     """Flags over the experiment's settings over :data:`DEFAULTS`; ``--resume DIR`` reads the flags back from
     DIR (``args.recorded`` holds the flags that define the sweep, for ``command.json``)."""
     parser = build_parser()
@@ -302,7 +299,7 @@ def parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, _Parser]:
     return args, parser
 
 
-def _type_cluster(types: str, ratios: Sequence[int], parser: _Parser) -> HeteroCluster:
+def _type_cluster(types: str, ratios: Sequence[int], parser: OneLineParser) -> HeteroCluster:
     """``--types``' cluster at each CPU:GPU ratio (checked here, so that a bad count is one line)."""
     try:
         clusters = [SimSetting(cpu_per_gpu=ratio, types=types).cluster for ratio in ratios]
@@ -315,7 +312,7 @@ def _flags(argv: Sequence[str]) -> list[str]:
     return [arg.split("=", 1)[0] for arg in argv if arg.startswith("--")]
 
 
-def _experiment_argv(settings: dict[str, Any], parser: _Parser) -> list[str]:
+def _experiment_argv(settings: dict[str, Any], parser: OneLineParser) -> list[str]:
     """The settings as flags, each value checked by its TOML type first (so ``gpus = "16"`` is refused)."""
     flags = {action.dest: action for action in parser._actions if action.option_strings}
     argv = []
@@ -346,7 +343,7 @@ class Plan:
     notes: tuple[str, ...] = ()  # said on stderr when the sweep starts (a rejected plan prints only its error)
 
 
-def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
+def plan(args: argparse.Namespace, parser: OneLineParser) -> Plan:
     """The runs of the sweep; bad combinations are parser errors (one line, exit 2) before anything runs."""
     if args.dask is not None and importlib.util.find_spec("distributed") is None:
         parser.error("--dask needs dask.distributed, which is not installed: pip install 'synergy_opt[distributed]'")
@@ -419,7 +416,7 @@ def plan(args: argparse.Namespace, parser: _Parser) -> Plan:
     return Plan(runs, keys, out, tuple(notes))
 
 
-def _check_size(parser: _Parser, *lists: Sequence[Any]) -> None:
+def _check_size(parser: OneLineParser, *lists: Sequence[Any]) -> None:
     count = math.prod(len(values) for values in lists)
     if count > MAX_RUNS:
         parser.error(f"the flags make {count} simulations; a sweep is at most {MAX_RUNS}")
@@ -429,7 +426,7 @@ def _default_jobs(args: argparse.Namespace) -> int:
     return args.monitor[1] if args.monitor is not None else DEFAULT_JOBS
 
 
-def _trace_settings(args: argparse.Namespace, parser: _Parser
+def _trace_settings(args: argparse.Namespace, parser: OneLineParser
                     ) -> tuple[list[tuple[SimSetting, Trace | None]], list[str]]:
     """One setting per (size, ratio, split, policy, seed) with its loaded trace, checked against the cluster,
     and the notes to say when the sweep starts (the jobs the file skipped).
@@ -497,7 +494,7 @@ def _trace_settings(args: argparse.Namespace, parser: _Parser
     return settings, notes
 
 
-def _read_trace(parser: _Parser, path: Path, **options: Any) -> Trace:
+def _read_trace(parser: OneLineParser, path: Path, **options: Any) -> Trace:
     """``load_trace(path, **options)``; a fault in the file is one line naming ``--trace`` and the file."""
     try:
         return load_trace(path, **options)
